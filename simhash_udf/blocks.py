@@ -1,0 +1,94 @@
+"""Table plans: which bits of a fingerprint form the key of each table (pure Python, no Spark).
+
+Split the f = 64 bits into m >= k + 1 contiguous blocks. Two fingerprints within Hamming distance k differ
+in at most k blocks, so they agree on at least m - k blocks; making every choice of m - k blocks one table
+(C(m, k) tables) guarantees that such a pair shares the key of at least one table (Manku, Jain and Das
+Sarma, WWW 2007). A table's key is the fingerprint AND a mask of its blocks' bits, so in Spark it is one
+column expression. Each pair is accepted only in the *first* table whose key it shares, so a pair is
+counted once and never yields duplicate edges.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from math import comb
+
+import numpy as np
+
+F = 64
+MAX_K = 10
+MAX_TABLES = 512
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    k: int
+    blocks: tuple[tuple[int, int], ...]  # (first bit, width) per block, low bits first
+    tables: tuple[tuple[int, ...], ...]  # block indices that form each table's key
+
+    @property
+    def m(self) -> int:
+        return len(self.blocks)
+
+    def block_mask(self, b: int) -> int:
+        start, width = self.blocks[b]
+        return ((1 << width) - 1) << start
+
+    def table_masks(self) -> list[int]:
+        """Key mask of each table as a signed int64 (usable as a Spark literal)."""
+        masks = []
+        for table in self.tables:
+            mask = 0
+            for b in table:
+                mask |= self.block_mask(b)
+            masks.append(mask - (1 << 64) if mask >= 1 << 63 else mask)
+        return masks
+
+    def key_bits(self) -> list[int]:
+        return [sum(self.blocks[b][1] for b in table) for table in self.tables]
+
+    def first_table_lookup(self) -> np.ndarray:
+        """For each m-bit set of agreeing blocks, the first table whose blocks all agree (-1: none)."""
+        lookup = np.full(1 << self.m, -1, dtype=np.int16)
+        table_bits = [sum(1 << b for b in table) for table in self.tables]
+        for agree in range(1 << self.m):
+            for t, bits in enumerate(table_bits):
+                if agree & bits == bits:
+                    lookup[agree] = t
+                    break
+        return lookup
+
+    def describe(self) -> dict:
+        return {
+            "f": F,
+            "k": self.k,
+            "blocks": self.m,
+            "block_widths": [w for _, w in self.blocks],
+            "tables": len(self.tables),
+            "key_bits": self.key_bits(),
+            "table_blocks": [list(t) for t in self.tables],
+        }
+
+
+def check_k(k: int) -> None:
+    if not 0 <= k <= MAX_K:
+        raise ValueError(
+            f"k={k} is outside 0..{MAX_K}: a 64-bit SimHash cannot be blocked into tables with useful keys "
+            f"for larger distances (and k < 0 means nothing); pass --k between 0 and {MAX_K}"
+        )
+
+
+def plan_tables(k: int, m: int | None = None) -> TablePlan:
+    """Blocks and tables for distance k with m blocks (default k + 1: 4 x 16 bits for k = 3)."""
+    check_k(k)
+    m = k + 1 if m is None or m == 0 else m
+    if not k + 1 <= m <= F:
+        raise ValueError(f"--blocks {m} cannot guarantee distance k={k}: use between {k + 1} and {F} blocks")
+    if comb(m, k) > MAX_TABLES:
+        raise ValueError(f"--blocks {m} with k={k} makes {comb(m, k)} tables (> {MAX_TABLES}); use fewer blocks")
+    base, extra = divmod(F, m)
+    widths = [base + (1 if b < extra else 0) for b in range(m)]
+    starts = np.r_[0, np.cumsum(widths)[:-1]].tolist()
+    blocks = tuple(zip(starts, widths))
+    tables = tuple(combinations(range(m), m - k))
+    return TablePlan(k=k, blocks=blocks, tables=tables)

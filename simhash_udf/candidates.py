@@ -1,0 +1,158 @@
+"""Candidate pairs inside key groups, reduced to a spanning forest (pure numpy, no Spark).
+
+A key group holds the distinct fingerprints that share one table's key. Every pair in it is compared with
+popcount(a XOR b) <= k; a pair is accepted only if this table is the first one in which the pair shares a
+key (see blocks.py), so across all tables each pair within distance k is accepted exactly once. Only a
+spanning forest of the accepted pairs is emitted: connectivity is all the components stage needs, and a
+hot key with n members then costs at most n - 1 edges instead of n^2 / 2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .blocks import TablePlan
+
+SMALL_GROUP = 256  # groups up to this size compare all pairs in one vectorised pass
+_PAIRS_PER_CHUNK = 1 << 22
+
+
+@dataclass
+class EdgeBatch:
+    src: np.ndarray  # int64 fingerprints
+    dst: np.ndarray
+    compared: int  # pairs compared (each pair of members of a group once)
+    accepted: int  # pairs within k accepted in their first shared table
+
+
+class PairFilter:
+    """popcount(a ^ b) <= k and 'this table is the pair's first shared table', vectorised."""
+
+    def __init__(self, plan: TablePlan):
+        self.k = plan.k
+        self.lookup = plan.first_table_lookup()
+        self.block_masks = np.array([plan.block_mask(b) for b in range(plan.m)], dtype=np.uint64)
+
+    def accept(self, x: np.ndarray, table: np.ndarray | int) -> np.ndarray:
+        ok = np.bitwise_count(x) <= self.k
+        idx = np.flatnonzero(ok)
+        if len(idx):
+            xs = x[idx]
+            agree = np.zeros(len(idx), dtype=np.int64)
+            for b, mask in enumerate(self.block_masks):
+                agree |= ((xs & mask) == 0).astype(np.int64) << b
+            first = self.lookup[agree]
+            ok[idx] = first == (table[idx] if isinstance(table, np.ndarray) else table)
+        return ok
+
+
+def spanning_forest_edges(i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (i, j) that join two trees when added in order (union-find): a spanning forest."""
+    parent: dict[int, int] = {}
+
+    def find(a: int) -> int:
+        root = a
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while a != root:  # path compression
+            parent[a], a = root, parent.get(a, a)
+        return root
+
+    keep = np.zeros(len(i), dtype=bool)
+    for n, (a, b) in enumerate(zip(i.tolist(), j.tolist())):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+            keep[n] = True
+    return i[keep], j[keep]
+
+
+def _small_group_pairs(members, starts, sizes, tables, filt: PairFilter):
+    """Accepted pairs (flat member indices) of groups small enough to compare all at once."""
+    out_i, out_j = [], []
+    for s in np.unique(sizes):
+        iu, ju = np.triu_indices(int(s), 1)
+        sel = np.flatnonzero(sizes == s)
+        per_chunk = max(1, _PAIRS_PER_CHUNK // len(iu))
+        for c in range(0, len(sel), per_chunk):
+            g = sel[c : c + per_chunk]
+            i = (starts[g][:, None] + iu[None, :]).ravel()
+            j = (starts[g][:, None] + ju[None, :]).ravel()
+            t = np.repeat(tables[g], len(iu))
+            ok = filt.accept(members[i] ^ members[j], t)
+            out_i.append(i[ok])
+            out_j.append(j[ok])
+    if not out_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_i), np.concatenate(out_j)
+
+
+def count_accepted(fps: np.ndarray, table: int, filt: PairFilter, rows_per_chunk: int = 512) -> int:
+    """Exact number of accepted pairs in one (large) group, by blocks of rows."""
+    total = 0
+    n = len(fps)
+    for a in range(0, n, rows_per_chunk):
+        b = min(a + rows_per_chunk, n)
+        x = fps[a:b, None] ^ fps[None, a:]
+        upper = np.arange(a, b)[:, None] < np.arange(a, n)[None, :]
+        total += int(np.count_nonzero(filt.accept(x[upper], table)))
+    return total
+
+
+def bfs_forest(fps: np.ndarray, table: int, filt: PairFilter) -> tuple[np.ndarray, np.ndarray]:
+    """Spanning forest of one large group by breadth-first search: each member is expanded once against
+    the members not yet reached, so memory stays O(n) and at most n - 1 edges come out."""
+    n = len(fps)
+    unreached = np.arange(n)
+    src, dst = [], []
+    while len(unreached):
+        root, unreached = unreached[0], unreached[1:]
+        queue = [root]
+        while queue and len(unreached):
+            u = queue.pop()
+            ok = filt.accept(fps[u] ^ fps[unreached], table)
+            if ok.any():
+                reached = unreached[ok]
+                unreached = unreached[~ok]
+                src.append(np.full(len(reached), u))
+                dst.append(reached)
+                queue.extend(reached.tolist())
+    if not src:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(src), np.concatenate(dst)
+
+
+def candidate_edges(
+    members: np.ndarray, offsets: np.ndarray, tables: np.ndarray, plan: TablePlan, small_group: int = SMALL_GROUP
+) -> EdgeBatch:
+    """Spanning-forest edges of many key groups at once.
+
+    members: the distinct fingerprints (int64 or uint64) of all groups one after another; offsets: group g
+    owns members[offsets[g]:offsets[g+1]]; tables: the table index of each group.
+    """
+    members = np.asarray(members).view(np.uint64) if np.asarray(members).dtype == np.int64 else np.asarray(members, np.uint64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    tables = np.asarray(tables, dtype=np.int64)
+    starts, sizes = offsets[:-1], np.diff(offsets)
+    filt = PairFilter(plan)
+    compared = int((sizes * (sizes - 1) // 2).sum())
+
+    small = (sizes >= 2) & (sizes <= small_group)
+    i, j = _small_group_pairs(members, starts[small], sizes[small], tables[small], filt)
+    accepted = len(i)
+    fi, fj = spanning_forest_edges(i, j)
+    src, dst = [members[fi]], [members[fj]]
+
+    for g in np.flatnonzero(sizes > small_group):
+        fps = members[starts[g] : starts[g] + sizes[g]]
+        accepted += count_accepted(fps, int(tables[g]), filt)
+        bi, bj = bfs_forest(fps, int(tables[g]), filt)
+        src.append(fps[bi])
+        dst.append(fps[bj])
+    return EdgeBatch(
+        src=np.concatenate(src).view(np.int64),
+        dst=np.concatenate(dst).view(np.int64),
+        compared=compared,
+        accepted=accepted,
+    )

@@ -1,0 +1,68 @@
+"""Spark stage 6: connected components with large-star / small-star (Kiveris et al., SoCC 2014).
+
+Nodes are fingerprints (int64) and every step is a DataFrame join or aggregation, so nothing is collected
+to the driver. Edges are kept oriented (u, v) with u > v. The loop stops when the edges form a forest of
+stars, each pointing at its component's smallest node: every child has exactly one parent and no parent
+is itself a child. Each round is checkpointed so the lineage (and the plan Spark must analyse) stays short.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .errors import DedupError
+
+
+def oriented(edges: DataFrame, a: str = "src", b: str = "dst") -> DataFrame:
+    """(u, v) with u > v, self-loops dropped, each edge once."""
+    return (
+        edges.select(F.greatest(a, b).alias("u"), F.least(a, b).alias("v"))
+        .where(F.col("u") != F.col("v"))
+        .distinct()
+    )
+
+
+def large_star(edges: DataFrame) -> DataFrame:
+    """Each node hands its larger neighbours to its smallest neighbour (itself included)."""
+    smallest = edges.groupBy("u").agg(F.min("v").alias("m")).withColumnRenamed("u", "x")
+    joined = edges.join(smallest, edges["v"] == smallest["x"], "left")
+    return joined.select("u", F.coalesce("m", "v").alias("v")).distinct()
+
+
+def small_star(edges: DataFrame) -> DataFrame:
+    """Each node connects its smaller neighbours and itself to the smallest of them."""
+    smallest = edges.groupBy("u").agg(F.min("v").alias("m"))
+    moved = edges.join(smallest, "u").select(F.col("v").alias("a"), F.col("m").alias("b"))
+    own = smallest.select(F.col("u").alias("a"), F.col("m").alias("b"))
+    return oriented(moved.unionByName(own), "a", "b")
+
+
+def unfinished_nodes(edges: DataFrame) -> int:
+    """Nodes that still break the star-forest shape (a child with two parents, or a parent with one)."""
+    as_child = edges.select(F.col("u").alias("n"), F.lit(1).alias("child"), F.lit(0).alias("parent"))
+    as_parent = edges.select(F.col("v").alias("n"), F.lit(0).alias("child"), F.lit(1).alias("parent"))
+    per_node = as_child.unionByName(as_parent).groupBy("n").agg(
+        F.sum("child").alias("parents"), F.max("parent").alias("is_parent")
+    )
+    return per_node.where((F.col("parents") > 1) | ((F.col("parents") >= 1) & (F.col("is_parent") == 1))).count()
+
+
+def connected_components(
+    edges: DataFrame,
+    checkpoint: Callable[[DataFrame], DataFrame],
+    max_rounds: int = 200,
+    src: str = "src",
+    dst: str = "dst",
+) -> tuple[DataFrame, int]:
+    """(node, root) for every node that is not the smallest of its component (root is that smallest
+    node; roots and isolated nodes are their own root and are not listed), and the rounds it took."""
+    e = checkpoint(oriented(edges, src, dst))
+    for rounds in range(1, max_rounds + 1):
+        e = checkpoint(small_star(large_star(e)))
+        if unfinished_nodes(e) == 0:
+            return e.select(F.col("u").alias("node"), F.col("v").alias("root")), rounds
+    raise DedupError(
+        f"connected components did not converge in {max_rounds} rounds: raise --max-component-rounds"
+    )

@@ -1,0 +1,149 @@
+"""The job's configuration: one typed dataclass, defaults from conf/default.toml, then --config FILE,
+then the command line. Every check that needs no data happens here, before Spark starts."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .blocks import plan_tables
+from .errors import DedupError
+from .fingerprint import WEIGHTINGS, FeatureSpec
+from .text import TOKENIZERS
+
+INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet")
+DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "default.toml"
+
+
+@dataclass
+class DedupConfig:
+    input: str = ""
+    output: str = ""
+    input_format: str = "auto"
+    id_col: str = "id"
+    text_col: str = "text"
+    k: int = 3
+    blocks: int = 0
+    tokenizer: str = "auto"
+    weighting: str = "tf"
+    char_ngram: int = 5
+    word_ngram: int = 1
+    keep: str = "id"
+    max_text_chars: int = 1_000_000
+    arrow_batch_size: int = 2000
+    shuffle_partitions: int = 0
+    max_component_rounds: int = 200
+    checkpoint_dir: str = ""
+    overwrite: bool = False
+    input_partitions: int = 0  # repartition the input (0 = as read); for tests and skewed inputs
+
+    @property
+    def features(self) -> FeatureSpec:
+        return FeatureSpec(self.tokenizer, self.weighting, self.char_ngram, self.word_ngram)
+
+    def validate(self) -> "DedupConfig":
+        def bad(msg: str) -> DedupError:
+            return DedupError(msg)
+
+        if not self.input:
+            raise bad("no input: pass --input PATH (a file or directory of Parquet, JSON Lines, CSV, text or WET)")
+        if not self.output:
+            raise bad("no output: pass --output DIR (a directory the job creates)")
+        if self.input_format not in INPUT_FORMATS:
+            raise bad(f"--input-format {self.input_format!r} is unknown; choose one of {', '.join(INPUT_FORMATS)}")
+        if self.tokenizer not in TOKENIZERS:
+            raise bad(f"--tokenizer {self.tokenizer!r} is unknown; choose one of {', '.join(TOKENIZERS)}")
+        if self.weighting not in WEIGHTINGS:
+            raise bad(f"--weighting {self.weighting!r} is unknown; choose one of {', '.join(WEIGHTINGS)}")
+        if not (self.keep in ("id", "longest") or (self.keep.startswith("earliest:") and len(self.keep) > 9)):
+            raise bad(f"--keep {self.keep!r} is unknown; use id, longest or earliest:COLUMN")
+        for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "max_component_rounds"):
+            if getattr(self, name) < 1:
+                raise bad(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
+        for name in ("shuffle_partitions", "input_partitions"):
+            if getattr(self, name) < 0:
+                raise bad(f"--{name.replace('_', '-')} must be 0 or more (got {getattr(self, name)})")
+        try:
+            plan_tables(self.k, self.blocks)
+        except ValueError as exc:
+            raise bad(str(exc)) from None
+        if os.path.abspath(self.input) == os.path.abspath(self.output):
+            raise bad("--output must not be the input path")
+        return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(DedupConfig)}
+
+
+def _apply(cfg: DedupConfig, values: dict, source: str) -> None:
+    for key, value in values.items():
+        name = key.replace("-", "_")
+        if name not in _FIELDS:
+            raise DedupError(f"{source}: unknown setting {key!r}; known settings: {', '.join(sorted(_FIELDS))}")
+        expected = type(getattr(DedupConfig(), name))
+        if expected is int and isinstance(value, bool) or not isinstance(value, expected):
+            raise DedupError(f"{source}: {key} must be {expected.__name__}, got {value!r}")
+        setattr(cfg, name, value)
+
+
+def read_toml(path: str | Path) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise DedupError(f"config file {path} does not exist: fix the --config path") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DedupError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse exits with 2 and a usage line; we want our error type
+        raise DedupError(f"{message} (see --help for the options)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="dedup_job.py",
+        description="Find near-duplicate documents with 64-bit SimHash and keep one per cluster.",
+        allow_abbrev=False,
+    )
+    p.add_argument("--input", required=True, help="input file or directory")
+    p.add_argument("--output", required=True, help="output directory (clusters/, kept/, report.json, _SUCCESS)")
+    p.add_argument("--config", help="TOML file overriding conf/default.toml")
+    p.add_argument("--input-format", choices=INPUT_FORMATS)
+    p.add_argument("--id-col")
+    p.add_argument("--text-col")
+    p.add_argument("--k", type=int, help="max Hamming distance of near-duplicates (default 3)")
+    p.add_argument("--blocks", type=int, help="fingerprint blocks (0 = k + 1)")
+    p.add_argument("--tokenizer", choices=TOKENIZERS)
+    p.add_argument("--weighting", choices=WEIGHTINGS)
+    p.add_argument("--char-ngram", type=int)
+    p.add_argument("--word-ngram", type=int)
+    p.add_argument("--keep", help="id | longest | earliest:COLUMN")
+    p.add_argument("--max-text-chars", type=int)
+    p.add_argument("--arrow-batch-size", type=int)
+    p.add_argument("--shuffle-partitions", type=int)
+    p.add_argument("--input-partitions", type=int)
+    p.add_argument("--max-component-rounds", type=int)
+    p.add_argument("--checkpoint-dir")
+    p.add_argument("--overwrite", action="store_true", default=None, help="replace a finished output")
+    return p
+
+
+def load_config(argv: list[str] | None = None, defaults_file: str | Path | None = DEFAULT_CONF) -> DedupConfig:
+    """Defaults < conf/default.toml < --config FILE < command line; then validated."""
+    args = build_parser().parse_args(argv)
+    cfg = DedupConfig()
+    if defaults_file and Path(defaults_file).exists():
+        _apply(cfg, read_toml(defaults_file), str(defaults_file))
+    if args.config:
+        _apply(cfg, read_toml(args.config), args.config)
+    overrides = {k: v for k, v in vars(args).items() if v is not None and k != "config"}
+    _apply(cfg, overrides, "command line")
+    return cfg.validate()

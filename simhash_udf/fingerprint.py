@@ -1,0 +1,186 @@
+"""SimHash fingerprints: weight features, hash each to 64 bits, add +w / -w per bit, take the sign.
+
+Everything here is plain numpy over a whole batch of documents; nothing knows about Spark. The per-bit
+arithmetic is integer arithmetic, so a fingerprint is the same on every machine and numpy build (no
+floating-point summation order can flip a bit that sits on zero).
+
+Definition (fingerprint version "sh64-1"): for a document with features t_1..t_n (token occurrences),
+weights w(t) (integers) and 64-bit hashes h(t) = first 64 bits of MurmurHash3 x64-128 (seed 0) of the
+UTF-8 feature, bit i of the fingerprint is 1 iff  sum_t w(t) * (+1 if bit i of h(t) else -1)  > 0.
+A sum of exactly 0 gives bit 0. The unsigned 64-bit result is stored as int64 (two's complement).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Sequence
+
+import mmh3
+import numpy as np
+
+from .text import jieba_version, normalize_text, tokenize
+
+DEFINITION_VERSION = "sh64-1"
+WEIGHTINGS = ("tf", "tfidf", "binary")
+IDF_SCALE = 1000  # tf-idf weights are idf * IDF_SCALE rounded to integers: exact, portable sums
+_TOKENS_PER_CHUNK = 1 << 16  # bounds the (tokens x 64) bit matrix to a few tens of MB
+
+
+def mmh3_64(feature: str) -> int:
+    """The feature hash: unsigned first half of MurmurHash3 x64-128, seed 0, of the UTF-8 bytes."""
+    return mmh3.hash64(feature, seed=0, x64arch=True, signed=False)[0]
+
+
+class _HashCache(dict):
+    """token -> hash, filled on first use. Token frequencies follow Zipf's law, so most look-ups hit."""
+
+    max_size = 2_000_000
+
+    def __missing__(self, token: str) -> int:
+        if len(self) >= self.max_size:
+            self.clear()
+        value = self[token] = mmh3_64(token)
+        return value
+
+
+_HASHES = _HashCache()
+
+
+def hash_features(features: Sequence[str]) -> np.ndarray:
+    """Hashes of many features at once, as uint64."""
+    return np.fromiter(map(_HASHES.__getitem__, features), dtype=np.uint64, count=len(features))
+
+
+def simhash_from_hashes(
+    hashes: np.ndarray,
+    offsets: np.ndarray,
+    weights: np.ndarray | None = None,
+    f: int = 64,
+) -> np.ndarray:
+    """Fingerprints of many documents from their feature hashes.
+
+    hashes: uint64, the features of all documents one after another; offsets: int64 of length n_docs + 1,
+    document d owns hashes[offsets[d]:offsets[d+1]]; weights: int64 per feature occurrence (None means 1
+    each, i.e. term frequency); f: fingerprint width (<= 64; the low f bits of each hash are used).
+    Returns uint64 fingerprints (a document without features gets 0).
+    """
+    hashes = np.ascontiguousarray(hashes, dtype="<u8")
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n_docs = len(offsets) - 1
+    if not 1 <= f <= 64:
+        raise ValueError("f must be in 1..64")
+    ones = np.zeros((n_docs, f), dtype=np.int64)  # sum of weights of features whose bit i is 1
+    total = np.zeros(n_docs, dtype=np.int64)  # sum of all weights
+    lengths = np.diff(offsets)
+    doc_of_token = np.repeat(np.arange(n_docs), lengths)
+    for start in range(0, len(hashes), _TOKENS_PER_CHUNK):
+        stop = min(start + _TOKENS_PER_CHUNK, len(hashes))
+        bits = np.unpackbits(hashes[start:stop].view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")[:, :f]
+        docs = doc_of_token[start:stop]
+        seg = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])  # first token of each document piece
+        seg_docs = docs[seg]
+        if weights is None:
+            ones[seg_docs] += np.add.reduceat(bits, seg, axis=0, dtype=np.int64)
+            total[seg_docs] += np.diff(np.r_[seg, stop - start])
+        else:
+            w = np.asarray(weights[start:stop], dtype=np.int64)
+            ones[seg_docs] += np.add.reduceat(bits * w[:, None], seg, axis=0, dtype=np.int64)
+            total[seg_docs] += np.add.reduceat(w, seg)
+    signed = 2 * ones - total[:, None]  # sum of +w for 1-bits and -w for 0-bits
+    set_bits = np.zeros((n_docs, 64), dtype=bool)
+    set_bits[:, :f] = signed > 0
+    return np.packbits(set_bits, axis=1, bitorder="little").view("<u8").reshape(n_docs)
+
+
+def to_signed(fingerprints: np.ndarray) -> np.ndarray:
+    """uint64 -> int64 with the same bits (the storage form)."""
+    return np.asarray(fingerprints, dtype=np.uint64).view(np.int64)
+
+
+@lru_cache(maxsize=1)
+def jieba_idf() -> tuple[dict[str, int], int]:
+    """jieba's own idf table (jieba/analyse/idf.txt) as integer weights, and the median for unknown words."""
+    import os
+
+    import jieba
+
+    path = os.path.join(os.path.dirname(jieba.__file__), "analyse", "idf.txt")
+    table: dict[str, int] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            word, _, value = line.rstrip("\n").rpartition(" ")
+            if word:
+                table[word] = int(round(float(value) * IDF_SCALE))
+    median = int(np.median(np.fromiter(table.values(), dtype=np.int64)))
+    return table, median
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """What a feature is and how it is weighted: everything the fingerprint version depends on."""
+
+    tokenizer: str = "auto"
+    weighting: str = "tf"
+    char_ngram: int = 5
+    word_ngram: int = 1
+
+    def version(self) -> str:
+        if self.tokenizer == "char":
+            feats = f"char{self.char_ngram}"
+        else:
+            feats = self.tokenizer + (f"-w{self.word_ngram}" if self.word_ngram > 1 else "")
+            if self.tokenizer in ("auto", "jieba"):
+                feats += f"(jieba-{jieba_version()})"
+        return f"{DEFINITION_VERSION}/nfkc-lower-ws/{feats}/{self.weighting}/mmh3x64"
+
+
+def features_of(text: str, spec: FeatureSpec) -> list[str]:
+    return tokenize(normalize_text(text), spec.tokenizer, spec.char_ngram, spec.word_ngram)
+
+
+def weights_of(features: list[str], spec: FeatureSpec) -> tuple[list[str], np.ndarray | None]:
+    """Feature occurrences and their integer weights (None means 1 per occurrence: term frequency)."""
+    if spec.weighting == "tf":
+        return features, None
+    if spec.weighting == "binary":
+        unique = list(dict.fromkeys(features))
+        return unique, None
+    if spec.weighting == "tfidf":
+        table, median = jieba_idf()
+        return features, np.fromiter((table.get(t, median) for t in features), dtype=np.int64, count=len(features))
+    raise ValueError(f"unknown weighting {spec.weighting!r}; choose one of {', '.join(WEIGHTINGS)}")
+
+
+def fingerprint_batch(texts: Iterable[str | None], spec: FeatureSpec = FeatureSpec()) -> tuple[np.ndarray, np.ndarray]:
+    """Fingerprints (int64) and feature counts (int32) of a batch of texts.
+
+    A null text gets feature count -1, a text with no features (empty, only punctuation or white space)
+    gets 0; for both the fingerprint is 0 and the caller stores null.
+    """
+    all_features: list[str] = []
+    weight_parts: list[np.ndarray] = []
+    lengths: list[int] = []
+    for text in texts:
+        if text is None:
+            lengths.append(-1)
+            continue
+        feats, w = weights_of(features_of(text, spec), spec)
+        all_features.extend(feats)
+        lengths.append(len(feats))
+        if w is not None:
+            weight_parts.append(w)
+    counts = np.asarray(lengths, dtype=np.int32)
+    offsets = np.r_[0, np.cumsum(np.maximum(counts, 0), dtype=np.int64)]
+    weights = np.concatenate(weight_parts) if spec.weighting == "tfidf" and weight_parts else None
+    if spec.weighting == "tfidf" and weights is None:
+        weights = np.zeros(0, dtype=np.int64)
+    fps = simhash_from_hashes(hash_features(all_features), offsets, weights)
+    return to_signed(fps), counts
+
+
+def fingerprint_text(text: str, spec: FeatureSpec = FeatureSpec()) -> int | None:
+    """One text's fingerprint as a Python int64, or None when it has no features."""
+    fps, counts = fingerprint_batch([text], spec)
+    return int(fps[0]) if counts[0] > 0 else None
+
+

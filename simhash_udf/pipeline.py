@@ -1,0 +1,182 @@
+"""The whole job: read -> fingerprint -> exact collapse -> blocks -> candidates -> components -> resolve
+-> write. Each stage is materialised once (persist + count) so its seconds can be reported and nothing
+expensive, least of all the Python UDF, runs twice."""
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from . import __version__
+from .blocks import plan_tables
+from .components import connected_components
+from .config import DedupConfig
+from .fingerprint_udf import with_fingerprints
+from .pairs import block_rows, group_edges, key_groups
+from .read import check_columns, check_ids, read_input
+from .resolve import keep_rank, resolve_clusters
+from .write import OutputDir
+
+log = logging.getLogger("simhash_dedup")
+
+
+class StageTimer:
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str):
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = round(time.perf_counter() - start, 3)
+        log.info("stage %s: %.1f s", name, self.seconds[name])
+
+
+def _persist(df: DataFrame) -> DataFrame:
+    return df.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def prepare_documents(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
+    """(id, text, rank, text_null, invalid_utf8, truncated): text made valid UTF-8 and capped."""
+    text = F.col(cfg.text_col)
+    if dict(raw.dtypes)[cfg.text_col] == "binary":
+        text = text.cast("string")
+    valid = F.make_valid_utf8(text)
+    return raw.select(
+        F.col(cfg.id_col).alias("id"),
+        F.substring(valid, 1, cfg.max_text_chars).alias("text"),
+        keep_rank(cfg.keep, cfg.id_col, cfg.text_col).alias("rank"),
+        text.isNull().alias("text_null"),
+        (~F.coalesce(F.is_valid_utf8(text), F.lit(True))).alias("invalid_utf8"),
+        (F.coalesce(F.length(valid), F.lit(0)) > cfg.max_text_chars).alias("truncated"),
+    )
+
+
+def run(cfg: DedupConfig, spark: SparkSession) -> dict:
+    """Run the job for a validated configuration; returns the report (also written to DIR/report.json)."""
+    started = time.time()
+    timer = StageTimer()
+    plan = plan_tables(cfg.k, cfg.blocks)
+    out = OutputDir(spark, cfg.output)
+    out.check_writable(cfg.overwrite)
+    if cfg.shuffle_partitions:
+        spark.conf.set("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_size))
+    spark.sparkContext.setCheckpointDir(cfg.checkpoint_dir or out.staged("_checkpoints"))
+    persisted: list[DataFrame] = []
+
+    def keep(df: DataFrame) -> DataFrame:
+        persisted.append(_persist(df))
+        return persisted[-1]
+
+    try:
+        with timer("read"):
+            raw = read_input(spark, cfg.input, cfg.input_format)
+            extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
+            check_columns(raw, cfg.id_col, cfg.text_col, extra)
+            if cfg.input_partitions:
+                raw = raw.repartition(cfg.input_partitions)
+            check_ids(raw, cfg.id_col)
+
+        with timer("fingerprint"):
+            docs = keep(with_fingerprints(prepare_documents(raw, cfg), "text", cfg.features).drop("text"))
+            doc_stats = docs.agg(
+                F.count(F.lit(1)).alias("input_rows"),
+                F.sum(F.col("text_null").cast("long")).alias("null_text"),
+                F.sum(((F.col("n_features") == 0)).cast("long")).alias("no_features"),
+                F.sum(F.col("invalid_utf8").cast("long")).alias("invalid_utf8"),
+                F.sum(F.col("truncated").cast("long")).alias("truncated"),
+                F.count("fingerprint").alias("fingerprinted"),
+            ).first().asDict()
+
+        with timer("exact_collapse"):
+            distinct = keep(docs.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct())
+            n_distinct = distinct.count()
+
+        with timer("blocks"):
+            blocks = block_rows(distinct, plan)
+            groups = keep(key_groups(blocks))
+            n_groups = groups.count()
+
+        with timer("candidates"):
+            edge_rows = keep(group_edges(groups, plan))
+            pair_stats = edge_rows.agg(
+                F.sum("compared").alias("pairs_compared"),
+                F.sum("accepted").alias("pairs_accepted"),
+                F.count("src").alias("forest_edges"),
+            ).first().asDict()
+            edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
+
+        with timer("components"):
+            roots, rounds = connected_components(edges, lambda df: df.checkpoint(eager=True), cfg.max_component_rounds)
+
+        with timer("resolve"):
+            clusters = keep(resolve_clusters(docs.select("id", "fingerprint", "rank"), roots))
+            sizes = clusters.groupBy("cluster_id").count()
+            histogram = {int(r["count"]): int(r["clusters"]) for r in
+                         sizes.groupBy("count").agg(F.count(F.lit(1)).alias("clusters")).collect()}
+            kept_rows = clusters.where(~F.col("is_duplicate")).count()
+
+        with timer("write"):
+            clusters.write.parquet(out.staged("clusters"))
+            kept_ids = clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
+            kept_docs = raw.join(kept_ids, raw[cfg.id_col] == kept_ids["_kept_id"], "left_semi")
+            kept_docs.write.parquet(out.staged("kept"))
+
+        input_rows = int(doc_stats["input_rows"])
+        duplicates = input_rows - kept_rows
+        exact = int(doc_stats["fingerprinted"]) - n_distinct
+        report = {
+            "simhash_dedup_version": __version__,
+            "fingerprint_version": cfg.features.version(),
+            "input": cfg.input,
+            "output": cfg.output,
+            "input_rows": input_rows,
+            "kept": kept_rows,
+            "duplicates": duplicates,
+            "exact_duplicates": exact,
+            "near_duplicates": duplicates - exact,
+            "bad_rows": {
+                "null_text": int(doc_stats["null_text"] or 0),
+                "no_features": int(doc_stats["no_features"] or 0),
+                "invalid_utf8_replaced": int(doc_stats["invalid_utf8"] or 0),
+                "truncated": int(doc_stats["truncated"] or 0),
+                "treatment": "null text or text without features (empty, only white space or punctuation): "
+                "no fingerprint, kept as a cluster of its own; invalid UTF-8: replaced by U+FFFD then "
+                "fingerprinted; text longer than max_text_chars: fingerprinted up to that length",
+            },
+            "distinct_fingerprints": n_distinct,
+            "clusters": {
+                "total": sum(histogram.values()),
+                "with_duplicates": sum(c for s, c in histogram.items() if s > 1),
+                "largest": max(histogram) if histogram else 0,
+                "size_histogram": {str(s): histogram[s] for s in sorted(histogram)},
+            },
+            "candidates": {
+                "key_groups": n_groups,
+                "pairs_compared": int(pair_stats["pairs_compared"] or 0),
+                "pairs_accepted": int(pair_stats["pairs_accepted"] or 0),
+                "forest_edges": int(pair_stats["forest_edges"] or 0),
+                "component_rounds": rounds,
+            },
+            "table_plan": plan.describe(),
+            "seconds": timer.seconds,
+            "config": cfg.to_dict(),
+            "spark_version": spark.version,
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "total_seconds": round(time.time() - started, 3),
+        }
+        out.fs.delete(out._p(out.staged("_checkpoints")), True)
+        out.write_report(report)
+        out.commit()
+        return report
+    except BaseException:
+        out.abort()
+        raise
+    finally:
+        for df in persisted:
+            df.unpersist()

@@ -1,0 +1,103 @@
+"""Spark stage 1: read the input into a DataFrame and check it before any expensive work."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, StringType
+
+from .errors import DedupError
+
+_EXTENSIONS = {
+    ".parquet": "parquet",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".csv": "csv",
+    ".txt": "text",
+    ".wet": "wet",
+}
+
+
+def _hadoop_path(spark: SparkSession, path: str):
+    jvm = spark.sparkContext._jvm
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    return p, p.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def data_files(spark: SparkSession, path: str, limit: int = 1000) -> list[str]:
+    """Names of (up to `limit`) visible data files under path; raises a clear error when path is missing."""
+    p, fs = _hadoop_path(spark, path)
+    if not fs.exists(p):
+        raise DedupError(f"input {path} does not exist: fix --input")
+    names = []
+    it = fs.listFiles(p, True)
+    while it.hasNext() and len(names) < limit:
+        name = it.next().getPath().getName()
+        if not name.startswith(("_", ".")):
+            names.append(name)
+    if not names:
+        raise DedupError(f"input {path} holds no data files: fix --input")
+    return names
+
+
+def detect_format(names: list[str]) -> str:
+    found = set()
+    for name in names:
+        base = name[:-3] if name.endswith(".gz") else name
+        for ext, fmt in _EXTENSIONS.items():
+            if base.endswith(ext) or (fmt == "parquet" and ".parquet" in base):
+                found.add(fmt)
+    if len(found) != 1:
+        what = "no known file extension" if not found else f"a mix of {sorted(found)}"
+        raise DedupError(
+            f"cannot tell the input format ({what} among files such as {names[:3]}): "
+            "pass --input-format parquet|json|csv|text|wet"
+        )
+    return found.pop()
+
+
+def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
+    if fmt == "auto":
+        fmt = detect_format(data_files(spark, path))
+    else:
+        data_files(spark, path)
+    if fmt == "parquet":
+        return spark.read.parquet(path)
+    if fmt == "json":
+        return spark.read.json(path)
+    if fmt == "csv":
+        return spark.read.options(header=True, inferSchema=True, multiLine=True, escape='"').csv(path)
+    if fmt == "text":
+        # One document per file: the id is the file's path.
+        return spark.read.text(path, wholetext=True).select(
+            F.input_file_name().alias("id"), F.col("value").alias("text")
+        )
+    if fmt == "wet":
+        raise DedupError("--input-format wet is not available in this version: convert WET files to JSON Lines")
+    raise DedupError(f"--input-format {fmt!r} is unknown")
+
+
+def check_columns(df: DataFrame, id_col: str, text_col: str, extra: list[str] = ()) -> None:
+    cols = df.columns
+    for col, option in [(id_col, "--id-col"), (text_col, "--text-col")] + [(c, "--keep earliest:COLUMN") for c in extra]:
+        if col not in cols:
+            raise DedupError(f"column {col!r} is not in the input (columns: {', '.join(cols)}): pass {option} NAME")
+    dtype = df.schema[text_col].dataType
+    if not isinstance(dtype, (StringType, BinaryType)):
+        raise DedupError(f"text column {text_col!r} has type {dtype.simpleString()}, not string: pass --text-col NAME")
+
+
+def check_ids(df: DataFrame, id_col: str) -> None:
+    """Null or repeated ids would make `clusters` ambiguous: stop with examples instead of merging rows."""
+    nulls = df.where(F.col(id_col).isNull()).limit(1).count()
+    if nulls:
+        raise DedupError(f"the id column {id_col!r} has null values: every row needs an id (or pass --id-col NAME)")
+    dups = df.groupBy(id_col).count().where("count > 1")
+    examples = dups.orderBy(F.desc("count"), id_col).limit(5).collect()
+    if examples:
+        n = dups.count()
+        shown = ", ".join(f"{r[0]!r} ({r[1]} rows)" for r in examples)
+        raise DedupError(
+            f"{n} id values occur more than once in column {id_col!r}, e.g. {shown}: ids must be unique; "
+            "deduplicate the ids upstream or pass --id-col with a unique column"
+        )

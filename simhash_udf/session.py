@@ -1,0 +1,25 @@
+"""SparkSession for the job: whatever spark-submit configured, or local mode on every core."""
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+
+def under_spark_submit() -> bool:
+    """spark-submit starts Python with a gateway to its own JVM; plain `python -m` has none."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def get_spark(app_name: str = "simhash-dedup", master: str | None = None) -> SparkSession:
+    builder = SparkSession.builder.appName(app_name)
+    if master or not under_spark_submit():
+        # Local workers must run this interpreter (the one with our dependencies), not the system python.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = builder.master(master or os.environ.get("SIMHASH_DEDUP_MASTER", "local[*]"))
+        # Local mode: the default 200 shuffle partitions only add task overhead on one machine.
+        builder = builder.config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+    builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    return builder.getOrCreate()
