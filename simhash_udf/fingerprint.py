@@ -51,18 +51,18 @@ def hash_features(features: Sequence[str]) -> np.ndarray:
     return np.fromiter(map(_HASHES.__getitem__, features), dtype=np.uint64, count=len(features))
 
 
-def simhash_from_hashes(
+def weighted_bit_sums(
     hashes: np.ndarray,
     offsets: np.ndarray,
     weights: np.ndarray | None = None,
     f: int = 64,
 ) -> np.ndarray:
-    """Fingerprints of many documents from their feature hashes.
+    """Per document and bit i, the sum of +w over features whose hash has bit i set and -w over the rest.
 
     hashes: uint64, the features of all documents one after another; offsets: int64 of length n_docs + 1,
     document d owns hashes[offsets[d]:offsets[d+1]]; weights: int64 per feature occurrence (None means 1
     each, i.e. term frequency); f: fingerprint width (<= 64; the low f bits of each hash are used).
-    Returns uint64 fingerprints (a document without features gets 0).
+    Returns an int64 array of shape (n_docs, f).
     """
     hashes = np.ascontiguousarray(hashes, dtype="<u8")
     offsets = np.asarray(offsets, dtype=np.int64)
@@ -71,8 +71,7 @@ def simhash_from_hashes(
         raise ValueError("f must be in 1..64")
     ones = np.zeros((n_docs, f), dtype=np.int64)  # sum of weights of features whose bit i is 1
     total = np.zeros(n_docs, dtype=np.int64)  # sum of all weights
-    lengths = np.diff(offsets)
-    doc_of_token = np.repeat(np.arange(n_docs), lengths)
+    doc_of_token = np.repeat(np.arange(n_docs), np.diff(offsets))
     for start in range(0, len(hashes), _TOKENS_PER_CHUNK):
         stop = min(start + _TOKENS_PER_CHUNK, len(hashes))
         bits = np.unpackbits(hashes[start:stop].view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")[:, :f]
@@ -86,10 +85,21 @@ def simhash_from_hashes(
             w = np.asarray(weights[start:stop], dtype=np.int64)
             ones[seg_docs] += np.add.reduceat(bits * w[:, None], seg, axis=0, dtype=np.int64)
             total[seg_docs] += np.add.reduceat(w, seg)
-    signed = 2 * ones - total[:, None]  # sum of +w for 1-bits and -w for 0-bits
-    set_bits = np.zeros((n_docs, 64), dtype=bool)
-    set_bits[:, :f] = signed > 0
-    return np.packbits(set_bits, axis=1, bitorder="little").view("<u8").reshape(n_docs)
+    return 2 * ones - total[:, None]
+
+
+def simhash_from_hashes(
+    hashes: np.ndarray,
+    offsets: np.ndarray,
+    weights: np.ndarray | None = None,
+    f: int = 64,
+) -> np.ndarray:
+    """uint64 fingerprints: bit i is set iff the weighted sum of bit i is > 0 (a document without
+    features gets 0). Arguments as for weighted_bit_sums."""
+    sums = weighted_bit_sums(hashes, offsets, weights, f)
+    set_bits = np.zeros((len(sums), 64), dtype=bool)
+    set_bits[:, :f] = sums > 0
+    return np.packbits(set_bits, axis=1, bitorder="little").view("<u8").reshape(len(sums))
 
 
 def to_signed(fingerprints: np.ndarray) -> np.ndarray:

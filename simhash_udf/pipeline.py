@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import __version__
-from .blocks import plan_tables
+from .blocks import TablePlan, plan_tables
 from .components import connected_components
 from .config import DedupConfig
 from .fingerprint_udf import with_fingerprints
@@ -56,6 +56,50 @@ def prepare_documents(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
     )
 
 
+def near_duplicate_clusters(docs: DataFrame, plan: TablePlan, max_rounds: int, timer: StageTimer, keep):
+    """Stages 3-7 on (id, fingerprint, rank) rows: exact collapse, blocks, candidates, components, resolve.
+
+    Returns the clusters (id, fingerprint, cluster_id, is_duplicate), the cluster-size histogram
+    {size: clusters} and the pair statistics. `keep` persists a DataFrame and registers it for clean-up;
+    component rounds are checkpointed into the SparkContext's checkpoint directory."""
+    with timer("exact_collapse"):
+        distinct = keep(docs.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct())
+        n_distinct = distinct.count()
+
+    with timer("blocks"):
+        groups = keep(key_groups(block_rows(distinct, plan)))
+        n_groups = groups.count()
+
+    with timer("candidates"):
+        edge_rows = keep(group_edges(groups, plan))
+        pair_stats = edge_rows.agg(
+            F.sum("compared").alias("pairs_compared"),
+            F.sum("accepted").alias("pairs_accepted"),
+            F.count("src").alias("forest_edges"),
+        ).first()
+        edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
+
+    with timer("components"):
+        roots, rounds = connected_components(edges, lambda df: df.checkpoint(eager=True), max_rounds)
+
+    with timer("resolve"):
+        clusters = keep(resolve_clusters(docs.select("id", "fingerprint", "rank"), roots))
+        sizes = clusters.groupBy("cluster_id").count()
+        histogram = {
+            int(r["count"]): int(r["clusters"])
+            for r in sizes.groupBy("count").agg(F.count(F.lit(1)).alias("clusters")).collect()
+        }
+    stats = {
+        "distinct_fingerprints": n_distinct,
+        "key_groups": n_groups,
+        "pairs_compared": int(pair_stats["pairs_compared"] or 0),
+        "pairs_accepted": int(pair_stats["pairs_accepted"] or 0),
+        "forest_edges": int(pair_stats["forest_edges"] or 0),
+        "component_rounds": rounds,
+    }
+    return clusters, histogram, stats
+
+
 def run(cfg: DedupConfig, spark: SparkSession) -> dict:
     """Run the job for a validated configuration; returns the report (also written to DIR/report.json)."""
     started = time.time()
@@ -93,33 +137,8 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 F.count("fingerprint").alias("fingerprinted"),
             ).first().asDict()
 
-        with timer("exact_collapse"):
-            distinct = keep(docs.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct())
-            n_distinct = distinct.count()
-
-        with timer("blocks"):
-            blocks = block_rows(distinct, plan)
-            groups = keep(key_groups(blocks))
-            n_groups = groups.count()
-
-        with timer("candidates"):
-            edge_rows = keep(group_edges(groups, plan))
-            pair_stats = edge_rows.agg(
-                F.sum("compared").alias("pairs_compared"),
-                F.sum("accepted").alias("pairs_accepted"),
-                F.count("src").alias("forest_edges"),
-            ).first().asDict()
-            edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
-
-        with timer("components"):
-            roots, rounds = connected_components(edges, lambda df: df.checkpoint(eager=True), cfg.max_component_rounds)
-
-        with timer("resolve"):
-            clusters = keep(resolve_clusters(docs.select("id", "fingerprint", "rank"), roots))
-            sizes = clusters.groupBy("cluster_id").count()
-            histogram = {int(r["count"]): int(r["clusters"]) for r in
-                         sizes.groupBy("count").agg(F.count(F.lit(1)).alias("clusters")).collect()}
-            kept_rows = clusters.where(~F.col("is_duplicate")).count()
+        clusters, histogram, near = near_duplicate_clusters(docs, plan, cfg.max_component_rounds, timer, keep)
+        kept_rows = sum(histogram.values())  # one kept document per cluster
 
         with timer("write"):
             clusters.write.parquet(out.staged("clusters"))
@@ -129,7 +148,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
 
         input_rows = int(doc_stats["input_rows"])
         duplicates = input_rows - kept_rows
-        exact = int(doc_stats["fingerprinted"]) - n_distinct
+        exact = int(doc_stats["fingerprinted"]) - near["distinct_fingerprints"]
         report = {
             "simhash_dedup_version": __version__,
             "fingerprint_version": cfg.features.version(),
@@ -149,20 +168,14 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 "no fingerprint, kept as a cluster of its own; invalid UTF-8: replaced by U+FFFD then "
                 "fingerprinted; text longer than max_text_chars: fingerprinted up to that length",
             },
-            "distinct_fingerprints": n_distinct,
+            "distinct_fingerprints": near["distinct_fingerprints"],
             "clusters": {
                 "total": sum(histogram.values()),
                 "with_duplicates": sum(c for s, c in histogram.items() if s > 1),
                 "largest": max(histogram) if histogram else 0,
                 "size_histogram": {str(s): histogram[s] for s in sorted(histogram)},
             },
-            "candidates": {
-                "key_groups": n_groups,
-                "pairs_compared": int(pair_stats["pairs_compared"] or 0),
-                "pairs_accepted": int(pair_stats["pairs_accepted"] or 0),
-                "forest_edges": int(pair_stats["forest_edges"] or 0),
-                "component_rounds": rounds,
-            },
+            "candidates": {k: v for k, v in near.items() if k != "distinct_fingerprints"},
             "table_plan": plan.describe(),
             "seconds": timer.seconds,
             "config": cfg.to_dict(),

@@ -1,0 +1,67 @@
+"""Brute-force references the tests compare against (slow, obviously correct)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+class UnionFind:
+    def __init__(self):
+        self.parent = {}
+
+    def find(self, a):
+        self.parent.setdefault(a, a)
+        while self.parent[a] != a:
+            self.parent[a] = self.parent[self.parent[a]]
+            a = self.parent[a]
+        return a
+
+    def union(self, a, b):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def components_of(nodes, edges) -> dict:
+    """node -> smallest node of its component (union-find)."""
+    uf = UnionFind()
+    for n in nodes:
+        uf.find(n)
+    for a, b in edges:
+        uf.union(a, b)
+    return {n: uf.find(n) for n in nodes}
+
+
+def within_k_pairs(fps, k):
+    """All index pairs (i < j) with popcount(fps[i] ^ fps[j]) <= k, by brute force over every pair."""
+    arr = np.asarray(fps, dtype=np.int64).view(np.uint64)
+    pairs = []
+    for i in range(len(arr)):
+        d = np.bitwise_count(arr[i] ^ arr[i + 1 :])
+        pairs.extend((i, i + 1 + int(j)) for j in np.flatnonzero(d <= k))
+    return pairs
+
+
+def brute_force_clusters(ids, fps, k) -> dict:
+    """id -> smallest id of its cluster, where a cluster is a component of the 'distance <= k' graph."""
+    comp = components_of(range(len(ids)), within_k_pairs(fps, k))
+    smallest = {}
+    for i, c in comp.items():
+        smallest[c] = min(smallest.get(c, ids[i]), ids[i])
+    return {ids[i]: smallest[comp[i]] for i in range(len(ids))}
+
+
+def planted_fingerprints(rng: np.random.Generator, n_centres: int, k: int, max_extra: int = 2) -> list[int]:
+    """Random centres, each with a few variants at distances 0..k + max_extra (so pairs just inside and
+    just outside k are both present), as int64."""
+    out = []
+    for _ in range(n_centres):
+        c = int(rng.integers(0, 2**64, dtype=np.uint64))
+        out.append(c)
+        for _ in range(int(rng.integers(0, 4))):
+            d = int(rng.integers(0, k + max_extra + 1))
+            bits = rng.choice(64, size=d, replace=False)
+            v = c
+            for b in bits:
+                v ^= 1 << int(b)
+            out.append(v)
+    return [v - (1 << 64) if v >= 1 << 63 else v for v in out]

@@ -1,0 +1,122 @@
+"""Blocks and candidates, pure numpy: every pair within k is found, each exactly once, as a forest."""
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference import components_of, planted_fingerprints, within_k_pairs
+from simhash_udf.blocks import plan_tables
+from simhash_udf.candidates import candidate_edges, spanning_forest_edges
+
+
+def python_key_groups(fps, plan):
+    """What the Spark blocks stage does, in plain Python: (table, sorted members) per shared key."""
+    groups = {}
+    for t, mask in enumerate(plan.table_masks()):
+        for fp in set(fps):
+            groups.setdefault((t, fp & mask), []).append(fp)
+    return [(t, sorted(m)) for (t, _), m in sorted(groups.items()) if len(m) >= 2]
+
+
+def run_candidates(fps, plan, small_group=256):
+    groups = python_key_groups(fps, plan)
+    members = np.array([fp for _, m in groups for fp in m], dtype=np.int64)
+    offsets = np.r_[0, np.cumsum([len(m) for _, m in groups])]
+    tables = np.array([t for t, _ in groups], dtype=np.int64)
+    return groups, candidate_edges(members, offsets, tables, plan, small_group)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(0, 6),
+    extra_blocks=st.integers(0, 3),
+    n_centres=st.integers(1, 40),
+    small_group=st.sampled_from([2, 3, 256]),
+)
+def test_components_equal_brute_force(seed, k, extra_blocks, n_centres, small_group):
+    rng = np.random.default_rng(seed)
+    fps = sorted(set(planted_fingerprints(rng, n_centres, k)))
+    plan = plan_tables(k, k + 1 + extra_blocks)
+    groups, edges = run_candidates(fps, plan, small_group)
+    truth = within_k_pairs(fps, k)
+    # each pair within k is accepted exactly once, in its first shared table
+    assert edges.accepted == len(truth)
+    assert edges.compared == sum(len(m) * (len(m) - 1) // 2 for _, m in groups)
+    # the forest has the same connectivity as the brute-force graph
+    expect = components_of(fps, [(fps[i], fps[j]) for i, j in truth])
+    got = components_of(fps, zip(edges.src.tolist(), edges.dst.tolist()))
+    assert got == expect
+    # a forest per key group: never more edges than accepted pairs, nor than n - 1 per group
+    assert len(edges.src) <= edges.accepted
+    assert len(edges.src) <= sum(len(m) - 1 for _, m in groups)
+    for a, b in zip(edges.src.tolist(), edges.dst.tolist()):
+        assert bin((a ^ b) & (2**64 - 1)).count("1") <= k
+
+
+def test_pigeonhole_every_table_plan_shares_a_key():
+    """For any pair of fingerprints within k, some table key is equal (exhaustive over small plans)."""
+    rng = np.random.default_rng(1)
+    for k in range(0, 7):
+        for m in range(k + 1, k + 4):
+            plan = plan_tables(k, m)
+            masks = plan.table_masks()
+            for _ in range(200):
+                a = int(rng.integers(-(2**63), 2**63 - 1))
+                bits = rng.choice(64, size=k, replace=False)
+                b = a
+                for bit in bits:
+                    b ^= 1 << int(bit)
+                b = (b + 2**63) % 2**64 - 2**63
+                assert any((a & mask) == (b & mask) for mask in masks)
+
+
+def test_default_plan_is_four_16_bit_blocks():
+    plan = plan_tables(3)
+    assert plan.describe()["block_widths"] == [16, 16, 16, 16]
+    assert plan.key_bits() == [16, 16, 16, 16]
+    assert [len(t) for t in plan.tables] == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("k,m", [(-1, None), (11, None), (3, 3), (3, 65), (6, 40)])
+def test_impossible_plans_are_refused(k, m):
+    with pytest.raises(ValueError):
+        plan_tables(k, m)
+
+
+def test_hot_key_of_20000_members_gives_a_spanning_forest():
+    """20,000 distinct fingerprints within k of a centre, all in one key group: the group is compared in
+    full, at most n - 1 edges come out, and the clusters match brute force."""
+    k = 4  # (k = 3 allows only 18,473 distinct fingerprints within k of a centre that keep a 16-bit key)
+    plan = plan_tables(k)
+    key_width = plan.blocks[0][1]  # table 0's key is block 0: the low key_width bits
+    rng = np.random.default_rng(7)
+    centre = int(rng.integers(0, 2**63))
+    fps = {centre}
+    while len(fps) < 20_000:  # flip up to k of the bits outside table 0's key
+        v = centre
+        for b in rng.choice(np.arange(key_width, 64), size=int(rng.integers(1, k + 1)), replace=False):
+            v ^= 1 << int(b)
+        fps.add(v)
+    fps = np.array(sorted(fps), dtype=np.uint64).view(np.int64)
+    edges = candidate_edges(fps, [0, len(fps)], [0], plan)
+    n = len(fps)
+    assert edges.compared == n * (n - 1) // 2
+    assert len(edges.src) == n - 1  # everything is connected through the centre
+    got = components_of(fps.tolist(), zip(edges.src.tolist(), edges.dst.tolist()))
+    assert set(got.values()) == {int(fps.min())}
+    x = (edges.src ^ edges.dst).view(np.uint64)
+    assert int(np.bitwise_count(x).max()) <= k
+    # accepted pairs: brute force over the same group (pairs whose first shared table is table 0)
+    u = fps.view(np.uint64)
+    within = sum(int(np.count_nonzero(np.bitwise_count(u[i] ^ u[i + 1 :]) <= k)) for i in range(n))
+    assert edges.accepted == within
+
+
+def test_spanning_forest_edges_keeps_only_joining_pairs():
+    i = np.array([0, 1, 0, 3, 4, 5])
+    j = np.array([1, 2, 2, 4, 5, 3])
+    fi, fj = spanning_forest_edges(i, j)
+    assert list(zip(fi.tolist(), fj.tolist())) == [(0, 1), (1, 2), (3, 4), (4, 5)]

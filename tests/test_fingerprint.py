@@ -1,0 +1,149 @@
+"""The fingerprint definition: numpy batch == slow reference, golden values, the worked example."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simhash_udf.fingerprint import (
+    FeatureSpec,
+    fingerprint_batch,
+    fingerprint_text,
+    features_of,
+    jieba_idf,
+    mmh3_64,
+    simhash_from_hashes,
+    weighted_bit_sums,
+)
+from simhash_udf.text import normalize_text, tokenize
+
+
+def reference_fingerprint(text, spec=FeatureSpec()):
+    """Obviously correct: a Python loop over every feature and every one of the 64 bits."""
+    feats = features_of(text, spec)
+    if spec.weighting == "binary":
+        feats = list(dict.fromkeys(feats))
+    if not feats:
+        return None
+    if spec.weighting == "tfidf":
+        table, median = jieba_idf()
+        weight = lambda t: table.get(t, median)  # noqa: E731
+    else:
+        weight = lambda t: 1  # noqa: E731
+    v = [0] * 64
+    for t in feats:
+        h = mmh3_64(t)
+        for i in range(64):
+            v[i] += weight(t) if (h >> i) & 1 else -weight(t)
+    fp = sum(1 << i for i in range(64) if v[i] > 0)
+    return fp - (1 << 64) if fp >= 1 << 63 else fp
+
+
+# Text that looks like crawled pages: Chinese words, English words, digits, full-width forms,
+# punctuation of both kinds, white-space runs (including ideographic space and tabs).
+PIECES = ["我们", "北京", "人工智能", "的", "发展", "开会", "今天", "中华人民共和国", "新闻", "报道",
+          "Hello", "world", "THE", "data", "Ｓｐａｒｋ", "１２３", "2024", "é", "naïve", "ﬁ",
+          "，", "。", "！", ",", ".", " ", "   ", "\t", "\u3000", "\n\n", "-", "_", "【广告】"]
+texts = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=6)), max_size=40).map("".join)
+specs = st.builds(
+    FeatureSpec,
+    tokenizer=st.sampled_from(["auto", "jieba", "word", "char"]),
+    weighting=st.sampled_from(["tf", "tfidf", "binary"]),
+    char_ngram=st.integers(2, 6),
+    word_ngram=st.integers(1, 3),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=8), specs)
+def test_batch_equals_reference(batch, spec):
+    fps, counts = fingerprint_batch(batch, spec)
+    for text, fp, n in zip(batch, fps, counts):
+        ref = reference_fingerprint(text, spec)
+        assert (ref if ref is not None else 0) == int(fp)
+        assert (n > 0) == (ref is not None)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=300), st.integers(1, 64), st.booleans(), st.data())
+def test_bit_sums_equal_loop(hashes, f, weighted, data):
+    """The vectorised sums (chunked, reduceat over documents) equal a loop, for any split into documents."""
+    n = len(hashes)
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=6)))
+    offsets = np.array([0, *cuts, n])
+    w = np.array(data.draw(st.lists(st.integers(0, 10**6), min_size=n, max_size=n)), dtype=np.int64) if weighted else None
+    sums = weighted_bit_sums(np.array(hashes, dtype=np.uint64), offsets, w, f)
+    for d in range(len(offsets) - 1):
+        for i in range(f):
+            expect = sum((1 if w is None else int(w[t])) * (1 if (hashes[t] >> i) & 1 else -1)
+                         for t in range(offsets[d], offsets[d + 1]))
+            assert sums[d, i] == expect
+
+
+def test_worked_example_with_injected_6bit_hash():
+    """README's worked example: the five steps with 6-bit hashes chosen by hand."""
+    # 1. normalise, 2. tokenise
+    tokens = tokenize(normalize_text("The  CAT,\tthe ＤＯＧ!"), "word")
+    assert tokens == ["the", "cat", "the", "dog"]
+    # 3. weights: term frequency -> the: 2, cat: 1, dog: 1 (each occurrence adds weight 1)
+    # 4. hash: injected 6-bit hashes instead of mmh3
+    six_bit = {"the": 0b101100, "cat": 0b011010, "dog": 0b110001}
+    hashes = np.array([six_bit[t] for t in tokens], dtype=np.uint64)
+    # 5. +w / -w per bit (bit 0 first), then the sign
+    sums = weighted_bit_sums(hashes, [0, len(tokens)], None, f=6)
+    assert sums.tolist() == [[-2, -2, 0, 2, 0, 2]]
+    assert simhash_from_hashes(hashes, [0, len(tokens)], None, f=6).tolist() == [0b101000]
+    # the same with explicit tf weights on unique tokens
+    uniq = np.array([six_bit["the"], six_bit["cat"], six_bit["dog"]], dtype=np.uint64)
+    assert simhash_from_hashes(uniq, [0, 3], np.array([2, 1, 1]), f=6).tolist() == [0b101000]
+
+
+GOLDEN = [
+    # (text, FeatureSpec, int64 fingerprint). Changing any of these changes what every stored fingerprint
+    # means: bump DEFINITION_VERSION in fingerprint.py and say so in the release notes.
+    ("我们今天在北京开会，讨论了人工智能的发展。", FeatureSpec(), 3251608506960978450),
+    ("Hello World, this is a crawled page about Spark.", FeatureSpec(), -2212007215175618606),
+    ("Ｈｅｌｌｏ　ＷＯＲＬＤ，ｔｈｉｓ ｉｓ ａ ｃｒａｗｌｅｄ ｐａｇｅ ａｂｏｕｔ Ｓｐａｒｋ．", FeatureSpec(), -2212007215175618606),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(), -8844030733902056263),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(weighting="tfidf"), -8844202257714940759),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(weighting="binary"), -8844030733902056263),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="jieba"), -8844030733902056263),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="word"), -8916826119498238807),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="char"), 6731509860683764870),
+]
+
+
+@pytest.mark.parametrize("text,spec,expected", GOLDEN)
+def test_golden_fingerprints(text, spec, expected):
+    assert fingerprint_text(text, spec) == expected
+
+
+def test_feature_hash_is_pinned():
+    assert mmh3_64("abc") == 13012657714217449575
+    assert mmh3_64("北京") == mmh3_64("北京".encode("utf-8"))
+
+
+def test_normalisation_folds_width_case_and_space():
+    assert normalize_text("  Ｈｅｌｌｏ\u3000ＷＯＲＬＤ\n\n\t１２３ ") == "hello world 123"
+
+
+def test_tokens_skip_punctuation_and_space():
+    assert tokenize(normalize_text("  ，。！ ... \t\n")) == []
+    assert tokenize(normalize_text("我们在北京。Hello, world_2!")) == ["我们", "在", "北京", "hello", "world", "2"]
+
+
+def test_no_feature_texts_have_no_fingerprint():
+    fps, counts = fingerprint_batch([None, "", "   ", "，。！", "ok"])
+    assert counts.tolist()[:4] == [-1, 0, 0, 0] and counts[4] == 1
+    assert fingerprint_text("，。") is None
+
+
+def test_version_names_the_definition():
+    assert FeatureSpec().version().startswith("sh64-1/")
+    assert FeatureSpec().version() != FeatureSpec(weighting="tfidf").version()
+    assert FeatureSpec(tokenizer="char", char_ngram=4).version() != FeatureSpec(tokenizer="char").version()
+
+
+def test_large_document_spans_chunks():
+    """A page with more features than one chunk of the bit matrix is summed across chunks."""
+    text = " ".join(f"w{i % 5000}" for i in range(150_000))
+    assert fingerprint_text(text) == reference_fingerprint(text)
