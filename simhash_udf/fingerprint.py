@@ -4,7 +4,8 @@ Everything here is plain numpy over a whole batch of documents; nothing knows ab
 arithmetic is integer arithmetic, so a fingerprint is the same on every machine and numpy build (no
 floating-point summation order can flip a bit that sits on zero).
 
-Definition (fingerprint version "sh64-1"): for a document with features t_1..t_n (token occurrences),
+Definition (fingerprint version "sh64-1"): normalise (NFKC, lower case, digits to 0, white space folded),
+tokenise (text.py), then for a document with features t_1..t_n (token occurrences),
 weights w(t) (integers) and 64-bit hashes h(t) = first 64 bits of MurmurHash3 x64-128 (seed 0) of the
 UTF-8 feature, bit i of the fingerprint is 1 iff  sum_t w(t) * (+1 if bit i of h(t) else -1)  > 0.
 A sum of exactly 0 gives bit 0. The unsigned 64-bit result is stored as int64 (two's complement).
@@ -20,7 +21,7 @@ import numpy as np
 
 from .text import jieba_version, normalize_text, tokenize
 
-DEFINITION_VERSION = "sh64-1"
+DEFINITION_VERSION = "sh64-1"  # bump whenever any step below changes what a fingerprint is
 WEIGHTINGS = ("tf", "tfidf", "binary")
 IDF_SCALE = 1000  # tf-idf weights are idf * IDF_SCALE rounded to integers: exact, portable sums
 _TOKENS_PER_CHUNK = 1 << 16  # bounds the (tokens x 64) bit matrix to a few tens of MB
@@ -141,7 +142,7 @@ class FeatureSpec:
             feats = self.tokenizer + (f"-w{self.word_ngram}" if self.word_ngram > 1 else "")
             if self.tokenizer in ("auto", "jieba"):
                 feats += f"(jieba-{jieba_version()})"
-        return f"{DEFINITION_VERSION}/nfkc-lower-ws/{feats}/{self.weighting}/mmh3x64"
+        return f"{DEFINITION_VERSION}/nfkc-lower-digit0-ws/{feats}/{self.weighting}/mmh3x64"
 
 
 def features_of(text: str, spec: FeatureSpec) -> list[str]:

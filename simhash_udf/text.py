@@ -1,7 +1,8 @@
 """Text normalisation and tokenisation: the first two of the fingerprint's five steps.
 
 Pure Python, no Spark. Normalisation folds the differences crawls really show between copies of a page
-(full-width vs half-width forms, case, runs of white space); tokenisation drops white space and
+(full-width vs half-width forms, case, runs of white space, and, as in CCNet, every digit to 0 so that a
+changed counter, date or price does not move the fingerprint); tokenisation drops white space and
 punctuation entirely, so indentation runs and punctuation can never dominate a fingerprint.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from functools import lru_cache
 # word tokenizer: they are written with spaces or are rare in our crawls.
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _WHITESPACE = re.compile(r"\s+")
+_DIGIT = re.compile(r"\d")
 # A run of Han characters, or a run of word characters that are neither Han nor underscore.
 _RUNS = re.compile(f"([{HAN}]+)|([^\\W_{HAN}]+)")
 _WORDS_AND_HAN_CHARS = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
@@ -24,8 +26,9 @@ TOKENIZERS = ("auto", "jieba", "word", "char")
 
 
 def normalize_text(text: str) -> str:
-    """Unicode NFKC, lower case, every white-space run folded to one space, ends stripped."""
-    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text).lower()).strip()
+    """Unicode NFKC, lower case, every decimal digit to 0, every white-space run to one space, ends stripped."""
+    folded = _DIGIT.sub("0", unicodedata.normalize("NFKC", text).lower())
+    return _WHITESPACE.sub(" ", folded).strip()
 
 
 @lru_cache(maxsize=1)

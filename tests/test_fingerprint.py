@@ -103,12 +103,12 @@ GOLDEN = [
     ("我们今天在北京开会，讨论了人工智能的发展。", FeatureSpec(), 3251608506960978450),
     ("Hello World, this is a crawled page about Spark.", FeatureSpec(), -2212007215175618606),
     ("Ｈｅｌｌｏ　ＷＯＲＬＤ，ｔｈｉｓ ｉｓ ａ ｃｒａｗｌｅｄ ｐａｇｅ ａｂｏｕｔ Ｓｐａｒｋ．", FeatureSpec(), -2212007215175618606),
-    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(), -8844030733902056263),
-    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(weighting="tfidf"), -8844202257714940759),
-    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(weighting="binary"), -8844030733902056263),
-    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="jieba"), -8844030733902056263),
-    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="word"), -8916826119498238807),
-    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="char"), 6731509860683764870),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(), -8511312194183104872),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(weighting="tfidf"), 856137683322533768),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(weighting="binary"), -9087775145514117480),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="jieba"), -8511312194183104872),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="word"), 2360343305717413768),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="char"), 8164501166945490561),
 ]
 
 
@@ -123,12 +123,13 @@ def test_feature_hash_is_pinned():
 
 
 def test_normalisation_folds_width_case_and_space():
-    assert normalize_text("  Ｈｅｌｌｏ\u3000ＷＯＲＬＤ\n\n\t１２３ ") == "hello world 123"
+    assert normalize_text("  Ｈｅｌｌｏ\u3000ＷＯＲＬＤ\n\n\t１２３ ") == "hello world 000"
+    assert normalize_text("阅读 1234 次, 2024年5月3日") == "阅读 0000 次, 0000年0月0日"
 
 
 def test_tokens_skip_punctuation_and_space():
     assert tokenize(normalize_text("  ，。！ ... \t\n")) == []
-    assert tokenize(normalize_text("我们在北京。Hello, world_2!")) == ["我们", "在", "北京", "hello", "world", "2"]
+    assert tokenize(normalize_text("我们在北京。Hello, world_2!")) == ["我们", "在", "北京", "hello", "world", "0"]
 
 
 def test_no_feature_texts_have_no_fingerprint():

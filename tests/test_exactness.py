@@ -1,0 +1,60 @@
+"""The exactness promise on Spark: clusters == components of the brute-force 'distance <= k' graph."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from reference import brute_force_clusters, planted_fingerprints
+from simhash_udf.blocks import plan_tables
+from simhash_udf.pipeline import StageTimer, near_duplicate_clusters
+
+
+@pytest.fixture(scope="module")
+def cluster(spark, tmp_path_factory):
+    spark.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("ckpt")))
+
+    def run(ids, fps, k, blocks=None, partitions=3):
+        df = spark.createDataFrame(list(zip(ids, fps)), "id long, fingerprint long").repartition(partitions)
+        docs = df.withColumn("rank", F.struct(F.col("id").alias("i")))
+        persisted = []
+        clusters, histogram, stats = near_duplicate_clusters(
+            docs, plan_tables(k, blocks), 50, StageTimer(), lambda d: persisted.append(d.cache()) or d.cache()
+        )
+        rows = {r.id: (r.cluster_id, r.is_duplicate, r.fingerprint) for r in clusters.collect()}
+        for d in persisted:
+            d.unpersist()
+        return rows, histogram, stats
+
+    return run
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(0, 6),
+    extra_blocks=st.integers(0, 2),
+    n_centres=st.sampled_from([5, 40, 150]),
+)
+def test_clusters_equal_brute_force_components(cluster, seed, k, extra_blocks, n_centres):
+    rng = np.random.default_rng(seed)
+    fps = planted_fingerprints(rng, n_centres, k)  # distances 0..k+2 around each centre, repeats allowed
+    ids = [int(i) for i in rng.permutation(len(fps)) * 3 + 1000]
+    rows, histogram, stats = cluster(ids, fps, k, k + 1 + extra_blocks)
+    expect = brute_force_clusters(ids, fps, k)
+    assert {i: r[0] for i, r in rows.items()} == expect
+    assert all(r[1] == (i != r[0]) for i, r in rows.items())
+    assert sum(s * c for s, c in histogram.items()) == len(ids)  # every document exactly once
+    assert stats["distinct_fingerprints"] == len(set(fps))
+
+
+def test_pairs_just_outside_k_stay_apart(cluster):
+    """Two fingerprints at distance k + 1 with no chain between them are never joined."""
+    k = 3
+    a = 0x0123456789ABCDEF
+    b = a ^ 0b1111  # distance 4, all in block 0
+    c = a ^ (1 | 1 << 20 | 1 << 40)  # distance 3, in three blocks
+    rows, _, stats = cluster([1, 2, 3], [a, b, c], k)
+    assert rows[1][0] == 1 and rows[3][0] == 1  # a ~ c
+    assert rows[2][0] == 2 and not rows[2][1]  # b is distance 4 from a and 3+4 from c
+    assert stats["pairs_accepted"] == 1
