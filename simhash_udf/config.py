@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import glob
 import os
 import tomllib
 from dataclasses import dataclass
@@ -70,12 +71,23 @@ class DedupConfig:
             plan_tables(self.k, self.blocks)
         except ValueError as exc:
             raise bad(str(exc)) from None
+        if is_local(self.input) and not glob.glob(local_path(self.input)):
+            raise bad(f"input {self.input} does not exist: fix --input")
         if os.path.abspath(self.input) == os.path.abspath(self.output):
             raise bad("--output must not be the input path")
         return self
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def is_local(path: str) -> bool:
+    """A plain path or file: URI (checked before Spark starts); hdfs:, s3a: etc. are checked by Spark."""
+    return "://" not in path or path.startswith("file:")
+
+
+def local_path(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path.removeprefix("file:")
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(DedupConfig)}

@@ -19,6 +19,7 @@ class OutputDir:
         self.path = path.rstrip("/")
         self._final = jvm.org.apache.hadoop.fs.Path(self.path)
         self.fs = self._final.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        self.fs.setWriteChecksum(False)  # no .crc siblings next to report.json and _SUCCESS on local disks
         self.staging = f"{self.path}.__staging-{uuid.uuid4().hex[:12]}"
         self._staging = jvm.org.apache.hadoop.fs.Path(self.staging)
 
