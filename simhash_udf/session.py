@@ -18,8 +18,10 @@ def get_spark(app_name: str = "simhash-dedup", master: str | None = None) -> Spa
         # Local workers must run this interpreter (the one with our dependencies), not the system python.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(master or os.environ.get("SIMHASH_DEDUP_MASTER", "local[*]"))
-        # Local mode: the default 200 shuffle partitions only add task overhead on one machine.
-        builder = builder.config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
         builder = builder.config("spark.ui.showConsoleProgress", "false")
-    builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    return builder.getOrCreate()
+    spark = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate()
+    sc = spark.sparkContext
+    if sc.master.startswith("local") and not sc.getConf().contains("spark.sql.shuffle.partitions"):
+        # One machine: Spark's default of 200 shuffle partitions only adds task overhead.
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(4, 2 * sc.defaultParallelism)))
+    return spark

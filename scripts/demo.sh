@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Run the job on a generated sample crawl with spark-submit in local mode and print a summary.
+#   bash scripts/demo.sh            (everything it needs is installed on first use)
+source "$(dirname "$0")/_env.sh"
+WORK="$ROOT/work/demo"
+mkdir -p "$WORK"
+say "generating a sample crawl (Chinese and English pages with planted near-duplicates)"
+"$VENV/bin/python" -m simhash_udf.sample_corpus "$WORK/crawl.jsonl" >/dev/null
+say "running: spark-submit jobs/dedup_job.py --input $WORK/crawl.jsonl --output $WORK/out"
+"$VENV/bin/spark-submit" --master "local[*]" \
+  --conf spark.ui.showConsoleProgress=false \
+  --driver-java-options "-Dlog4j2.level=WARN" \
+  "$ROOT/jobs/dedup_job.py" --input "$WORK/crawl.jsonl" --output "$WORK/out" --overwrite \
+  > "$WORK/job.log" 2>&1 || { tail -n 40 "$WORK/job.log" >&2; die "the job failed (full log: $WORK/job.log)"; }
+grep "simhash-dedup: done" "$WORK/job.log" >&2 || true
+echo
+"$VENV/bin/python" "$ROOT/scripts/summarize.py" "$WORK/out" "$WORK/crawl.jsonl"
+echo
+echo "output: $WORK/out (clusters/, kept/, report.json, _SUCCESS); job log: $WORK/job.log"

@@ -1,0 +1,46 @@
+"""Print a short summary of a finished run: documents in, kept, duplicates, and the largest clusters
+with two example members each. Usage: python scripts/summarize.py OUTPUT_DIR INPUT_JSONL [TRUTH]"""
+import json
+import sys
+
+import pandas as pd
+
+
+def snippet(text: str, width: int = 60) -> str:
+    one_line = " ".join(str(text).split())
+    return one_line[:width] + ("…" if len(one_line) > width else "")
+
+
+def main(out_dir: str, input_path: str) -> None:
+    report = json.load(open(f"{out_dir}/report.json", encoding="utf-8"))
+    clusters = pd.read_parquet(f"{out_dir}/clusters")
+    docs = pd.read_json(input_path, lines=True).set_index("id")
+    print(f"documents in : {report['input_rows']}")
+    print(f"kept         : {report['kept']}")
+    print(f"duplicates   : {report['duplicates']} ({report['exact_duplicates']} exact, "
+          f"{report['near_duplicates']} near)")
+    print(f"clusters with duplicates: {report['clusters']['with_duplicates']}, largest {report['clusters']['largest']}")
+    print(f"seconds per stage: {report['seconds']}")
+    sizes = clusters.groupby("cluster_id").size().sort_values(ascending=False, kind="stable")
+    print("largest clusters:")
+    for cluster_id, size in sizes.head(5).items():
+        members = clusters[clusters.cluster_id == cluster_id].sort_values("id")["id"].tolist()[:2]
+        print(f"  cluster {cluster_id} ({size} pages)")
+        for m in members:
+            row = docs.loc[m]
+            print(f"    {m:>5} {row.get('url', '')}  {snippet(row['text'])}")
+    if "group" in docs.columns:  # the sample corpus carries the generator's truth
+        m = clusters.set_index("id").join(docs[["group", "variant"]])
+        orig = m[m.variant == "original"].set_index("group")["cluster_id"]
+        copies = m[m.variant != "original"]
+        found = copies["cluster_id"].to_numpy() == orig.loc[copies["group"]].to_numpy()
+        mixed = int((m.groupby("cluster_id")["group"].nunique() > 1).sum())
+        print(f"planted copies found: {found.sum()} of {len(copies)}; clusters joining unrelated pages: {mixed}")
+        missed = copies[~found]
+        if len(missed):
+            print(f"  missed by variant: {missed['variant'].value_counts().to_dict()} "
+                  "(their SimHash differs in more than k bits; see README, Quality)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
