@@ -78,6 +78,33 @@ def check_k(k: int) -> None:
         )
 
 
+# Cost model of the planner, in units of "one shuffled block row". Comparing one candidate pair is a few
+# nanoseconds of numpy inside a group, shuffling one (table, key, fingerprint) row is about a microsecond.
+COMPARISONS_PER_ROW = 256
+
+
+def plan_cost(n: int, plan: TablePlan) -> dict:
+    """Exploded rows and expected candidate comparisons for n distinct, uniformly spread fingerprints."""
+    rows = n * len(plan.tables)
+    pairs = sum(n * (n - 1) / 2 / 2.0**bits for bits in plan.key_bits())
+    return {"rows": rows, "expected_comparisons": pairs, "cost": rows + pairs / COMPARISONS_PER_ROW}
+
+
+def choose_plan(n: int, k: int) -> TablePlan:
+    """The plan with m in k+1 .. 64 blocks that minimises exploded rows plus expected comparisons for n
+    distinct fingerprints (Manku et al.: more tables with wider keys as n grows)."""
+    check_k(k)
+    best = None
+    for m in range(k + 1, F + 1):
+        if comb(m, k) > MAX_TABLES:
+            break
+        plan = plan_tables(k, m)
+        cost = plan_cost(n, plan)["cost"]
+        if best is None or cost < best[0]:
+            best = (cost, plan)
+    return best[1]
+
+
 def plan_tables(k: int, m: int | None = None) -> TablePlan:
     """Blocks and tables for distance k with m blocks (default k + 1: 4 x 16 bits for k = 3)."""
     check_k(k)

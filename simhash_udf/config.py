@@ -10,12 +10,12 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .blocks import plan_tables
+from .blocks import check_k, plan_tables
 from .errors import DedupError
 from .fingerprint import WEIGHTINGS, FeatureSpec
 from .text import TOKENIZERS
 
-INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet")
+INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")
 DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "default.toml"
 
 
@@ -68,11 +68,13 @@ class DedupConfig:
             if getattr(self, name) < 0:
                 raise bad(f"--{name.replace('_', '-')} must be 0 or more (got {getattr(self, name)})")
         try:
-            plan_tables(self.k, self.blocks)
+            plan_tables(self.k, self.blocks) if self.blocks else check_k(self.k)
         except ValueError as exc:
             raise bad(str(exc)) from None
         if is_local(self.input) and not glob.glob(local_path(self.input)):
             raise bad(f"input {self.input} does not exist: fix --input")
+        if self.input_format == "fingerprints" and self.keep == "longest":
+            raise bad("--keep longest needs the text; with --input-format fingerprints use --keep id or earliest:COLUMN")
         if os.path.abspath(self.input) == os.path.abspath(self.output):
             raise bad("--output must not be the input path")
         return self
@@ -132,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id-col")
     p.add_argument("--text-col")
     p.add_argument("--k", type=int, help="max Hamming distance of near-duplicates (default 3)")
-    p.add_argument("--blocks", type=int, help="fingerprint blocks (0 = k + 1)")
+    p.add_argument("--blocks", type=int, help="fingerprint blocks (0 = chosen by the table planner)")
     p.add_argument("--tokenizer", choices=TOKENIZERS)
     p.add_argument("--weighting", choices=WEIGHTINGS)
     p.add_argument("--char-ngram", type=int)

@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import __version__
-from .blocks import TablePlan, plan_tables
+from .blocks import choose_plan, plan_cost, plan_tables
 from .components import connected_components
 from .config import DedupConfig
 from .fingerprint_udf import with_fingerprints
@@ -56,8 +56,24 @@ def prepare_documents(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
     )
 
 
-def near_duplicate_clusters(docs: DataFrame, plan: TablePlan, max_rounds: int, timer: StageTimer, keep):
+def stored_fingerprints(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
+    """Rows of an `--input-format fingerprints` input (id, fingerprint) in the shape the fingerprint stage
+    gives: the near-duplicate stages run unchanged, and stored fingerprints can be dedup'd again."""
+    fp = F.col("fingerprint").cast("long")
+    return raw.select(
+        F.col(cfg.id_col).alias("id"),
+        keep_rank(cfg.keep, cfg.id_col, None).alias("rank"),
+        F.lit(False).alias("text_null"),
+        F.lit(False).alias("invalid_utf8"),
+        F.lit(False).alias("truncated"),
+        fp.alias("fingerprint"),
+        F.when(fp.isNull(), 0).otherwise(1).alias("n_features"),
+    )
+
+
+def near_duplicate_clusters(docs: DataFrame, k: int, blocks: int, max_rounds: int, timer: StageTimer, keep):
     """Stages 3-7 on (id, fingerprint, rank) rows: exact collapse, blocks, candidates, components, resolve.
+    blocks = 0 lets the planner choose the tables from the number of distinct fingerprints.
 
     Returns the clusters (id, fingerprint, cluster_id, is_duplicate), the cluster-size histogram
     {size: clusters} and the pair statistics. `keep` persists a DataFrame and registers it for clean-up;
@@ -66,6 +82,7 @@ def near_duplicate_clusters(docs: DataFrame, plan: TablePlan, max_rounds: int, t
         distinct = keep(docs.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct())
         n_distinct = distinct.count()
 
+    plan = plan_tables(k, blocks) if blocks else choose_plan(n_distinct, k)
     with timer("blocks"):
         groups = keep(key_groups(block_rows(distinct, plan)))
         n_groups = groups.count()
@@ -96,6 +113,7 @@ def near_duplicate_clusters(docs: DataFrame, plan: TablePlan, max_rounds: int, t
         "pairs_accepted": int(pair_stats["pairs_accepted"] or 0),
         "forest_edges": int(pair_stats["forest_edges"] or 0),
         "component_rounds": rounds,
+        "table_plan": {**plan.describe(), **plan_cost(n_distinct, plan)},
     }
     return clusters, histogram, stats
 
@@ -104,7 +122,6 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
     """Run the job for a validated configuration; returns the report (also written to DIR/report.json)."""
     started = time.time()
     timer = StageTimer()
-    plan = plan_tables(cfg.k, cfg.blocks)
     out = OutputDir(spark, cfg.output)
     out.check_writable(cfg.overwrite)
     if cfg.shuffle_partitions:
@@ -121,13 +138,19 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         with timer("read"):
             raw = read_input(spark, cfg.input, cfg.input_format)
             extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
-            check_columns(raw, cfg.id_col, cfg.text_col, extra)
+            if cfg.input_format == "fingerprints":
+                check_columns(raw, cfg.id_col, "fingerprint", extra, text_types=("bigint",))
+            else:
+                check_columns(raw, cfg.id_col, cfg.text_col, extra)
             if cfg.input_partitions:
                 raw = raw.repartition(cfg.input_partitions)
             check_ids(raw, cfg.id_col)
 
         with timer("fingerprint"):
-            docs = keep(with_fingerprints(prepare_documents(raw, cfg), "text", cfg.features).drop("text"))
+            if cfg.input_format == "fingerprints":
+                docs = keep(stored_fingerprints(raw, cfg))
+            else:
+                docs = keep(with_fingerprints(prepare_documents(raw, cfg), "text", cfg.features).drop("text"))
             doc_stats = docs.agg(
                 F.count(F.lit(1)).alias("input_rows"),
                 F.sum(F.col("text_null").cast("long")).alias("null_text"),
@@ -137,7 +160,9 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 F.count("fingerprint").alias("fingerprinted"),
             ).first().asDict()
 
-        clusters, histogram, near = near_duplicate_clusters(docs, plan, cfg.max_component_rounds, timer, keep)
+        clusters, histogram, near = near_duplicate_clusters(
+            docs, cfg.k, cfg.blocks, cfg.max_component_rounds, timer, keep
+        )
         kept_rows = sum(histogram.values())  # one kept document per cluster
 
         with timer("write"):
@@ -151,7 +176,9 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         exact = int(doc_stats["fingerprinted"]) - near["distinct_fingerprints"]
         report = {
             "simhash_dedup_version": __version__,
-            "fingerprint_version": cfg.features.version(),
+            "fingerprint_version": "as stored in the input"
+            if cfg.input_format == "fingerprints"
+            else cfg.features.version(),
             "input": cfg.input,
             "output": cfg.output,
             "input_rows": input_rows,
@@ -175,8 +202,8 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 "largest": max(histogram) if histogram else 0,
                 "size_histogram": {str(s): histogram[s] for s in sorted(histogram)},
             },
-            "candidates": {k: v for k, v in near.items() if k != "distinct_fingerprints"},
-            "table_plan": plan.describe(),
+            "candidates": {k: v for k, v in near.items() if k not in ("distinct_fingerprints", "table_plan")},
+            "table_plan": near["table_plan"],
             "seconds": timer.seconds,
             "config": cfg.to_dict(),
             "spark_version": spark.version,

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, StringType
 
 from .errors import DedupError
 
@@ -61,7 +60,7 @@ def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
         fmt = detect_format(data_files(spark, path))
     else:
         data_files(spark, path)
-    if fmt == "parquet":
+    if fmt in ("parquet", "fingerprints"):
         return spark.read.parquet(path)
     if fmt == "json":
         return spark.read.json(path)
@@ -77,14 +76,18 @@ def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
     raise DedupError(f"--input-format {fmt!r} is unknown")
 
 
-def check_columns(df: DataFrame, id_col: str, text_col: str, extra: list[str] = ()) -> None:
+def check_columns(df: DataFrame, id_col: str, text_col: str, extra=(), text_types=("string", "binary")) -> None:
+    """The id column, the text column (or `fingerprint` for stored fingerprints) and the keep column exist."""
     cols = df.columns
-    for col, option in [(id_col, "--id-col"), (text_col, "--text-col")] + [(c, "--keep earliest:COLUMN") for c in extra]:
+    text_option = "--text-col" if text_col != "fingerprint" else "an input with a 'fingerprint' column, or another --input-format"
+    for col, option in [(id_col, "--id-col NAME"), (text_col, text_option)] + [(c, "--keep earliest:COLUMN") for c in extra]:
         if col not in cols:
-            raise DedupError(f"column {col!r} is not in the input (columns: {', '.join(cols)}): pass {option} NAME")
-    dtype = df.schema[text_col].dataType
-    if not isinstance(dtype, (StringType, BinaryType)):
-        raise DedupError(f"text column {text_col!r} has type {dtype.simpleString()}, not string: pass --text-col NAME")
+            raise DedupError(f"column {col!r} is not in the input (columns: {', '.join(cols)}): pass {option}")
+    dtype = df.schema[text_col].dataType.simpleString()
+    if dtype not in text_types:
+        raise DedupError(
+            f"column {text_col!r} has type {dtype}, not {' or '.join(text_types)}: pass {text_option}"
+        )
 
 
 def check_ids(df: DataFrame, id_col: str) -> None:

@@ -120,3 +120,16 @@ def test_spanning_forest_edges_keeps_only_joining_pairs():
     j = np.array([1, 2, 2, 4, 5, 3])
     fi, fj = spanning_forest_edges(i, j)
     assert list(zip(fi.tolist(), fj.tolist())) == [(0, 1), (1, 2), (3, 4), (4, 5)]
+
+
+def test_planner_widens_keys_as_n_grows():
+    from simhash_udf.blocks import choose_plan, plan_cost
+
+    assert choose_plan(1_000, 3).m == 4  # 4 x 16 bits for small crawls
+    assert choose_plan(10**9, 3).m == 5  # 10 tables of 25-26-bit keys for a billion
+    for n in (10**3, 10**6, 10**9):
+        for k in range(0, 7):
+            chosen = choose_plan(n, k)
+            assert chosen.m >= k + 1
+            costs = [plan_cost(n, plan_tables(k, m))["cost"] for m in range(k + 1, k + 6)]
+            assert plan_cost(n, chosen)["cost"] <= min(costs)

@@ -6,7 +6,6 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from reference import brute_force_clusters, planted_fingerprints
-from simhash_udf.blocks import plan_tables
 from simhash_udf.pipeline import StageTimer, near_duplicate_clusters
 
 
@@ -19,7 +18,7 @@ def cluster(spark, tmp_path_factory):
         docs = df.withColumn("rank", F.struct(F.col("id").alias("i")))
         persisted = []
         clusters, histogram, stats = near_duplicate_clusters(
-            docs, plan_tables(k, blocks), 50, StageTimer(), lambda d: persisted.append(d.cache()) or d.cache()
+            docs, k, blocks or 0, 50, StageTimer(), lambda d: persisted.append(d.cache()) or d.cache()
         )
         rows = {r.id: (r.cluster_id, r.is_duplicate, r.fingerprint) for r in clusters.collect()}
         for d in persisted:

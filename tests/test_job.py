@@ -150,7 +150,8 @@ def test_duplicate_ids_are_an_error(spark, tmp_path):
         (["--id-col", "url"], r"column 'url' is not in the input .*pass --id-col"),
         (["--text-col", "body"], r"column 'body' is not in the input .*pass --text-col"),
         (["--keep", "earliest:when"], r"column 'when' is not in the input"),
-        (["--text-col", "n"], r"text column 'n' has type bigint"),
+        (["--text-col", "n"], r"column 'n' has type bigint, not string or binary: pass --text-col"),
+        (["--input-format", "fingerprints"], r"column 'fingerprint' is not in the input"),
     ],
 )
 def test_missing_columns_are_clear_errors(spark, tmp_path, argv, message):
@@ -231,3 +232,14 @@ def test_spark_submit_entry_point(sample, sample_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "simhash-dedup: done" in proc.stdout
     pd.testing.assert_frame_equal(read_clusters(out), read_clusters(sample_run[0]))
+
+
+def test_stored_fingerprints_dedup_again(spark, sample_run, tmp_path):
+    """--input-format fingerprints: the clusters output itself (id, fingerprint) as input gives the same
+    clusters without any text."""
+    out, _ = sample_run
+    stored = tmp_path / "fps.parquet"
+    read_clusters(out)[["id", "fingerprint"]].to_parquet(stored)
+    report = run_job(spark, "--input", stored, "--input-format", "fingerprints", "--output", tmp_path / "again")
+    pd.testing.assert_frame_equal(read_clusters(tmp_path / "again"), read_clusters(out))
+    assert report["fingerprint_version"] == "as stored in the input"

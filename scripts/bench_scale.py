@@ -1,0 +1,131 @@
+"""How the near-duplicate stages grow with N: synthetic fingerprints with ~10% planted near-duplicate
+groups, run through the real job (--input-format fingerprints, local mode), one size after another in
+one process. Prints seconds per stage, rows exploded, pairs compared, peak memory and t(N)/t(N/10).
+
+    python scripts/bench_scale.py                      # 100k, 1M, 10M
+    python scripts/bench_scale.py --sizes 100000,1000000
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+from simhash_udf.config import load_config  # noqa: E402
+from simhash_udf.pipeline import run  # noqa: E402
+from simhash_udf.session import get_spark  # noqa: E402
+
+
+def synthetic_fingerprints(n: int, k: int, dup_share: float, seed: int = 0):
+    """(ids, fingerprints, group): random fingerprints; dup_share of the documents sit in groups of 2-5
+    whose members are within k bits of the group's first member (group = -1 for the rest)."""
+    rng = np.random.default_rng(seed)
+    fps = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, size=n, dtype=np.int64, endpoint=True)
+    group = np.full(n, -1, dtype=np.int64)
+    n_dup = int(n * dup_share)
+    sizes = rng.integers(2, 6, size=n_dup // 2)
+    sizes = sizes[np.cumsum(sizes) <= n_dup]
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    members = np.arange(int(sizes.sum()))
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    is_centre = members == starts[owner]
+    group[members] = owner
+    # flip 0..k random bits of the centre for every non-centre member
+    u = fps.view(np.uint64)
+    for j in np.flatnonzero(~is_centre):
+        v = u[starts[owner[j]]]
+        for b in rng.choice(64, size=int(rng.integers(0, k + 1)), replace=False):
+            v ^= np.uint64(1) << np.uint64(b)
+        u[j] = v
+    ids = rng.permutation(n).astype(np.int64)
+    return ids, fps, group
+
+
+def jvm_peak_mb(spark) -> float:
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="100000,1000000,10000000")
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--dup-share", type=float, default=0.1)
+    ap.add_argument("--workdir", default=None)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    work = args.workdir or tempfile.mkdtemp(prefix="bench_scale_")
+    spark = get_spark("bench-scale")
+    spark.sparkContext.setLogLevel("ERROR")
+    results = []
+    for n in sizes:
+        t0 = time.perf_counter()
+        ids, fps, group = synthetic_fingerprints(n, args.k, args.dup_share)
+        path = os.path.join(work, f"fps_{n}.parquet")
+        pq.write_table(pa.table({"id": ids, "fingerprint": fps, "group": group}), path)
+        gen = time.perf_counter() - t0
+        out = os.path.join(work, f"out_{n}")
+        cfg = load_config(["--input", path, "--input-format", "fingerprints", "--output", out,
+                           "--k", str(args.k), "--overwrite"])
+        t0 = time.perf_counter()
+        report = run(cfg, spark)
+        wall = time.perf_counter() - t0
+        # every planted group found exactly: one cluster per group, no planted member joined elsewhere
+        clusters = spark.read.parquet(os.path.join(out, "clusters"))
+        truth = spark.read.parquet(path).select("id", "group")
+        joined = clusters.join(truth, "id")
+        split_groups = (
+            joined.where("group >= 0").groupBy("group").agg(F.countDistinct("cluster_id").alias("c")).where("c > 1").count()
+        )
+        # a cluster with two planted groups, a planted group plus another page, or two unplanted pages
+        mixed = (
+            joined.groupBy("cluster_id")
+            .agg(F.countDistinct("group").alias("g"), F.max("group").alias("mg"), F.count("*").alias("n"))
+            .where("g > 1 or (n > 1 and mg < 0)")
+            .count()
+        )
+        results.append({
+            "n": n, "wall": wall, "gen": gen, "seconds": report["seconds"],
+            "rows": n and report["distinct_fingerprints"] * report["table_plan"]["tables"],
+            "compared": report["candidates"]["pairs_compared"], "accepted": report["candidates"]["pairs_accepted"],
+            "rounds": report["candidates"]["component_rounds"], "tables": report["table_plan"]["tables"],
+            "split": split_groups, "mixed": mixed, "jvm_mb": jvm_peak_mb(spark),
+            "py_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        })
+        r = results[-1]
+        print(f"n={n:>10,}: {wall:7.1f} s  rows exploded {r['rows']:,}  pairs compared {r['compared']:,}  "
+              f"groups split {split_groups}  clusters mixing {mixed}", flush=True)
+    spark.stop()
+
+    stages = list(results[0]["seconds"])
+    print("\n| N | " + " | ".join(stages) + " | total s | tables | rows exploded | pairs compared | pairs accepted "
+          "| rounds | planted groups split | wrong joins | JVM peak MB |")
+    print("|" + "---|" * (len(stages) + 10))
+    for r in results:
+        print(f"| {r['n']:,} | " + " | ".join(f"{r['seconds'][s]:.1f}" for s in stages)
+              + f" | {r['wall']:.1f} | {r['tables']} | {r['rows']:,} | {r['compared']:,} | {r['accepted']:,}"
+              f" | {r['rounds']} | {r['split']} | {r['mixed']} | {r['jvm_mb']:.0f} |")
+    for a, b in zip(results, results[1:]):
+        print(f"t({b['n']:,}) / t({a['n']:,}) = {b['wall'] / a['wall']:.2f}   (N ratio {b['n'] / a['n']:.0f})")
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
