@@ -35,7 +35,7 @@ def test_random_graphs_match_union_find(cc, edges):
 
 @pytest.mark.parametrize("shape", ["path", "star", "many_small"])
 def test_bad_shapes_converge_in_few_rounds(cc, shape):
-    n = 3000
+    n = 100_000
     rng = np.random.default_rng(3)
     labels = rng.permutation(n) * 7 - 10_000  # node ids in random order, some negative
     if shape == "path":
@@ -46,4 +46,5 @@ def test_bad_shapes_converge_in_few_rounds(cc, shape):
         edges = [(labels[i], labels[i + 1]) for i in range(0, n - 1) if i % 5 != 4]
     got, rounds = cc(edges)
     assert got == expected_roots(edges)
-    assert rounds <= 4 * int(np.ceil(np.log2(n)))  # O(log n) rounds, with room for the constant
+    print(f"{shape} of {n:,} nodes: {rounds} rounds")
+    assert rounds <= 2 * int(np.ceil(np.log2(n)))  # O(log n) rounds
