@@ -57,3 +57,16 @@ def test_pairs_just_outside_k_stay_apart(cluster):
     assert rows[1][0] == 1 and rows[3][0] == 1  # a ~ c
     assert rows[2][0] == 2 and not rows[2][1]  # b is distance 4 from a and 3+4 from c
     assert stats["pairs_accepted"] == 1
+
+
+def test_exact_copies_never_enter_the_pair_stage(cluster):
+    """1,000 mirrors of one page plus a near copy: one node in the pair search, one accepted pair."""
+    a = -0x123456789ABCDEF
+    ids = list(range(1000, 2000)) + [5]
+    rows, histogram, stats = cluster(ids, [a] * 1000 + [a ^ 0b101], 3)
+    assert stats["distinct_fingerprints"] == 2
+    # the pair shares the keys of tables 1-3 (its two differing bits are in block 0): compared 3 times,
+    # accepted once (in table 1, its first shared table)
+    assert stats["pairs_compared"] == 3 and stats["pairs_accepted"] == 1
+    assert histogram == {1001: 1}
+    assert {r[0] for r in rows.values()} == {5}
