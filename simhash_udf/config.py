@@ -13,7 +13,7 @@ from pathlib import Path
 from .blocks import check_k, plan_tables
 from .errors import DedupError
 from .fingerprint import WEIGHTINGS, FeatureSpec
-from .text import TOKENIZERS
+from .text import SEGMENTERS, TOKENIZERS
 
 INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")
 DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "default.toml"
@@ -29,6 +29,7 @@ class DedupConfig:
     k: int = 3
     blocks: int = 0
     tokenizer: str = "auto"
+    segmenter: str = "rjieba"
     weighting: str = "tf"
     char_ngram: int = 5
     word_ngram: int = 1
@@ -43,7 +44,7 @@ class DedupConfig:
 
     @property
     def features(self) -> FeatureSpec:
-        return FeatureSpec(self.tokenizer, self.weighting, self.char_ngram, self.word_ngram)
+        return FeatureSpec(self.tokenizer, self.weighting, self.char_ngram, self.word_ngram, self.segmenter)
 
     def validate(self) -> "DedupConfig":
         def bad(msg: str) -> DedupError:
@@ -57,6 +58,8 @@ class DedupConfig:
             raise bad(f"--input-format {self.input_format!r} is unknown; choose one of {', '.join(INPUT_FORMATS)}")
         if self.tokenizer not in TOKENIZERS:
             raise bad(f"--tokenizer {self.tokenizer!r} is unknown; choose one of {', '.join(TOKENIZERS)}")
+        if self.segmenter not in SEGMENTERS:
+            raise bad(f"--segmenter {self.segmenter!r} is unknown; choose one of {', '.join(SEGMENTERS)}")
         if self.weighting not in WEIGHTINGS:
             raise bad(f"--weighting {self.weighting!r} is unknown; choose one of {', '.join(WEIGHTINGS)}")
         if not (self.keep in ("id", "longest") or (self.keep.startswith("earliest:") and len(self.keep) > 9)):
@@ -136,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, help="max Hamming distance of near-duplicates (default 3)")
     p.add_argument("--blocks", type=int, help="fingerprint blocks (0 = chosen by the table planner)")
     p.add_argument("--tokenizer", choices=TOKENIZERS)
+    p.add_argument("--segmenter", choices=SEGMENTERS, help="jieba implementation for Han runs (default rjieba)")
     p.add_argument("--weighting", choices=WEIGHTINGS)
     p.add_argument("--char-ngram", type=int)
     p.add_argument("--word-ngram", type=int)

@@ -19,12 +19,11 @@ from typing import Iterable, Sequence
 import mmh3
 import numpy as np
 
-from .text import jieba_version, normalize_text, tokenize
+from .text import features, segmenter_version
 
 DEFINITION_VERSION = "sh64-1"  # bump whenever any step below changes what a fingerprint is
 WEIGHTINGS = ("tf", "tfidf", "binary")
 IDF_SCALE = 1000  # tf-idf weights are idf * IDF_SCALE rounded to integers: exact, portable sums
-_TOKENS_PER_CHUNK = 1 << 16  # bounds the (tokens x 64) bit matrix to a few tens of MB
 
 
 def mmh3_64(feature: str) -> int:
@@ -52,6 +51,10 @@ def hash_features(features: Sequence[str]) -> np.ndarray:
     return np.fromiter(map(_HASHES.__getitem__, features), dtype=np.uint64, count=len(features))
 
 
+# _BYTE_BITS[v, j] = bit j of the byte value v: turns per-byte-value histograms into per-bit sums.
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.float64)
+
+
 def weighted_bit_sums(
     hashes: np.ndarray,
     offsets: np.ndarray,
@@ -64,29 +67,27 @@ def weighted_bit_sums(
     document d owns hashes[offsets[d]:offsets[d+1]]; weights: int64 per feature occurrence (None means 1
     each, i.e. term frequency); f: fingerprint width (<= 64; the low f bits of each hash are used).
     Returns an int64 array of shape (n_docs, f).
+
+    How: for each of the 8 bytes of the hashes, one bincount gives each document's (weighted) histogram
+    of byte values, and a (256 x 8) 0/1 matrix turns histograms into the weight of 1-bits per bit. That is
+    8 linear passes over the features instead of a (features x 64) bit matrix. Weights are integers and
+    every sum stays far below 2^53, so the float64 products are exact.
     """
     hashes = np.ascontiguousarray(hashes, dtype="<u8")
     offsets = np.asarray(offsets, dtype=np.int64)
     n_docs = len(offsets) - 1
     if not 1 <= f <= 64:
         raise ValueError("f must be in 1..64")
-    ones = np.zeros((n_docs, f), dtype=np.int64)  # sum of weights of features whose bit i is 1
-    total = np.zeros(n_docs, dtype=np.int64)  # sum of all weights
-    doc_of_token = np.repeat(np.arange(n_docs), np.diff(offsets))
-    for start in range(0, len(hashes), _TOKENS_PER_CHUNK):
-        stop = min(start + _TOKENS_PER_CHUNK, len(hashes))
-        bits = np.unpackbits(hashes[start:stop].view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")[:, :f]
-        docs = doc_of_token[start:stop]
-        seg = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])  # first token of each document piece
-        seg_docs = docs[seg]
-        if weights is None:
-            ones[seg_docs] += np.add.reduceat(bits, seg, axis=0, dtype=np.int64)
-            total[seg_docs] += np.diff(np.r_[seg, stop - start])
-        else:
-            w = np.asarray(weights[start:stop], dtype=np.int64)
-            ones[seg_docs] += np.add.reduceat(bits * w[:, None], seg, axis=0, dtype=np.int64)
-            total[seg_docs] += np.add.reduceat(w, seg)
-    return 2 * ones - total[:, None]
+    lengths = np.diff(offsets)
+    doc_base = np.repeat(np.arange(n_docs, dtype=np.int64) * 256, lengths)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    total = lengths.astype(np.float64) if w is None else np.add.reduceat(np.r_[w, 0.0], offsets[:-1]) * (lengths > 0)
+    by_byte = hashes.view(np.uint8).reshape(-1, 8)
+    ones = np.empty((n_docs, 64), dtype=np.float64)
+    for p in range((f + 7) // 8):
+        hist = np.bincount(doc_base + by_byte[:, p], weights=w, minlength=n_docs * 256)
+        ones[:, 8 * p : 8 * p + 8] = hist.reshape(n_docs, 256) @ _BYTE_BITS
+    return (2 * ones[:, :f] - total[:, None]).astype(np.int64)
 
 
 def simhash_from_hashes(
@@ -134,6 +135,7 @@ class FeatureSpec:
     weighting: str = "tf"
     char_ngram: int = 5
     word_ngram: int = 1
+    segmenter: str = "rjieba"
 
     def version(self) -> str:
         if self.tokenizer == "char":
@@ -141,12 +143,12 @@ class FeatureSpec:
         else:
             feats = self.tokenizer + (f"-w{self.word_ngram}" if self.word_ngram > 1 else "")
             if self.tokenizer in ("auto", "jieba"):
-                feats += f"(jieba-{jieba_version()})"
+                feats += f"({segmenter_version(self.segmenter)})"
         return f"{DEFINITION_VERSION}/nfkc-lower-digit0-ws/{feats}/{self.weighting}/mmh3x64"
 
 
 def features_of(text: str, spec: FeatureSpec) -> list[str]:
-    return tokenize(normalize_text(text), spec.tokenizer, spec.char_ngram, spec.word_ngram)
+    return features(text, spec.tokenizer, spec.char_ngram, spec.word_ngram, spec.segmenter)
 
 
 def weights_of(features: list[str], spec: FeatureSpec) -> tuple[list[str], np.ndarray | None]:

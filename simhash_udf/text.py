@@ -4,6 +4,9 @@ Pure Python, no Spark. Normalisation folds the differences crawls really show be
 (full-width vs half-width forms, case, runs of white space, and, as in CCNet, every digit to 0 so that a
 changed counter, date or price does not move the fingerprint); tokenisation drops white space and
 punctuation entirely, so indentation runs and punctuation can never dominate a fingerprint.
+
+Han runs are segmented by jieba's dictionary and algorithm, through one of two implementations: `jieba`
+(the reference, pure Python) or `rjieba` (jieba-rs, a Rust port using the same dictionary, ~20x faster).
 """
 from __future__ import annotations
 
@@ -11,44 +14,69 @@ import logging
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Callable
 
 # Han ideographs (CJK unified, extension A, compatibility, extensions B+). Kana and Hangul are left to the
 # word tokenizer: they are written with spaces or are rare in our crawls.
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _WHITESPACE = re.compile(r"\s+")
 _DIGIT = re.compile(r"\d")
+_HAN_CHAR = re.compile(f"[{HAN}]")
 # A run of Han characters, or a run of word characters that are neither Han nor underscore.
 _RUNS = re.compile(f"([{HAN}]+)|([^\\W_{HAN}]+)")
+_WORDS = re.compile(f"[^\\W_{HAN}]+")
+_HAN_RUNS = re.compile(f"[{HAN}]+")
 _WORDS_AND_HAN_CHARS = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
 _WORD_TOKEN = re.compile(r"[^\W_]")
+_RUN_SEPARATOR = "\n"  # segmenters split at it and return it as a token of its own
 
 TOKENIZERS = ("auto", "jieba", "word", "char")
+SEGMENTERS = ("jieba", "rjieba")
 
 
 def normalize_text(text: str) -> str:
     """Unicode NFKC, lower case, every decimal digit to 0, every white-space run to one space, ends stripped."""
-    folded = _DIGIT.sub("0", unicodedata.normalize("NFKC", text).lower())
-    return _WHITESPACE.sub(" ", folded).strip()
+    return _WHITESPACE.sub(" ", normalize_chars(text)).strip()
 
 
-@lru_cache(maxsize=1)
-def _jieba():
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)
-    jieba.initialize()
-    return jieba.dt
+def normalize_chars(text: str) -> str:
+    """normalize_text without the white-space folding, which cannot change any token but char n-grams."""
+    return _DIGIT.sub("0", unicodedata.normalize("NFKC", text).lower())
 
 
-def jieba_version() -> str:
-    import jieba
+@lru_cache(maxsize=None)
+def segmenter(name: str = "jieba") -> Callable[[str], list[str]]:
+    """The cut function of a segmentation backend: precise mode, HMM for unknown words on."""
+    if name == "jieba":
+        import jieba
 
-    return jieba.__version__
+        jieba.setLogLevel(logging.WARNING)
+        jieba.initialize()
+        return jieba.dt.lcut
+    if name == "rjieba":
+        import rjieba
+
+        return rjieba.cut  # hmm=True by default
+    raise ValueError(f"unknown segmenter {name!r}; choose one of {', '.join(SEGMENTERS)}")
 
 
-def tokens_auto(text: str) -> list[str]:
-    """jieba (precise mode, HMM on) for each Han run, whole words for everything else."""
-    cut = _jieba().lcut
+def segmenter_version(name: str) -> str:
+    from importlib.metadata import version
+
+    return f"{name}-{version(name)}"
+
+
+def tokens_auto(text: str, segment: str = "jieba", ordered: bool = True) -> list[str]:
+    """The segmenter for each Han run, whole words for everything else.
+
+    ordered=False returns the same tokens grouped (Han tokens first): enough for order-free features, and
+    all Han runs of a page then go to the segmenter in one call."""
+    if not _HAN_CHAR.search(text):
+        return _WORDS.findall(text)
+    cut = segmenter(segment)
+    if not ordered:
+        han = cut(_RUN_SEPARATOR.join(_HAN_RUNS.findall(text)))
+        return [t for t in han if t != _RUN_SEPARATOR] + _WORDS.findall(text)
     out: list[str] = []
     for han, word in _RUNS.findall(text):
         if han:
@@ -58,9 +86,9 @@ def tokens_auto(text: str) -> list[str]:
     return out
 
 
-def tokens_jieba(text: str) -> list[str]:
-    """The whole text through jieba; white-space and punctuation tokens dropped."""
-    return [t for t in _jieba().lcut(text) if _WORD_TOKEN.search(t)]
+def tokens_segmenter(text: str, segment: str = "jieba") -> list[str]:
+    """The whole text through the segmenter; white-space and punctuation tokens dropped."""
+    return [t for t in segmenter(segment)(text) if _WORD_TOKEN.search(t)]
 
 
 def tokens_word(text: str) -> list[str]:
@@ -84,16 +112,24 @@ def word_shingles(tokens: list[str], n: int) -> list[str]:
     return ["\x1f".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
 
 
-def tokenize(text: str, tokenizer: str = "auto", char_ngram: int = 5, word_ngram: int = 1) -> list[str]:
-    """Features of an already normalised text."""
+def tokenize(
+    text: str, tokenizer: str = "auto", char_ngram: int = 5, word_ngram: int = 1, segment: str = "jieba"
+) -> list[str]:
+    """Features of a normalised text (as a multiset: for word_ngram = 1 their order is not defined)."""
     if tokenizer == "char":
         return tokens_char(text, char_ngram)
     if tokenizer == "auto":
-        tokens = tokens_auto(text)
+        tokens = tokens_auto(text, segment, ordered=word_ngram > 1)
     elif tokenizer == "jieba":
-        tokens = tokens_jieba(text)
+        tokens = tokens_segmenter(text, segment)
     elif tokenizer == "word":
         tokens = tokens_word(text)
     else:
         raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
     return word_shingles(tokens, word_ngram)
+
+
+def features(text: str, tokenizer: str = "auto", char_ngram: int = 5, word_ngram: int = 1, segment: str = "jieba"):
+    """Normalise then tokenise; skips the white-space folding where it cannot matter."""
+    normal = normalize_text(text) if tokenizer == "char" else normalize_chars(text)
+    return tokenize(normal, tokenizer, char_ngram, word_ngram, segment)

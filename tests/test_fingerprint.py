@@ -8,18 +8,39 @@ from simhash_udf.fingerprint import (
     FeatureSpec,
     fingerprint_batch,
     fingerprint_text,
-    features_of,
     jieba_idf,
     mmh3_64,
     simhash_from_hashes,
     weighted_bit_sums,
 )
-from simhash_udf.text import normalize_text, tokenize
+from simhash_udf.text import (
+    normalize_text,
+    tokenize,
+    tokens_auto,
+    tokens_char,
+    tokens_segmenter,
+    tokens_word,
+    word_shingles,
+)
+
+
+def reference_features(text, spec):
+    """The definition step by step: full normalisation, tokens in text order, shingles."""
+    normal = normalize_text(text)
+    if spec.tokenizer == "char":
+        return tokens_char(normal, spec.char_ngram)
+    if spec.tokenizer == "auto":
+        tokens = tokens_auto(normal, spec.segmenter, ordered=True)
+    elif spec.tokenizer == "jieba":
+        tokens = tokens_segmenter(normal, spec.segmenter)
+    else:
+        tokens = tokens_word(normal)
+    return word_shingles(tokens, spec.word_ngram)
 
 
 def reference_fingerprint(text, spec=FeatureSpec()):
     """Obviously correct: a Python loop over every feature and every one of the 64 bits."""
-    feats = features_of(text, spec)
+    feats = reference_features(text, spec)
     if spec.weighting == "binary":
         feats = list(dict.fromkeys(feats))
     if not feats:
@@ -50,6 +71,7 @@ specs = st.builds(
     weighting=st.sampled_from(["tf", "tfidf", "binary"]),
     char_ngram=st.integers(2, 6),
     word_ngram=st.integers(1, 3),
+    segmenter=st.sampled_from(["jieba", "rjieba"]),
 )
 
 
@@ -107,6 +129,11 @@ GOLDEN = [
     ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(weighting="tfidf"), 856137683322533768),
     ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(weighting="binary"), -9087775145514117480),
     ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="jieba"), -8511312194183104872),
+    # the reference segmenter pins the same values as the default (rjieba)
+    ("我们今天在北京开会，讨论了人工智能的发展。", FeatureSpec(segmenter="jieba"), 3251608506960978450),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(segmenter="jieba"), -8511312194183104872),
+    ("他来到了网易杭研大厦", FeatureSpec(segmenter="jieba"), -4014675026445708781),
+    ("他来到了网易杭研大厦", FeatureSpec(segmenter="rjieba"), -4014675026445708781),
     ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="word"), 2360343305717413768),
     ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="char"), 8164501166945490561),
 ]
@@ -140,6 +167,7 @@ def test_no_feature_texts_have_no_fingerprint():
 
 def test_version_names_the_definition():
     assert FeatureSpec().version().startswith("sh64-1/")
+    assert "(rjieba-" in FeatureSpec().version() and "(jieba-" in FeatureSpec(segmenter="jieba").version()
     assert FeatureSpec().version() != FeatureSpec(weighting="tfidf").version()
     assert FeatureSpec(tokenizer="char", char_ngram=4).version() != FeatureSpec(tokenizer="char").version()
 
