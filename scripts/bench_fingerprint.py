@@ -1,7 +1,8 @@
-"""Fingerprint throughput per core: bare jieba segmentation vs our fingerprint (pure Python, and the
-pandas UDF inside a one-core local Spark), on the same Chinese and English text, in one run.
+"""Fingerprint throughput per core: bare segmentation vs our fingerprint (pure Python, and the pandas UDF
+inside a one-core local Spark), on the same Chinese and English text, one process per segmentation
+backend (jieba, rjieba), printed side by side.
 
-    python scripts/bench_fingerprint.py [--mb 8]
+    python scripts/bench_fingerprint.py [--mb 8] [--backends jieba,rjieba]
 
 Chinese text: Debian's Chinese man pages (package manpages-zh, installed if missing and we are root),
 English text: the English man pages of the same machine; both with troff markup stripped. Without them
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import glob
 import gzip
+import json
 import os
 import re
 import subprocess
@@ -69,29 +71,36 @@ def time_it(fn, texts) -> float:
     return time.perf_counter() - start
 
 
-def bare_jieba(texts):
-    import jieba
+def bare_segmentation(backend: str):
+    from simhash_udf.text import segmenter
 
-    for t in texts:
-        jieba.lcut(t)
+    cut = segmenter(backend)
+
+    def run(texts):
+        for t in texts:
+            cut(t)
+
+    return run
 
 
-def python_fingerprints(texts):
+def python_fingerprints(spec):
     from simhash_udf.fingerprint import fingerprint_batch
 
-    for i in range(0, len(texts), 2000):
-        fingerprint_batch(texts[i : i + 2000])
+    def run(texts):
+        for i in range(0, len(texts), 2000):
+            fingerprint_batch(texts[i : i + 2000], spec)
+
+    return run
 
 
-def spark_udf_seconds(spark, texts) -> float:
+def spark_udf_seconds(spark, texts, spec) -> float:
     from pyspark.sql import functions as F
 
-    from simhash_udf.fingerprint import FeatureSpec
     from simhash_udf.fingerprint_udf import with_fingerprints
 
     df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "id long, text string").cache()
     df.count()
-    fps = with_fingerprints(df, "text", FeatureSpec())
+    fps = with_fingerprints(df, "text", spec)
     fps.agg(F.sum("n_features")).first()  # warm the Python worker (jieba's dictionary load)
     start = time.perf_counter()
     fps.agg(F.sum("n_features"), F.count("fingerprint")).first()
@@ -100,32 +109,53 @@ def spark_udf_seconds(spark, texts) -> float:
     return seconds
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--mb", type=float, default=8.0, help="MB of text per language")
-    args = ap.parse_args()
+def measure(backend: str, megabytes: float) -> list[dict]:
+    """All measurements of one backend (run in a process of its own)."""
+    from simhash_udf.fingerprint import FeatureSpec
     from simhash_udf.session import get_spark
+    from simhash_udf.text import segmenter
 
     spark = get_spark("bench-fingerprint", master="local[1]")  # one core: throughput per core
     spark.sparkContext.setLogLevel("ERROR")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "2000")
-    import jieba
-
-    jieba.initialize()
+    spec = FeatureSpec(segmenter=backend)
+    segmenter(backend)("预热")  # load the dictionary outside the timings
     rows = []
     for lang in ("zh", "en"):
-        texts, source = corpus(lang, args.mb)
+        texts, source = corpus(lang, megabytes)
         size = mb(texts)
-        t_jieba = time_it(bare_jieba, texts)
-        t_py = time_it(python_fingerprints, texts)
-        t_udf = spark_udf_seconds(spark, texts)
-        rows.append((lang, source, len(texts), size, size / t_jieba, size / t_py, size / t_udf))
+        rows.append({
+            "backend": backend, "lang": lang, "source": source, "docs": len(texts), "mb": size,
+            "bare": size / time_it(bare_segmentation(backend), texts),
+            "python": size / time_it(python_fingerprints(spec), texts),
+            "udf": size / spark_udf_seconds(spark, texts, spec),
+        })
     spark.stop()
-    print("\n| text | source | docs | MB | bare jieba.lcut MB/s | fingerprint (Python) MB/s | UDF in Spark, 1 core MB/s | UDF / bare jieba |")
-    print("|---|---|---|---|---|---|---|---|")
-    for lang, source, n, size, j, p, u in rows:
-        print(f"| {lang} | {source} | {n:,} | {size:.1f} | {j:.2f} | {p:.2f} | {u:.2f} | {u / j:.2f} |")
-    print("\n(one core each; docs/s = MB/s x docs / MB)")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=float, default=8.0, help="MB of text per language")
+    ap.add_argument("--backends", default="jieba,rjieba")
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one backend, print JSON
+    args = ap.parse_args()
+    if args.one:
+        print("RESULT " + json.dumps(measure(args.one, args.mb)))
+        return
+    rows = []
+    for backend in args.backends.split(","):
+        proc = subprocess.run([sys.executable, __file__, "--one", backend, "--mb", str(args.mb)],
+                              capture_output=True, text=True, check=True)
+        rows += json.loads(proc.stdout.split("RESULT ", 1)[1])
+    print("| backend | text | source | docs | MB | bare segmentation MB/s | fingerprint (Python) MB/s "
+          "| UDF in Spark, 1 core MB/s | UDF / bare segmentation |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['backend']} | {r['lang']} | {r['source']} | {r['docs']:,} | {r['mb']:.1f} | {r['bare']:.2f} "
+              f"| {r['python']:.2f} | {r['udf']:.2f} | {r['udf'] / r['bare']:.2f} |")
+    print("\n(one core each: Python timings in one process, the UDF in local[1]; bare segmentation is the "
+          "backend's cut() on the raw page)")
 
 
 if __name__ == "__main__":
