@@ -72,7 +72,9 @@ def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
             F.input_file_name().alias("id"), F.col("value").alias("text")
         )
     if fmt == "wet":
-        raise DedupError("--input-format wet is not available in this version: convert WET files to JSON Lines")
+        from .wet import read_wet
+
+        return read_wet(spark, path)
     raise DedupError(f"--input-format {fmt!r} is unknown")
 
 
