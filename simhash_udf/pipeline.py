@@ -210,7 +210,8 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "total_seconds": round(time.time() - started, 3),
         }
-        out.fs.delete(out._p(out.staged("_checkpoints")), True)
+        if not cfg.checkpoint_dir:
+            out.remove_staged("_checkpoints")
         out.write_report(report)
         out.commit()
         return report

@@ -41,6 +41,9 @@ class OutputDir:
     def staged(self, name: str) -> str:
         return f"{self.staging}/{name}"
 
+    def remove_staged(self, name: str) -> None:
+        self.fs.delete(self._p(self.staged(name)), True)
+
     def write_text(self, path: str, text: str) -> None:
         stream = self.fs.create(self._p(path), True)
         try:
