@@ -11,14 +11,18 @@ tokenisation and hashing included; the SparkSession is started and warmed up bef
 pairs are compared with ours and with the generator's ground truth (pairs of documents with the same
 `group`), and a Markdown table is printed.
 
-    python scripts/bench_peers.py                         # ~100,000 documents (55,556 originals)
-    python scripts/bench_peers.py --originals 3000        # ~5,400 documents, a quick check
-    python scripts/bench_peers.py --peer-sample 20000 --lsh-sample 10000
+    python scripts/bench_peers.py                                  # ~100,000 documents (55,556 originals)
+    python scripts/bench_peers.py --originals 3000 --lsh-sample 0  # ~5,400 documents, every system on all
 
 --peer-sample M / --lsh-sample M run that peer on the M smallest ids only (ids are a random permutation,
 so that is a random sample); its agreement and precision/recall are then computed on the pairs inside the
-sample, and its time is scaled per document to the whole corpus (labelled "scaled"; for MinHash LSH the
-candidate pairs grow quadratically, so the linear scaling flatters it).
+sample, and its time is scaled per document to the whole corpus (labelled "scaled").
+
+MinHash LSH runs on 10,000 documents by default: Spark's MinHashLSH ORs single min-hashes (no AND of
+several per band), so two documents become a candidate pair with probability 1 - (1 - J)^tables. The
+generated English pages share ~10% of their 5-gram shingles (small vocabulary), so about a third of all
+English pairs become candidates: ~8% of all pairs, quadratic in N (~1.1 million candidates and ~2.5
+minutes at 5,400 documents on 2 cores; hours at 100,000). Its scaled time is therefore a lower bound.
 """
 from __future__ import annotations
 
@@ -76,16 +80,18 @@ class Result:
 
 
 def corpus(workdir: str, originals: int, seed: int) -> tuple[str, pd.DataFrame]:
-    """Generate the sample corpus once and write (id, text, group) as one Parquet file in workdir; a file
-    of the same size and seed already there is reused. Returns its path and the (id, group) columns."""
+    """Generate the sample corpus once and write (id, text, group, variant) as one Parquet file in workdir;
+    a file of the same size and seed already there is reused. Returns its path and the ground truth
+    columns (id, group, variant)."""
     path = os.path.join(workdir, f"corpus_{originals}_seed{seed}.parquet")
-    if not os.path.exists(path):
+    if not os.path.exists(path) or pq.read_schema(path).names != ["id", "text", "group", "variant"]:
         started = time.perf_counter()
         rows = make_sample_corpus(originals, seed)
         table = pa.table({
             "id": pa.array([r["id"] for r in rows], pa.int64()),
             "text": pa.array([r["text"] for r in rows], pa.string()),
             "group": pa.array([r["group"] for r in rows], pa.int64()),
+            "variant": pa.array([r["variant"] for r in rows], pa.string()),
         })
         pq.write_table(table, path + ".tmp")
         os.replace(path + ".tmp", path)  # never leave a half-written corpus behind for reuse
@@ -93,7 +99,7 @@ def corpus(workdir: str, originals: int, seed: int) -> tuple[str, pd.DataFrame]:
               f"{time.perf_counter() - started:.1f} s -> {path}", flush=True)
     else:
         print(f"reusing {path}", flush=True)
-    return path, pq.read_table(path, columns=["id", "group"]).to_pandas()
+    return path, pq.read_table(path, columns=["id", "group", "variant"]).to_pandas()
 
 
 def pair_set(keys: pd.Series, ids: pd.Series) -> set[Pair]:
@@ -104,6 +110,17 @@ def pair_set(keys: pd.Series, ids: pd.Series) -> set[Pair]:
     for members in frame.groupby("key", sort=False)["id"]:
         pairs.update(itertools.combinations(members[1].tolist(), 2))
     return pairs
+
+
+def pair_kinds(truth: set[Pair], truth_cols: pd.DataFrame) -> dict[Pair, str]:
+    """Each true pair's kind: the variant of the copy when one document is the original ("mirror", "ad",
+    ...), "variant~variant" for two copies of the same original."""
+    variant = dict(zip(truth_cols["id"].tolist(), truth_cols["variant"].tolist()))
+    kinds = {}
+    for a, b in truth:
+        va, vb = variant[a], variant[b]
+        kinds[(a, b)] = vb if va == "original" else va if vb == "original" else "variant~variant"
+    return kinds
 
 
 def sample_max_id(ids: pd.Series, sample: int) -> int | None:
@@ -209,6 +226,16 @@ def run_minhash_lsh(spark, path: str, max_id: int | None, tables: int) -> Result
 # Comparison and report
 
 
+def recall_by_kind(result: Result, kinds: dict[Pair, str]) -> dict[str, float]:
+    """Recall per kind of true pair, on the documents the system saw."""
+    seen: dict[str, list[int]] = {}
+    for pair in within(set(kinds), result.max_id):
+        counts = seen.setdefault(kinds[pair], [0, 0])
+        counts[0] += pair in result.pairs
+        counts[1] += 1
+    return {kind: found / total for kind, (found, total) in seen.items()}
+
+
 def compare(result: Result, ours: Result, truth: set[Pair], total_docs: int) -> dict:
     """Counts, time (scaled per document to the whole corpus if the system ran on a sample), agreement
     with ours and precision/recall against the ground truth, all on the documents the system saw."""
@@ -223,6 +250,7 @@ def compare(result: Result, ours: Result, truth: set[Pair], total_docs: int) -> 
         "seconds": result.seconds,
         "seconds_full": scaled,
         "speedup": scaled / ours.seconds,
+        "is_ours": result is ours,
         "both": len(result.pairs & ours_here),
         "only_ours": len(ours_here - result.pairs),
         "only_theirs": len(result.pairs - ours_here),
@@ -233,7 +261,10 @@ def compare(result: Result, ours: Result, truth: set[Pair], total_docs: int) -> 
 
 
 def speed_sentence(row: dict) -> str:
-    label = " (their time scaled per document from a sample)" if row["sampled"] else ""
+    label = ""
+    if row["sampled"]:
+        label = f" (their time scaled per document from {row['docs']:,} documents"
+        label += "; a lower bound: its candidate pairs grow quadratically)" if "LSH" in row["system"] else ")"
     if row["speedup"] >= 1:
         return f"ours is {row['speedup']:.1f} times faster than {row['system']}{label}"
     return f"ours is {1 / row['speedup']:.1f} times slower than {row['system']}{label}"
@@ -245,11 +276,26 @@ def markdown_table(rows: list[dict]) -> str:
     lines = [head, "|" + "---|" * 12]
     for r in rows:
         full = f"{r['seconds_full']:.1f} (scaled)" if r["sampled"] else f"{r['seconds_full']:.1f}"
+        speedup = "-" if r["is_ours"] else f"{r['speedup']:.1f}x"
         lines.append(
             f"| {r['system']} | {r['docs']:,} | {r['pairs']:,} | {r['seconds']:.1f} | {full} "
-            f"| {r['speedup']:.1f}x | {r['both']:,} | {r['only_ours']:,} | {r['only_theirs']:,} "
+            f"| {speedup} | {r['both']:,} | {r['only_ours']:,} | {r['only_theirs']:,} "
             f"| {r['truth']:,} | {r['precision']:.4f} | {r['recall']:.4f} |"
         )
+    return "\n".join(lines)
+
+
+def recall_table(results: list[Result], kinds: dict[Pair, str]) -> str:
+    """Recall of each system per kind of true pair (with the number of such pairs in the whole corpus)."""
+    order = ["mirror", "fullwidth", "edits", "ad", "numbers", "variant~variant"]
+    totals = {k: sum(1 for v in kinds.values() if v == k) for k in order}
+    order = [k for k in order if totals[k]]
+    lines = ["| system | " + " | ".join(f"{k} ({totals[k]:,})" for k in order) + " |",
+             "|" + "---|" * (len(order) + 1)]
+    for r in results:
+        recall = recall_by_kind(r, kinds)
+        cells = [f"{recall[k]:.3f}" if k in recall else "-" for k in order]
+        lines.append(f"| {r.name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -262,8 +308,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--workdir", help="corpus and outputs go here and are kept (default: a temporary directory)")
     ap.add_argument("--peer-sample", type=int, default=0, metavar="M",
                     help="run the simhash package on the M smallest ids only (default 0 = all)")
-    ap.add_argument("--lsh-sample", type=int, default=0, metavar="M",
-                    help="run MinHash LSH on the M smallest ids only (default 0 = all)")
+    ap.add_argument("--lsh-sample", type=int, default=10_000, metavar="M",
+                    help="run MinHash LSH on the M smallest ids only (default 10,000; 0 = all: its candidate "
+                    "pairs grow quadratically)")
     ap.add_argument("--lsh-tables", type=int, default=5, help="MinHashLSH numHashTables (default 5)")
     ap.add_argument("--skip", default="", help="comma-separated peers to leave out: simhash, lsh")
     args = ap.parse_args(argv)
@@ -281,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         path, truth_cols = corpus(workdir, args.originals, args.seed)
         n_docs = len(truth_cols)
         truth = pair_set(truth_cols["group"], truth_cols["id"])
+        kinds = pair_kinds(truth, truth_cols)
 
         spark = get_spark("bench-peers")
         spark.sparkContext.setLogLevel("ERROR")
@@ -314,6 +362,11 @@ def main(argv: list[str] | None = None) -> int:
         print()
         for row in rows[1:]:
             print(speed_sentence(row))
+        print()
+        print("Recall by kind of true pair (the copy's variant against its original; number of such pairs "
+              "in the corpus):")
+        print()
+        print(recall_table([ours, *results], kinds))
         print()
         for r in [ours, *results]:
             for note in r.notes:
