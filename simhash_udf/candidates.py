@@ -131,7 +131,8 @@ def candidate_edges(
     members: the distinct fingerprints (int64 or uint64) of all groups one after another; offsets: group g
     owns members[offsets[g]:offsets[g+1]]; tables: the table index of each group.
     """
-    members = np.asarray(members).view(np.uint64) if np.asarray(members).dtype == np.int64 else np.asarray(members, np.uint64)
+    members = np.asarray(members)
+    members = members.view(np.uint64) if members.dtype == np.int64 else members.astype(np.uint64)
     offsets = np.asarray(offsets, dtype=np.int64)
     tables = np.asarray(tables, dtype=np.int64)
     starts, sizes = offsets[:-1], np.diff(offsets)
