@@ -184,9 +184,7 @@ def fingerprint_batch(texts: Iterable[str | None], spec: FeatureSpec = FeatureSp
             weight_parts.append(w)
     counts = np.asarray(lengths, dtype=np.int32)
     offsets = np.r_[0, np.cumsum(np.maximum(counts, 0), dtype=np.int64)]
-    weights = np.concatenate(weight_parts) if spec.weighting == "tfidf" and weight_parts else None
-    if spec.weighting == "tfidf" and weights is None:
-        weights = np.zeros(0, dtype=np.int64)
+    weights = np.concatenate([np.zeros(0, np.int64), *weight_parts]) if spec.weighting == "tfidf" else None
     fps = simhash_from_hashes(hash_features(all_features), offsets, weights)
     return to_signed(fps), counts
 
