@@ -51,7 +51,8 @@ def test_output_layout(sample_run, sample):
     assert sorted(clusters["id"]) == sorted(rows["id"])  # every input row exactly once
     kept_ids = set(clusters.loc[~clusters.is_duplicate, "id"])
     assert kept_ids == set(clusters["cluster_id"])  # a cluster's id is its kept document
-    assert (clusters.groupby("cluster_id")["id"].min() == clusters.groupby("cluster_id")["id"].min().index).all()
+    smallest = clusters.groupby("cluster_id")["id"].min()
+    assert (smallest == smallest.index).all()  # keep policy id: the smallest id is kept
     kept = pd.read_parquet(os.path.join(out, "kept"))
     assert set(kept.columns) == set(rows.columns)
     assert set(kept["id"]) == kept_ids and len(kept) == len(kept_ids)
