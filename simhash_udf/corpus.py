@@ -4,7 +4,7 @@ Pure Python, no Spark. Every document comes from ``random.Random`` seeded by (se
 seed gives the same rows on every machine. Two sources of originals:
 
 * ``generated``: Chinese from jieba's own dictionary (words drawn by frequency, real punctuation, sentences,
-  paragraphs; sample_corpus.py's sentence model) and English from an inline vocabulary; every page has a
+  paragraphs; sample_corpus.py's sentence model) and English from wordfreq's 30,000 most frequent words; every page has a
   topic (a few hundred words drawn more often) and sits inside its site's boilerplate (header, navigation,
   footer). Lengths: 35% short (20-140 characters), 15% medium (140-500), 45% long (500-5,000), 5% very long
   (5,000-12,000).
@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 from .sample_corpus import (
     _EN_CONTENT,
-    _EN_FUNCTION,
     _en_sentence,
     _render_sentence,
     _zh_sentence,
@@ -66,7 +65,8 @@ class Doc:
 
 
 def _topic_picker(rng: random.Random, lang: str, topic: int):
-    """pick() and pick_noun() for a topic: the topic's words (fixed by the topic number) drawn 45% of the time."""
+    """pick() and pick_noun() for a topic: the topic's 300 words (fixed by the topic number) drawn 45% (zh) or
+    30% (en) of the time, else any word of the vocabulary; all in proportion to their frequencies."""
     trng = random.Random(f"topic:{lang}:{topic}")
     if lang == "zh":
         words, cum, nouns = _zh_vocab()
@@ -81,15 +81,32 @@ def _topic_picker(rng: random.Random, lang: str, topic: int):
             return words[bisect.bisect_right(cum, rng.random() * cum[-1])]
 
         return pick, lambda: rng.choice(t_nouns)
-    t_words = trng.sample(_EN_CONTENT, 45)
+    words, cum = _en_vocab()
+    chosen = sorted(trng.sample(range(300, len(words)), 300))
+    t_words = [words[i] for i in chosen]
+    t_cum = list(itertools.accumulate(cum[i] - cum[i - 1] for i in chosen))
 
     def pick_en() -> str:
-        r = rng.random()
-        if r < 0.38:
-            return rng.choice(_EN_FUNCTION)
-        return rng.choice(t_words) if r < 0.75 else rng.choice(_EN_CONTENT)
+        if rng.random() < 0.3:
+            return t_words[bisect.bisect_right(t_cum, rng.random() * t_cum[-1])]
+        return words[bisect.bisect_right(cum, rng.random() * cum[-1])]
 
-    return pick_en, lambda: rng.choice(t_words)
+    return pick_en, lambda: rng.choice(t_words[:60])
+
+
+_EN_VOCAB: tuple[list[str], list[float]] | None = None
+
+
+def _en_vocab() -> tuple[list[str], list[float]]:
+    """The 30,000 most frequent English words of wordfreq (alphabetic only) and cumulative frequencies."""
+    global _EN_VOCAB
+    if _EN_VOCAB is None:
+        import wordfreq
+
+        words = [w for w in wordfreq.top_n_list("en", 32000) if w.isascii() and w.isalpha() and w != "i"][:30000]
+        freqs = [wordfreq.word_frequency(w, "en") for w in words]
+        _EN_VOCAB = (words, list(itertools.accumulate(freqs)))
+    return _EN_VOCAB
 
 
 def site_boilerplate(site: int, lang: str) -> tuple[str, str]:
