@@ -158,7 +158,7 @@ def generated_body(rng: random.Random, lang: str, topic: int, length: int) -> st
     if len(body) > length:
         cut = body[:length]
         ends = [m.end() for m in _SENTENCE_END.finditer(cut)]
-        body = cut[: ends[-1]].rstrip() if ends and ends[-1] >= length * 0.7 else cut.rstrip()
+        body = cut[: ends[-1]].rstrip() if ends and ends[-1] >= max(length * 0.7, 24) else cut.rstrip()
     return body
 
 
@@ -355,8 +355,8 @@ def make_variant(rng: random.Random, kind: str, doc: Doc) -> str:
 
 def variant_kinds(rng: random.Random, doc: Doc) -> list[str]:
     kinds = SHORT_VARIANTS if len(doc.body) < SHORT_MAX else VARIANTS
-    if doc.site < 0:
-        kinds = tuple(k for k in kinds if k != "boilerplate") + (("boilerplate",) if len(doc.body) >= LONG_MIN else ())
+    if len(doc.body) < LONG_MIN:  # medium texts carry no boilerplate to swap
+        kinds = tuple(k for k in kinds if k != "boilerplate")
     if not _DIGITS.search(doc.body):
         kinds = tuple(k for k in kinds if k != "numbers")
     return rng.sample(kinds, min(len(kinds), rng.randint(1, 4)))

@@ -114,7 +114,10 @@ def similar_pairs(sets: list[np.ndarray], threshold: float,
 
     Candidates from MinHash LSH (bands x rows; documents agreeing on a whole band), then a length filter
     (J <= min/max size) and exact Jaccard: no false pair; a true pair with J >= 0.9 is missed with
-    probability (1 - J^rows)^bands < 2e-8 (deterministic: fixed seeds)."""
+    probability (1 - J^rows)^bands < 2e-8 (deterministic: fixed seeds). Lower thresholds are refused: the
+    bands are tuned for 0.9 (at J = 0.5 a pair would be a candidate only half of the time)."""
+    if threshold < 0.9:
+        raise ValueError(f"threshold {threshold} is below 0.9, which the LSH bands are tuned for")
     n = len(sets)
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     sizes = np.fromiter(map(len, sets), dtype=np.int64, count=n)
