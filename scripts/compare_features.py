@@ -82,24 +82,27 @@ def main(argv: list[str] | None = None) -> int:
             features, k = strip_k(options)
             out = os.path.join(work, f"run{i}")
             shutil.rmtree(out, ignore_errors=True)
-            if k is not None and features in fingerprinted:
-                argv_ = ["--input", os.path.join(fingerprinted[features], "clusters"), "--input-format", "fingerprints"]
+            if k is not None and features in fingerprinted:  # same features: only the near-duplicate stages
+                argv_ = ["--input", os.path.join(fingerprinted[features], "clusters"), "--input-format", "fingerprints",
+                         "--k", str(k)]
             else:
-                argv_ = ["--input", docs_path]
-            cfg = load_config(argv_ + ["--output", out] + shlex.split(options))
+                argv_ = ["--input", docs_path] + shlex.split(options)
+            cfg = load_config(argv_ + ["--output", out])
             t0 = time.perf_counter()
             report = run(cfg, spark)
             seconds = time.perf_counter() - t0
-            if k is None:
-                fingerprinted[features] = out
+            if "fingerprints" not in argv_:
+                fingerprinted.setdefault(features, out)
             result = oracle.evaluate(job_labels(docs, out), truth)
             rows = {r["bucket"]: r for r in result.rows}
-            cells = [options + ("" if argv_[-1] != "fingerprints" else " (stored fingerprints)"), f"{seconds:.0f}"]
+            cells = [options + (" (stored fingerprints)" if "fingerprints" in argv_ else ""), f"{seconds:.0f}"]
             cells += [f"{rows[b]['precision']:.3f} / {rows[b]['recall']:.3f}" for b in SHOWN]
             cells.append(f"{rows['all']['f1']:.3f}")
             cells += [f"{rows[b].get('truth_recall', float('nan')):.3f}" for b in ("long", "short")]
             lines.append("| " + " | ".join(cells) + " |")
             print(lines[-1], f"[{report['fingerprint_version']}]", flush=True)
+            if args.work and "fingerprints" in argv_:
+                shutil.rmtree(out, ignore_errors=True)
     finally:
         spark.stop()
         if not args.work:
