@@ -26,11 +26,11 @@ class DedupConfig:
     input_format: str = "auto"
     id_col: str = "id"
     text_col: str = "text"
-    k: int = 3
+    k: int = 6
     blocks: int = 0
     tokenizer: str = "auto"
     segmenter: str = "rjieba"
-    weighting: str = "tf"
+    weighting: str = "binary"
     char_ngram: int = 5
     word_ngram: int = 1
     stop_words: bool = False
@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-format", choices=INPUT_FORMATS)
     p.add_argument("--id-col")
     p.add_argument("--text-col")
-    p.add_argument("--k", type=int, help="max Hamming distance of near-duplicates (default 3)")
+    p.add_argument("--k", type=int, help="max Hamming distance of near-duplicates (default 6)")
     p.add_argument("--blocks", type=int, help="fingerprint blocks (0 = chosen by the table planner)")
     p.add_argument("--tokenizer", choices=TOKENIZERS)
     p.add_argument("--segmenter", choices=SEGMENTERS, help="jieba implementation for Han runs (default rjieba)")

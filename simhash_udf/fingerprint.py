@@ -157,7 +157,7 @@ class FeatureSpec:
     """What a feature is and how it is weighted: everything the fingerprint version depends on."""
 
     tokenizer: str = "auto"
-    weighting: str = "tf"
+    weighting: str = "binary"  # the job's default since the quality study (README "Quality"); was "tf"
     char_ngram: int = 5
     word_ngram: int = 1
     segmenter: str = "rjieba"

@@ -122,26 +122,40 @@ def test_worked_example_with_injected_6bit_hash():
 GOLDEN = [
     # (text, FeatureSpec, int64 fingerprint). Changing any of these changes what every stored fingerprint
     # means: bump DEFINITION_VERSION in fingerprint.py and say so in the release notes.
-    ("我们今天在北京开会，讨论了人工智能的发展。", FeatureSpec(), 3251608506960978450),
-    ("Hello World, this is a crawled page about Spark.", FeatureSpec(), -2212007215175618606),
-    ("Ｈｅｌｌｏ　ＷＯＲＬＤ，ｔｈｉｓ ｉｓ ａ ｃｒａｗｌｅｄ ｐａｇｅ ａｂｏｕｔ Ｓｐａｒｋ．", FeatureSpec(), -2212007215175618606),
-    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(), -8511312194183104872),
+    # The job's default until the quality study (weighting tf), now an explicit option:
+    ("我们今天在北京开会，讨论了人工智能的发展。", FeatureSpec(weighting="tf"), 3251608506960978450),
+    ("Hello World, this is a crawled page about Spark.", FeatureSpec(weighting="tf"), -2212007215175618606),
+    ("Ｈｅｌｌｏ　ＷＯＲＬＤ，ｔｈｉｓ ｉｓ ａ ｃｒａｗｌｅｄ ｐａｇｅ ａｂｏｕｔ Ｓｐａｒｋ．", FeatureSpec(weighting="tf"), -2212007215175618606),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(weighting="tf"), -8511312194183104872),
     ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(weighting="tfidf"), 856137683322533768),
     ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(weighting="binary"), -9087775145514117480),
-    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="jieba"), -8511312194183104872),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="jieba", weighting="tf"), -8511312194183104872),
     # the reference segmenter pins the same values as the default (rjieba)
-    ("我们今天在北京开会，讨论了人工智能的发展。", FeatureSpec(segmenter="jieba"), 3251608506960978450),
-    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(segmenter="jieba"), -8511312194183104872),
-    ("他来到了网易杭研大厦", FeatureSpec(segmenter="jieba"), -4014675026445708781),
-    ("他来到了网易杭研大厦", FeatureSpec(segmenter="rjieba"), -4014675026445708781),
-    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="word"), 2360343305717413768),
-    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="char"), 8164501166945490561),
+    ("我们今天在北京开会，讨论了人工智能的发展。", FeatureSpec(segmenter="jieba", weighting="tf"), 3251608506960978450),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(segmenter="jieba", weighting="tf"), -8511312194183104872),
+    ("他来到了网易杭研大厦", FeatureSpec(segmenter="jieba", weighting="tf"), -4014675026445708781),
+    ("他来到了网易杭研大厦", FeatureSpec(segmenter="rjieba", weighting="tf"), -4014675026445708781),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="word", weighting="tf"), 2360343305717413768),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(tokenizer="char", weighting="tf"), 8164501166945490561),
+    # The job's default since the quality study: binary weights (each distinct token once). Texts without
+    # repeated tokens keep their tf fingerprints; repeated tokens ("0" from folded digits, "the") count once.
+    ("我们今天在北京开会，讨论了人工智能的发展。", FeatureSpec(), 3251608506960978450),
+    ("Hello World, this is a crawled page about Spark.", FeatureSpec(), -2212007215175618606),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(), -9087775145514117480),
+    ("the the the cat sat on the mat the end", FeatureSpec(), 7623204451377676332),
+    ("the the the cat sat on the mat the end", FeatureSpec(weighting="tf"), 7678624741922115100),
 ]
 
 
 @pytest.mark.parametrize("text,spec,expected", GOLDEN)
 def test_golden_fingerprints(text, spec, expected):
     assert fingerprint_text(text, spec) == expected
+
+
+def test_job_default_is_the_feature_spec_default():
+    from simhash_udf.config import DedupConfig
+
+    assert DedupConfig().features == FeatureSpec() and FeatureSpec().weighting == "binary"
 
 
 def test_feature_hash_is_pinned():

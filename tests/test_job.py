@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simhash_udf.config import load_config
+from simhash_udf.blocks import plan_tables
+from simhash_udf.config import DedupConfig, load_config
 from simhash_udf.errors import DedupError
 from simhash_udf.pipeline import run
 from simhash_udf.sample_corpus import make_sample_corpus, write_sample_corpus
@@ -61,12 +62,12 @@ def test_output_layout(sample_run, sample):
     assert on_disk["kept"] == len(kept_ids)
     assert on_disk["duplicates"] == on_disk["exact_duplicates"] + on_disk["near_duplicates"] == len(rows) - len(kept_ids)
     assert on_disk["fingerprint_version"].startswith("sh64-1/")
-    assert on_disk["table_plan"]["block_widths"] == [16, 16, 16, 16]
+    assert on_disk["table_plan"]["block_widths"] == plan_tables(DedupConfig().k).describe()["block_widths"]
     assert set(on_disk["seconds"]) >= {"read", "fingerprint", "exact_collapse", "blocks", "candidates",
                                        "components", "resolve", "write"}
     sizes = clusters.groupby("cluster_id").size().value_counts().to_dict()
     assert {int(k): v for k, v in on_disk["clusters"]["size_histogram"].items()} == sizes
-    assert on_disk["config"]["k"] == 3
+    assert on_disk["config"]["k"] == DedupConfig().k
 
 
 def test_sample_corpus_duplicates_found_and_unrelated_pages_apart(sample_run, sample):
@@ -185,7 +186,7 @@ def test_config_file_then_command_line(tmp_path):
     conf = tmp_path / "c.toml"
     conf.write_text('k = 5\ntokenizer = "char"\n')
     cfg = load_config(["--input", ".", "--output", "x", "--config", str(conf), "--k", "4"])
-    assert (cfg.k, cfg.tokenizer, cfg.weighting) == (4, "char", "tf")
+    assert (cfg.k, cfg.tokenizer, cfg.weighting) == (4, "char", DedupConfig().weighting)
     conf.write_text("kk = 5\n")
     with pytest.raises(DedupError, match="unknown setting 'kk'"):
         load_config(["--input", ".", "--output", "x", "--config", str(conf)])
