@@ -1,7 +1,6 @@
 """The two feature options added for the quality study: --stop-words and --weighting tfidf-corpus."""
 import math
 
-import numpy as np
 import pytest
 
 from simhash_udf.config import load_config
