@@ -36,6 +36,7 @@ class DedupConfig:
     keep: str = "id"
     max_text_chars: int = 1_000_000
     arrow_batch_size: int = 2000
+    arrow_batch_mb: int = 16
     shuffle_partitions: int = 0
     max_component_rounds: int = 200
     checkpoint_dir: str = ""
@@ -64,7 +65,7 @@ class DedupConfig:
             raise bad(f"--weighting {self.weighting!r} is unknown; choose one of {', '.join(WEIGHTINGS)}")
         if not (self.keep in ("id", "longest") or (self.keep.startswith("earliest:") and len(self.keep) > 9)):
             raise bad(f"--keep {self.keep!r} is unknown; use id, longest or earliest:COLUMN")
-        for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "max_component_rounds"):
+        for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "arrow_batch_mb", "max_component_rounds"):
             if getattr(self, name) < 1:
                 raise bad(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
         for name in ("shuffle_partitions", "input_partitions"):

@@ -127,6 +127,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
     if cfg.shuffle_partitions:
         spark.conf.set("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_size))
+    spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(cfg.arrow_batch_mb << 20))
     spark.sparkContext.setCheckpointDir(cfg.checkpoint_dir or out.staged("_checkpoints"))
     persisted: list[DataFrame] = []
 
@@ -150,7 +151,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             if cfg.input_format == "fingerprints":
                 docs = keep(stored_fingerprints(raw, cfg))
             else:
-                docs = keep(with_fingerprints(prepare_documents(raw, cfg), "text", cfg.features).drop("text"))
+                docs = keep(with_fingerprints(prepare_documents(raw, cfg), "text", cfg.features))
             doc_stats = docs.agg(
                 F.count(F.lit(1)).alias("input_rows"),
                 F.sum(F.col("text_null").cast("long")).alias("null_text"),
