@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import glob
 import os
 import tomllib
@@ -13,6 +14,7 @@ from pathlib import Path
 from .blocks import check_k, plan_tables
 from .errors import DedupError
 from .fingerprint import WEIGHTINGS, FeatureSpec
+from .history import check_run_date
 from .text import SEGMENTERS, TOKENIZERS
 
 INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")
@@ -42,6 +44,8 @@ class DedupConfig:
     checkpoint_dir: str = ""
     overwrite: bool = False
     input_partitions: int = 0  # repartition the input (0 = as read); for tests and skewed inputs
+    history: str = ""  # incremental mode: fingerprints and clusters of earlier runs, by run date
+    run_date: str = ""  # this run's date in the history (YYYY-MM-DD); "" = today (UTC)
 
     @property
     def features(self) -> FeatureSpec:
@@ -81,6 +85,14 @@ class DedupConfig:
             raise bad("--keep longest needs the text; with --input-format fingerprints use --keep id or earliest:COLUMN")
         if os.path.abspath(self.input) == os.path.abspath(self.output):
             raise bad("--output must not be the input path")
+        if self.history:
+            if self.input_format == "fingerprints":
+                raise bad("--history needs fingerprints of a known version: it cannot be used with --input-format fingerprints")
+            if os.path.abspath(self.history) in (os.path.abspath(self.output), os.path.abspath(self.input)):
+                raise bad("--history must be a directory of its own, not the input or the output")
+            self.run_date = check_run_date(self.run_date or datetime.datetime.now(datetime.timezone.utc).date().isoformat())
+        elif self.run_date:
+            raise bad("--run-date only means something with --history DIR")
         return self
 
     def to_dict(self) -> dict:
@@ -147,11 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", help="id | longest | earliest:COLUMN")
     p.add_argument("--max-text-chars", type=int)
     p.add_argument("--arrow-batch-size", type=int)
+    p.add_argument("--arrow-batch-mb", type=int)
     p.add_argument("--shuffle-partitions", type=int)
     p.add_argument("--input-partitions", type=int)
     p.add_argument("--max-component-rounds", type=int)
     p.add_argument("--checkpoint-dir")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace a finished output")
+    p.add_argument("--history", help="incremental mode: directory of earlier runs' fingerprints (read, then appended)")
+    p.add_argument("--run-date", help="this run's date in the history, YYYY-MM-DD (default: today, UTC)")
     return p
 
 

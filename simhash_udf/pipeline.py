@@ -16,6 +16,7 @@ from .blocks import choose_plan, plan_cost, plan_tables
 from .components import connected_components
 from .config import DedupConfig
 from .fingerprint_udf import with_fingerprints
+from .history import History, attach_history, related_block_rows
 from .pairs import block_rows, group_edges, key_groups
 from .read import check_columns, check_ids, read_input
 from .resolve import keep_rank, resolve_clusters
@@ -71,20 +72,34 @@ def stored_fingerprints(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
     )
 
 
-def near_duplicate_clusters(docs: DataFrame, k: int, blocks: int, max_rounds: int, timer: StageTimer, keep):
+def near_duplicate_clusters(
+    docs: DataFrame, k: int, blocks: int, max_rounds: int, timer: StageTimer, keep, history: DataFrame | None = None,
+    run_date: str = "",
+):
     """Stages 3-7 on (id, fingerprint, rank) rows: exact collapse, blocks, candidates, components, resolve.
     blocks = 0 lets the planner choose the tables from the number of distinct fingerprints.
 
     Returns the clusters (id, fingerprint, cluster_id, is_duplicate), the cluster-size histogram
     {size: clusters} and the pair statistics. `keep` persists a DataFrame and registers it for clean-up;
-    component rounds are checkpointed into the SparkContext's checkpoint directory."""
+    component rounds are checkpointed into the SparkContext's checkpoint directory.
+
+    history: (fingerprint, h_cluster, h_kept_date) of earlier runs (history.py); its fingerprints that share a
+    key with this run's join the pair search, and pages that meet them become duplicates of their clusters
+    (the clusters then also carry kept_run_date, and the histogram counts this run's pages only)."""
     with timer("exact_collapse"):
         distinct = keep(docs.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct())
         n_distinct = distinct.count()
+        n_history = history.count() if history is not None else 0
 
-    plan = plan_tables(k, blocks) if blocks else choose_plan(n_distinct, k)
+    plan = plan_tables(k, blocks) if blocks else choose_plan(n_distinct + n_history, k)
     with timer("blocks"):
-        groups = keep(key_groups(block_rows(distinct, plan)))
+        rows = block_rows(distinct, plan)
+        if history is not None:
+            related_rows = keep(related_block_rows(history, rows, plan))
+            related = keep(history.join(related_rows.select("fingerprint").distinct(), "fingerprint", "left_semi"))
+            n_related = related.count()
+            rows = rows.union(related_rows)
+        groups = keep(key_groups(rows))
         n_groups = groups.count()
 
     with timer("candidates"):
@@ -100,7 +115,10 @@ def near_duplicate_clusters(docs: DataFrame, k: int, blocks: int, max_rounds: in
         roots, rounds = connected_components(edges, lambda df: df.checkpoint(eager=True), max_rounds)
 
     with timer("resolve"):
-        clusters = keep(resolve_clusters(docs.select("id", "fingerprint", "rank"), roots))
+        clusters = resolve_clusters(docs.select("id", "fingerprint", "rank"), roots)
+        if history is not None:
+            clusters = attach_history(clusters, roots, related, run_date)
+        clusters = keep(clusters)
         sizes = clusters.groupBy("cluster_id").count()
         histogram = {
             int(r["count"]): int(r["clusters"])
@@ -113,8 +131,11 @@ def near_duplicate_clusters(docs: DataFrame, k: int, blocks: int, max_rounds: in
         "pairs_accepted": int(pair_stats["pairs_accepted"] or 0),
         "forest_edges": int(pair_stats["forest_edges"] or 0),
         "component_rounds": rounds,
-        "table_plan": {**plan.describe(), **plan_cost(n_distinct, plan)},
+        "table_plan": {**plan.describe(), **plan_cost(n_distinct + n_history, plan)},
     }
+    if history is not None:
+        stats["history_fingerprints"] = n_history
+        stats["history_fingerprints_compared"] = n_related
     return clusters, histogram, stats
 
 
@@ -130,6 +151,9 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
     spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(cfg.arrow_batch_mb << 20))
     spark.sparkContext.setCheckpointDir(cfg.checkpoint_dir or out.staged("_checkpoints"))
     persisted: list[DataFrame] = []
+    history = History(spark, cfg.history, cfg.run_date) if cfg.history else None
+    if history is not None:
+        history.check_version(cfg.features.version())
 
     def keep(df: DataFrame) -> DataFrame:
         persisted.append(_persist(df))
@@ -161,13 +185,38 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 F.count("fingerprint").alias("fingerprinted"),
             ).first().asDict()
 
+        earlier, history_report = None, None
+        if history is not None:
+            earlier, dates_read, dates_ignored = history.earlier()
+            earlier = keep(earlier) if earlier is not None else None
+            history_report = {"path": history.path, "run_date": history.run_date, "runs_read": len(dates_read),
+                              "first_run": dates_read[0] if dates_read else None,
+                              "later_or_same_runs_ignored": dates_ignored, "duplicates_of_earlier_runs": 0,
+                              "history_fingerprints": 0, "history_fingerprints_compared": 0}
+            if dates_ignored:
+                log.warning("history %s has runs on or after %s (%s): they are not read, and the later ones did not see "
+                            "this run's pages", history.path, history.run_date, ", ".join(dates_ignored))
         clusters, histogram, near = near_duplicate_clusters(
-            docs, cfg.k, cfg.blocks, cfg.max_component_rounds, timer, keep
+            docs, cfg.k, cfg.blocks, cfg.max_component_rounds, timer, keep, earlier, history.run_date if history else ""
         )
-        kept_rows = sum(histogram.values())  # one kept document per cluster
+        if earlier is None:
+            kept_rows = sum(histogram.values())  # one kept document per cluster
+        else:
+            counts = clusters.agg(
+                F.sum((~F.col("is_duplicate")).cast("long")).alias("kept"),
+                F.sum((F.col("kept_run_date") != history.run_date).cast("long")).alias("of_history"),
+            ).first()
+            kept_rows = int(counts["kept"] or 0)
+            history_report["duplicates_of_earlier_runs"] = int(counts["of_history"] or 0)
+            history_report["history_fingerprints"] = near.pop("history_fingerprints")
+            history_report["history_fingerprints_compared"] = near.pop("history_fingerprints_compared")
 
         with timer("write"):
-            clusters.write.parquet(out.staged("clusters"))
+            clusters.select("id", "fingerprint", "cluster_id", "is_duplicate").write.parquet(out.staged("clusters"))
+            if history is not None:
+                rows = clusters if earlier is not None else clusters.withColumn("kept_run_date", F.lit(history.run_date))
+                history.stage(rows.select("id", "fingerprint", "cluster_id", "is_duplicate", "kept_run_date"),
+                              cfg.features.version())
             kept_ids = clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
             kept_docs = raw.join(kept_ids, raw[cfg.id_col] == kept_ids["_kept_id"], "left_semi")
             kept_docs.write.parquet(out.staged("kept"))
@@ -205,6 +254,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             },
             "candidates": {k: v for k, v in near.items() if k not in ("distinct_fingerprints", "table_plan")},
             "table_plan": near["table_plan"],
+            "history": history_report,
             "seconds": timer.seconds,
             "config": cfg.to_dict(),
             "spark_version": spark.version,
@@ -214,10 +264,14 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         if not cfg.checkpoint_dir:
             out.remove_staged("_checkpoints")
         out.write_report(report)
+        if history is not None:
+            history.publish()  # before _SUCCESS: a run killed in between is re-run, and reads the same history
         out.commit()
         return report
     except BaseException:
         out.abort()
+        if history is not None:
+            history.abort()
         raise
     finally:
         for df in persisted:
