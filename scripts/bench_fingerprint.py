@@ -192,15 +192,45 @@ def measure(backend: str, megabytes: float, sweep: bool = False) -> list[dict]:
     return rows
 
 
+def big_page(megabytes: float = 20.0) -> list[dict]:
+    """One huge Chinese page (man pages glued together) fingerprinted with several --max-text-chars caps:
+    seconds and Python peak memory, to choose a cap under which no page can stall a task."""
+    import tracemalloc
+
+    from simhash_udf.fingerprint import FeatureSpec, fingerprint_batch
+
+    texts, _ = corpus("zh", megabytes)
+    page = "\n".join(texts)
+    rows = []
+    for cap in (100_000, 1_000_000, 5_000_000, None):
+        text = page if cap is None else page[:cap]
+        tracemalloc.start()
+        start = time.perf_counter()
+        fingerprint_batch([text], FeatureSpec())
+        seconds = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        rows.append({"cap": cap, "chars": len(text), "mb": len(text.encode()) / 1e6, "seconds": seconds,
+                     "peak_mb": peak / 1e6})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=16.0, help="MB of text per language")
     ap.add_argument("--backends", default="jieba,rjieba")
     ap.add_argument("--sweep", action="store_true", help="also sweep the Arrow batch limits (rjieba only)")
+    ap.add_argument("--big-page", action="store_true", help="only time one 20 MB page under several text caps")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one backend, print JSON
     args = ap.parse_args()
     if args.one:
         print("RESULT " + json.dumps(measure(args.one, args.mb, args.sweep and args.one == "rjieba")))
+        return
+    if args.big_page:
+        print("| --max-text-chars | characters fingerprinted | MB | seconds | Python peak MB |")
+        print("|---|---|---|---|---|")
+        for r in big_page():
+            print(f"| {r['cap'] or 'no cap'} | {r['chars']:,} | {r['mb']:.1f} | {r['seconds']:.2f} | {r['peak_mb']:.0f} |")
         return
     rows = []
     for backend in args.backends.split(","):
