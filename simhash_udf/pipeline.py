@@ -19,6 +19,7 @@ from .fingerprint_udf import with_fingerprints
 from .history import History, attach_history, related_block_rows
 from .pairs import block_rows, group_edges, key_groups
 from .read import check_columns, check_ids, read_input
+from .report_plots import write_plots
 from .resolve import keep_rank, resolve_clusters
 from .write import OutputDir
 
@@ -26,15 +27,23 @@ log = logging.getLogger("simhash_dedup")
 
 
 class StageTimer:
+    """Seconds per stage for the report, and a progress line per stage in the log: when it starts, and when
+    it ends with its seconds and the counts the stage put into the dict it yields."""
+
     def __init__(self):
         self.seconds: dict[str, float] = {}
+        self.counts: dict[str, dict] = {}
 
     @contextmanager
     def __call__(self, name: str):
+        log.info("stage %s: started", name)
         start = time.perf_counter()
-        yield
+        counts: dict = {}
+        yield counts
         self.seconds[name] = round(time.perf_counter() - start, 3)
-        log.info("stage %s: %.1f s", name, self.seconds[name])
+        self.counts[name] = counts
+        shown = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in counts.items())
+        log.info("stage %s: done in %.1f s%s", name, self.seconds[name], f" ({shown})" if shown else "")
 
 
 def _persist(df: DataFrame) -> DataFrame:
@@ -86,13 +95,15 @@ def near_duplicate_clusters(
     history: (fingerprint, h_cluster, h_kept_date) of earlier runs (history.py); its fingerprints that share a
     key with this run's join the pair search, and pages that meet them become duplicates of their clusters
     (the clusters then also carry kept_run_date, and the histogram counts this run's pages only)."""
-    with timer("exact_collapse"):
+    with timer("exact_collapse") as counts:
         distinct = keep(docs.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct())
-        n_distinct = distinct.count()
+        n_distinct = counts["distinct_fingerprints"] = distinct.count()
         n_history = history.count() if history is not None else 0
+        if history is not None:
+            counts["history_fingerprints"] = n_history
 
     plan = plan_tables(k, blocks) if blocks else choose_plan(n_distinct + n_history, k)
-    with timer("blocks"):
+    with timer("blocks") as counts:
         rows = block_rows(distinct, plan)
         if history is not None:
             related_rows = keep(related_block_rows(history, rows, plan))
@@ -100,21 +111,30 @@ def near_duplicate_clusters(
             n_related = related.count()
             rows = rows.union(related_rows)
         groups = keep(key_groups(rows))
-        n_groups = groups.count()
+        n_groups = counts["key_groups"] = groups.count()
+        counts["tables"] = len(plan.tables)
 
-    with timer("candidates"):
+    with timer("candidates") as counts:
         edge_rows = keep(group_edges(groups, plan))
         pair_stats = edge_rows.agg(
             F.sum("compared").alias("pairs_compared"),
             F.sum("accepted").alias("pairs_accepted"),
             F.count("src").alias("forest_edges"),
         ).first()
+        by_distance = {
+            int(r["distance"]): int(r["pairs"])
+            for r in edge_rows.where(F.col("distance").isNotNull()).groupBy("distance")
+            .agg(F.sum("accepted").alias("pairs")).collect()
+        }
+        counts.update(compared=int(pair_stats["pairs_compared"] or 0), accepted=int(pair_stats["pairs_accepted"] or 0),
+                      forest_edges=int(pair_stats["forest_edges"] or 0))
         edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
 
-    with timer("components"):
+    with timer("components") as counts:
         roots, rounds = connected_components(edges, lambda df: df.checkpoint(eager=True), max_rounds)
+        counts["rounds"] = rounds
 
-    with timer("resolve"):
+    with timer("resolve") as counts:
         clusters = resolve_clusters(docs.select("id", "fingerprint", "rank"), roots)
         if history is not None:
             clusters = attach_history(clusters, roots, related, run_date)
@@ -124,12 +144,14 @@ def near_duplicate_clusters(
             int(r["count"]): int(r["clusters"])
             for r in sizes.groupBy("count").agg(F.count(F.lit(1)).alias("clusters")).collect()
         }
+        counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
     stats = {
         "distinct_fingerprints": n_distinct,
         "key_groups": n_groups,
         "pairs_compared": int(pair_stats["pairs_compared"] or 0),
         "pairs_accepted": int(pair_stats["pairs_accepted"] or 0),
         "forest_edges": int(pair_stats["forest_edges"] or 0),
+        "pairs_accepted_by_distance": {str(d): by_distance.get(d, 0) for d in range(k + 1)},
         "component_rounds": rounds,
         "table_plan": {**plan.describe(), **plan_cost(n_distinct + n_history, plan)},
     }
@@ -160,7 +182,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         return persisted[-1]
 
     try:
-        with timer("read"):
+        with timer("read") as counts:
             raw = read_input(spark, cfg.input, cfg.input_format)
             extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
             if cfg.input_format == "fingerprints":
@@ -170,8 +192,9 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             if cfg.input_partitions:
                 raw = raw.repartition(cfg.input_partitions)
             check_ids(raw, cfg.id_col)
+            counts["columns"] = len(raw.columns)
 
-        with timer("fingerprint"):
+        with timer("fingerprint") as counts:
             if cfg.input_format == "fingerprints":
                 docs = keep(stored_fingerprints(raw, cfg))
             else:
@@ -184,6 +207,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 F.sum(F.col("truncated").cast("long")).alias("truncated"),
                 F.count("fingerprint").alias("fingerprinted"),
             ).first().asDict()
+            counts.update(rows=int(doc_stats["input_rows"]), fingerprinted=int(doc_stats["fingerprinted"]))
 
         earlier, history_report = None, None
         if history is not None:
@@ -211,7 +235,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             history_report["history_fingerprints"] = near.pop("history_fingerprints")
             history_report["history_fingerprints_compared"] = near.pop("history_fingerprints_compared")
 
-        with timer("write"):
+        with timer("write") as counts:
             clusters.select("id", "fingerprint", "cluster_id", "is_duplicate").write.parquet(out.staged("clusters"))
             if history is not None:
                 rows = clusters if earlier is not None else clusters.withColumn("kept_run_date", F.lit(history.run_date))
@@ -220,6 +244,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             kept_ids = clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
             kept_docs = raw.join(kept_ids, raw[cfg.id_col] == kept_ids["_kept_id"], "left_semi")
             kept_docs.write.parquet(out.staged("kept"))
+            counts.update(clusters_rows=int(doc_stats["input_rows"]), kept=kept_rows)
 
         input_rows = int(doc_stats["input_rows"])
         duplicates = input_rows - kept_rows
@@ -263,6 +288,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         }
         if not cfg.checkpoint_dir:
             out.remove_staged("_checkpoints")
+        report["plots"] = write_plots(report, out)
         out.write_report(report)
         if history is not None:
             history.publish()  # before _SUCCESS: a run killed in between is re-run, and reads the same history
