@@ -18,7 +18,7 @@ from .config import DedupConfig
 from .fingerprint_udf import with_fingerprints
 from .history import History, attach_history, related_block_rows
 from .pairs import block_rows, group_edges, key_groups
-from .read import check_columns, check_ids, read_input
+from .read import check_columns, check_ids, input_error, read_input
 from .report_plots import write_plots
 from .resolve import keep_rank, resolve_clusters
 from .write import OutputDir
@@ -61,7 +61,11 @@ def prepare_documents(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
         F.substring(valid, 1, cfg.max_text_chars).alias("text"),
         keep_rank(cfg.keep, cfg.id_col, cfg.text_col).alias("rank"),
         text.isNull().alias("text_null"),
-        (~F.coalesce(F.is_valid_utf8(text), F.lit(True))).alias("invalid_utf8"),
+        # binary text: invalid UTF-8 is replaced here; string text: the reader replaced it already, so the
+        # U+FFFD it left is what can be counted
+        (~F.coalesce(F.is_valid_utf8(text), F.lit(True)) | F.coalesce(valid.contains("\ufffd"), F.lit(False))).alias(
+            "invalid_utf8"
+        ),
         (F.coalesce(F.length(valid), F.lit(0)) > cfg.max_text_chars).alias("truncated"),
     )
 
@@ -268,7 +272,8 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 "truncated": int(doc_stats["truncated"] or 0),
                 "treatment": "null text or text without features (empty, only white space or punctuation): "
                 "no fingerprint, kept as a cluster of its own; invalid UTF-8: replaced by U+FFFD then "
-                "fingerprinted; text longer than max_text_chars: fingerprinted up to that length",
+                "fingerprinted (counted: texts that hold U+FFFD once decoded); text longer than max_text_chars: "
+                "fingerprinted up to that length",
             },
             "distinct_fingerprints": near["distinct_fingerprints"],
             "clusters": {
@@ -294,10 +299,13 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             history.publish()  # before _SUCCESS: a run killed in between is re-run, and reads the same history
         out.commit()
         return report
-    except BaseException:
+    except BaseException as exc:
         out.abort()
         if history is not None:
             history.abort()
+        clear = input_error(exc)
+        if clear is not None:
+            raise clear from None
         raise
     finally:
         for df in persisted:
