@@ -20,7 +20,7 @@ from .history import History, attach_history, related_block_rows
 from .pairs import block_rows, group_edges, key_groups
 from .read import check_columns, check_ids, input_error, read_input
 from .report_plots import write_plots
-from .resolve import keep_rank, resolve_clusters
+from .resolve import keep_rank, max_distance_to_kept, resolve_clusters
 from .write import OutputDir
 
 log = logging.getLogger("simhash_dedup")
@@ -149,6 +149,7 @@ def near_duplicate_clusters(
             for r in sizes.groupBy("count").agg(F.count(F.lit(1)).alias("clusters")).collect()
         }
         counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
+        chaining = max_distance_to_kept(clusters)
     stats = {
         "distinct_fingerprints": n_distinct,
         "key_groups": n_groups,
@@ -158,6 +159,7 @@ def near_duplicate_clusters(
         "pairs_accepted_by_distance": {str(d): by_distance.get(d, 0) for d in range(k + 1)},
         "component_rounds": rounds,
         "table_plan": {**plan.describe(), **plan_cost(n_distinct + n_history, plan)},
+        "max_distance_to_kept": {str(d): chaining[d] for d in sorted(chaining)},
     }
     if history is not None:
         stats["history_fingerprints"] = n_history
@@ -281,6 +283,8 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 "with_duplicates": sum(c for s, c in histogram.items() if s > 1),
                 "largest": max(histogram) if histogram else 0,
                 "size_histogram": {str(s): histogram[s] for s in sorted(histogram)},
+                # clusters by the largest Hamming distance of a member to its kept page (> k: joined by a chain)
+                "max_distance_to_kept_histogram": near.pop("max_distance_to_kept"),
             },
             "candidates": {k: v for k, v in near.items() if k not in ("distinct_fingerprints", "table_plan")},
             "table_plan": near["table_plan"],

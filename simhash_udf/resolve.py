@@ -34,3 +34,20 @@ def resolve_clusters(docs: DataFrame, roots: DataFrame) -> DataFrame:
         .select("id", "fingerprint", F.coalesce("kept_id", "id").alias("cluster_id"))
         .withColumn("is_duplicate", F.col("id") != F.col("cluster_id"))
     )
+
+
+def max_distance_to_kept(clusters: DataFrame) -> dict[int, int]:
+    """Chaining, measured: for each cluster with duplicates, the largest Hamming distance between a member's
+    fingerprint and its kept page's; returns {distance: clusters}. Transitive closure can join pages far
+    more than k apart through a chain of near pairs; this shows how far it went. Clusters whose kept page
+    is not among these rows (an earlier run's, with --history) are left out."""
+    kept = clusters.where(~F.col("is_duplicate")).select(
+        F.col("id").alias("kept_id"), F.col("fingerprint").alias("kept_fp")
+    )
+    far = (
+        clusters.where(F.col("is_duplicate") & F.col("fingerprint").isNotNull())
+        .join(kept, clusters["cluster_id"] == kept["kept_id"])
+        .groupBy("cluster_id")
+        .agg(F.max(F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp")))).alias("d"))
+    )
+    return {int(r["d"]): int(r["n"]) for r in far.groupBy("d").agg(F.count(F.lit(1)).alias("n")).collect()}

@@ -78,6 +78,12 @@ def test_output_layout(sample_run, sample):
     d = np.concatenate([np.bitwise_count(fps[i] ^ fps[i + 1:]) for i in range(len(fps))])
     assert [by_distance[str(k)] for k in range(4)] == [int((d == k).sum()) for k in range(4)]
     assert on_disk["plots"] == ["cluster_sizes.png", "pair_distances.png"]
+    # chaining: per cluster with duplicates, the largest distance of a member to the kept page
+    kept_fp = clusters.set_index("id")["fingerprint"]
+    member = clusters[clusters.is_duplicate & clusters.fingerprint.notna()]
+    pair = np.array([member["fingerprint"].astype(np.int64), kept_fp[member["cluster_id"]].astype(np.int64)]).view(np.uint64)
+    far = pd.Series(np.bitwise_count(pair[0] ^ pair[1]), index=member["cluster_id"]).groupby(level=0).max()
+    assert on_disk["clusters"]["max_distance_to_kept_histogram"] == {str(d): int(n) for d, n in far.value_counts().sort_index().items()}
     for name in on_disk["plots"]:
         with open(os.path.join(out, name), "rb") as fh:
             assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
