@@ -17,6 +17,7 @@ from .fingerprint import WEIGHTINGS, FeatureSpec
 from .history import check_run_date
 from .text import SEGMENTERS, TOKENIZERS
 
+CLUSTER_MODES = ("transitive", "star")
 INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")
 DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "default.toml"
 
@@ -36,6 +37,7 @@ class DedupConfig:
     char_ngram: int = 5
     word_ngram: int = 1
     keep: str = "id"
+    cluster_mode: str = "transitive"
     max_text_chars: int = 1_000_000
     arrow_batch_size: int = 2000
     arrow_batch_mb: int = 16
@@ -69,6 +71,10 @@ class DedupConfig:
             raise bad(f"--weighting {self.weighting!r} is unknown; choose one of {', '.join(WEIGHTINGS)}")
         if not (self.keep in ("id", "longest") or (self.keep.startswith("earliest:") and len(self.keep) > 9)):
             raise bad(f"--keep {self.keep!r} is unknown; use id, longest or earliest:COLUMN")
+        if self.cluster_mode not in CLUSTER_MODES:
+            raise bad(f"--cluster-mode {self.cluster_mode!r} is unknown; choose one of {', '.join(CLUSTER_MODES)}")
+        if self.cluster_mode == "star" and self.history:
+            raise bad("--cluster-mode star cannot be combined with --history yet: use the transitive mode")
         for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "arrow_batch_mb", "max_component_rounds"):
             if getattr(self, name) < 1:
                 raise bad(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
@@ -157,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--char-ngram", type=int)
     p.add_argument("--word-ngram", type=int)
     p.add_argument("--keep", help="id | longest | earliest:COLUMN")
+    p.add_argument("--cluster-mode", choices=CLUSTER_MODES,
+                   help="transitive (default): connected components; star: a duplicate is within k of its kept page")
     p.add_argument("--max-text-chars", type=int)
     p.add_argument("--arrow-batch-size", type=int)
     p.add_argument("--arrow-batch-mb", type=int)

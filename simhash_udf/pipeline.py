@@ -20,7 +20,7 @@ from .history import History, attach_history, related_block_rows
 from .pairs import block_rows, group_edges, key_groups
 from .read import check_columns, check_ids, input_error, read_input
 from .report_plots import write_plots
-from .resolve import keep_rank, max_distance_to_kept, resolve_clusters
+from .resolve import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
 from .write import OutputDir
 
 log = logging.getLogger("simhash_dedup")
@@ -87,7 +87,7 @@ def stored_fingerprints(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
 
 def near_duplicate_clusters(
     docs: DataFrame, k: int, blocks: int, max_rounds: int, timer: StageTimer, keep, history: DataFrame | None = None,
-    run_date: str = "",
+    run_date: str = "", cluster_mode: str = "transitive",
 ):
     """Stages 3-7 on (id, fingerprint, rank) rows: exact collapse, blocks, candidates, components, resolve.
     blocks = 0 lets the planner choose the tables from the number of distinct fingerprints.
@@ -139,7 +139,10 @@ def near_duplicate_clusters(
         counts["rounds"] = rounds
 
     with timer("resolve") as counts:
-        clusters = resolve_clusters(docs.select("id", "fingerprint", "rank"), roots)
+        if cluster_mode == "star":
+            clusters = star_clusters(docs.select("id", "fingerprint", "rank"), roots, k)
+        else:
+            clusters = resolve_clusters(docs.select("id", "fingerprint", "rank"), roots)
         if history is not None:
             clusters = attach_history(clusters, roots, related, run_date)
         clusters = keep(clusters)
@@ -227,7 +230,8 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 log.warning("history %s has runs on or after %s (%s): they are not read, and the later ones did not see "
                             "this run's pages", history.path, history.run_date, ", ".join(dates_ignored))
         clusters, histogram, near = near_duplicate_clusters(
-            docs, cfg.k, cfg.blocks, cfg.max_component_rounds, timer, keep, earlier, history.run_date if history else ""
+            docs, cfg.k, cfg.blocks, cfg.max_component_rounds, timer, keep, earlier, history.run_date if history else "",
+            cfg.cluster_mode,
         )
         if earlier is None:
             kept_rows = sum(histogram.values())  # one kept document per cluster
