@@ -1,76 +1,115 @@
-"""Run the job with several feature / weighting / k settings on one corpus and evaluate each (scripts/evaluate.py),
-printed as one table: the evidence for the defaults in conf/default.toml.
+"""Feature and weight study: the whole job, in one process and one local SparkSession, over one corpus for
+several configurations, each evaluated against the Jaccard oracle (and the generator's truth if given).
 
-    python scripts/make_corpus.py work/eval/corpus.parquet --n 20000
-    python scripts/compare_features.py work/eval/corpus.parquet [--configs default,char5,...]
+    python scripts/compare_features.py --corpus work/gen10k [--configs "A;B;..."] [--markdown]
 
-Each configuration is a set of command-line options of the job; the table has recall and precision against the
-Jaccard oracle (long and short texts, zh and en) and against the generator's truth.
+--corpus DIR holds docs.parquet (and truth.parquet) as scripts/make_corpus.py writes them. A configuration
+is a string of job options ("--tokenizer char --char-ngram 4"); the default list covers tokens vs word
+n-gram shingles vs character n-grams, tf vs tfidf (jieba's idf) vs tfidf-corpus vs binary, stop words, and
+k. Configurations that differ from another only in --k reuse its fingerprints (--input-format fingerprints
+on its clusters/), which is the same job without the fingerprint stage.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import shutil
 import sys
+import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-CONFIGS = {
-    "default": [],
-    "k4": ["--k", "4"],
-    "k5": ["--k", "5"],
-    "binary": ["--weighting", "binary"],
-    "tfidf": ["--weighting", "tfidf"],
-    "word2": ["--word-ngram", "2"],
-    "word3": ["--word-ngram", "3"],
-    "char5": ["--tokenizer", "char", "--char-ngram", "5"],
-    "char3": ["--tokenizer", "char", "--char-ngram", "3"],
-    "char5-k5": ["--tokenizer", "char", "--char-ngram", "5", "--k", "5"],
-    "word3-k5": ["--word-ngram", "3", "--k", "5"],
-}
+from evaluate import build_oracle, job_labels, load_corpus, truth_labels  # noqa: E402
+
+DEFAULT_CONFIGS = [
+    "--tokenizer auto --weighting tf",
+    "--tokenizer auto --weighting binary",
+    "--tokenizer auto --weighting tfidf",
+    "--tokenizer auto --weighting tfidf-corpus",
+    "--tokenizer auto --weighting tf --stop-words",
+    "--tokenizer auto --weighting tf --word-ngram 2",
+    "--tokenizer auto --weighting tf --word-ngram 3",
+    "--tokenizer word --weighting tf",
+    "--tokenizer char --char-ngram 3 --weighting tf",
+    "--tokenizer char --char-ngram 4 --weighting tf",
+    "--tokenizer char --char-ngram 5 --weighting tf",
+    "--tokenizer auto --weighting tf --k 4",
+    "--tokenizer auto --weighting tf --k 5",
+    "--tokenizer auto --weighting tf --k 6",
+]
+SHOWN = ("zh long", "en long", "zh short", "en short")
 
 
-def main() -> None:
-    import pandas as pd
+def strip_k(options: str) -> tuple[str, int | None]:
+    words = shlex.split(options)
+    if "--k" in words:
+        i = words.index("--k")
+        return " ".join(words[:i] + words[i + 2 :]), int(words[i + 1])
+    return options, None
 
-    from evaluate import evaluate, read_corpus
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--corpus", required=True, help="directory with docs.parquet (and truth.parquet)")
+    p.add_argument("--configs", help="';'-separated job option strings (default: the study's list)")
+    p.add_argument("--work", help="scratch directory for the job outputs (default: a temporary one)")
+    args = p.parse_args(argv)
+    configs = [c.strip() for c in args.configs.split(";")] if args.configs else DEFAULT_CONFIGS
+
     from simhash_udf.config import load_config
     from simhash_udf.pipeline import run
     from simhash_udf.session import get_spark
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("corpus")
-    ap.add_argument("--configs", default=",".join(CONFIGS))
-    ap.add_argument("--work", default=os.path.join(ROOT, "work", "compare"))
-    args = ap.parse_args()
-    spark = get_spark("compare-features")
+    docs_path = os.path.join(args.corpus, "docs.parquet")
+    truth_path = os.path.join(args.corpus, "truth.parquet")
+    docs = load_corpus(docs_path)
+    start = time.perf_counter()
+    oracle = build_oracle(docs)
+    truth = truth_labels(docs, truth_path) if os.path.exists(truth_path) else None
+    print(f"{len(docs):,} documents, {len(oracle.pos_a):,} oracle pairs (J >= 0.9), oracle {time.perf_counter() - start:.1f} s",
+          flush=True)
+    work = args.work or tempfile.mkdtemp(prefix="compare_features-")
+    spark = get_spark("compare-features", master="local[2]")
     spark.sparkContext.setLogLevel("ERROR")
-    docs = read_corpus(args.corpus)[["id", "text", "group"]]
-    rows = []
-    for name in args.configs.split(","):
-        out = os.path.join(args.work, name)
-        start = time.perf_counter()
-        run(load_config(["--input", args.corpus, "--output", out, "--overwrite", *CONFIGS[name]]), spark)
-        seconds = time.perf_counter() - start
-        clusters = pd.read_parquet(os.path.join(out, "clusters"), columns=["id", "cluster_id"])
-        table = evaluate(docs, dict(zip(clusters["id"], clusters["cluster_id"])), "group").set_index(["length", "lang"])
-        row = {"config": name, "options": " ".join(CONFIGS[name]) or "(defaults)", "seconds": round(seconds)}
-        for size in ("long", "short"):
-            for lang in ("zh", "en"):
-                if (size, lang) in table.index:
-                    r = table.loc[(size, lang)]
-                    row[f"{size} {lang} R/P"] = f"{r['recall']:.3f} / {r['precision']:.3f}"
-                    row[f"{size} {lang} truth R/P"] = f"{r['truth_recall']:.3f} / {r['truth_precision']:.3f}"
-        rows.append(row)
-        print(rows[-1], flush=True)
-    result = pd.DataFrame(rows)
-    print()
-    print(result.to_string(index=False))
+    fingerprinted: dict[str, str] = {}  # feature options -> output dir with clusters/
+    header = ["configuration", "job s"] + [f"{b} P / R" for b in SHOWN] + ["all F1", "truth R long", "truth R short"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    try:
+        for i, options in enumerate(configs):
+            features, k = strip_k(options)
+            out = os.path.join(work, f"run{i}")
+            shutil.rmtree(out, ignore_errors=True)
+            if k is not None and features in fingerprinted:  # same features: only the near-duplicate stages
+                argv_ = ["--input", os.path.join(fingerprinted[features], "clusters"), "--input-format", "fingerprints",
+                         "--k", str(k)]
+            else:
+                argv_ = ["--input", docs_path] + shlex.split(options)
+            cfg = load_config(argv_ + ["--output", out])
+            t0 = time.perf_counter()
+            report = run(cfg, spark)
+            seconds = time.perf_counter() - t0
+            if "fingerprints" not in argv_:
+                fingerprinted.setdefault(features, out)
+            result = oracle.evaluate(job_labels(docs, out), truth)
+            rows = {r["bucket"]: r for r in result.rows}
+            cells = [options + (" (stored fingerprints)" if "fingerprints" in argv_ else ""), f"{seconds:.0f}"]
+            cells += [f"{rows[b]['precision']:.3f} / {rows[b]['recall']:.3f}" for b in SHOWN]
+            cells.append(f"{rows['all']['f1']:.3f}")
+            cells += [f"{rows[b].get('truth_recall', float('nan')):.3f}" for b in ("long", "short")]
+            lines.append("| " + " | ".join(cells) + " |")
+            print(lines[-1], f"[{report['fingerprint_version']}]", flush=True)
+            if args.work and "fingerprints" in argv_:
+                shutil.rmtree(out, ignore_errors=True)
+    finally:
+        spark.stop()
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    print("\n".join(lines))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

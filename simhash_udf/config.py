@@ -36,6 +36,7 @@ class DedupConfig:
     weighting: str = "tf"
     char_ngram: int = 5
     word_ngram: int = 1
+    stop_words: bool = False
     keep: str = "id"
     cluster_mode: str = "transitive"
     max_text_chars: int = 1_000_000
@@ -51,7 +52,8 @@ class DedupConfig:
 
     @property
     def features(self) -> FeatureSpec:
-        return FeatureSpec(self.tokenizer, self.weighting, self.char_ngram, self.word_ngram, self.segmenter)
+        return FeatureSpec(self.tokenizer, self.weighting, self.char_ngram, self.word_ngram, self.segmenter,
+                           self.stop_words)
 
     def validate(self) -> "DedupConfig":
         def bad(msg: str) -> DedupError:
@@ -69,6 +71,10 @@ class DedupConfig:
             raise bad(f"--segmenter {self.segmenter!r} is unknown; choose one of {', '.join(SEGMENTERS)}")
         if self.weighting not in WEIGHTINGS:
             raise bad(f"--weighting {self.weighting!r} is unknown; choose one of {', '.join(WEIGHTINGS)}")
+        if self.stop_words and self.tokenizer == "char":
+            raise bad("--stop-words removes word tokens; it does not apply to --tokenizer char (drop one of them)")
+        if self.weighting == "tfidf-corpus" and self.input_format == "fingerprints":
+            raise bad("--weighting tfidf-corpus needs the text; --input-format fingerprints has none")
         if not (self.keep in ("id", "longest") or (self.keep.startswith("earliest:") and len(self.keep) > 9)):
             raise bad(f"--keep {self.keep!r} is unknown; use id, longest or earliest:COLUMN")
         if self.cluster_mode not in CLUSTER_MODES:
@@ -162,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weighting", choices=WEIGHTINGS)
     p.add_argument("--char-ngram", type=int)
     p.add_argument("--word-ngram", type=int)
+    p.add_argument("--stop-words", action=argparse.BooleanOptionalAction, default=None,
+                   help="drop stop words (jieba's English list and 60 Chinese function words) before the shingles")
     p.add_argument("--keep", help="id | longest | earliest:COLUMN")
     p.add_argument("--cluster-mode", choices=CLUSTER_MODES,
                    help="transitive (default): connected components; star: a duplicate is within k of its kept page")

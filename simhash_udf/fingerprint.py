@@ -12,17 +12,17 @@ A sum of exactly 0 gives bit 0. The unsigned 64-bit result is stored as int64 (t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
 import mmh3
 import numpy as np
 
-from .text import features, segmenter_version
+from .text import features, features_without_stop_words, segmenter_version
 
 DEFINITION_VERSION = "sh64-1"  # bump whenever any step below changes what a fingerprint is
-WEIGHTINGS = ("tf", "tfidf", "binary")
+WEIGHTINGS = ("tf", "tfidf", "binary", "tfidf-corpus")
 IDF_SCALE = 1000  # tf-idf weights are idf * IDF_SCALE rounded to integers: exact, portable sums
 
 
@@ -127,6 +127,31 @@ def jieba_idf() -> tuple[dict[str, int], int]:
     return table, median
 
 
+class CorpusIdf:
+    """Integer idf weights of the features of one corpus (weighting "tfidf-corpus"), smoothed as
+    idf = ln((1 + N) / (1 + df)) + 1 and scaled by IDF_SCALE. Only features in at least two documents are
+    stored; any other feature weighs as a feature of one document. Equal and hashed by a digest of its
+    content, which also goes into the fingerprint version: these fingerprints depend on the corpus."""
+
+    def __init__(self, doc_freq: dict[str, int], n_docs: int):
+        self.n_docs = n_docs
+        weight = lambda df: int(round((np.log((1 + n_docs) / (1 + df)) + 1) * IDF_SCALE))  # noqa: E731
+        self.table = {t: weight(df) for t, df in doc_freq.items() if df >= 2}
+        self.unknown = weight(1)
+        import hashlib
+
+        h = hashlib.sha1(str(n_docs).encode())
+        for t in sorted(self.table):
+            h.update(f"{t}\x1e{self.table[t]}\x1f".encode())
+        self.digest = h.hexdigest()[:12]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CorpusIdf) and other.digest == self.digest
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+
 @dataclass(frozen=True)
 class FeatureSpec:
     """What a feature is and how it is weighted: everything the fingerprint version depends on."""
@@ -136,6 +161,8 @@ class FeatureSpec:
     char_ngram: int = 5
     word_ngram: int = 1
     segmenter: str = "rjieba"
+    stop_words: bool = False
+    idf: CorpusIdf | None = field(default=None, repr=False)  # for weighting "tfidf-corpus", set by the job
 
     def version(self) -> str:
         if self.tokenizer == "char":
@@ -144,10 +171,14 @@ class FeatureSpec:
             feats = self.tokenizer + (f"-w{self.word_ngram}" if self.word_ngram > 1 else "")
             if self.tokenizer in ("auto", "jieba"):
                 feats += f"({segmenter_version(self.segmenter)})"
-        return f"{DEFINITION_VERSION}/nfkc-lower-digit0-ws/{feats}/{self.weighting}/mmh3x64"
+            feats += "-stop" if self.stop_words else ""
+        weighting = self.weighting + (f"({self.idf.digest})" if self.weighting == "tfidf-corpus" and self.idf else "")
+        return f"{DEFINITION_VERSION}/nfkc-lower-digit0-ws/{feats}/{weighting}/mmh3x64"
 
 
 def features_of(text: str, spec: FeatureSpec) -> list[str]:
+    if spec.stop_words and spec.tokenizer != "char":
+        return features_without_stop_words(text, spec.tokenizer, spec.word_ngram, spec.segmenter)
     return features(text, spec.tokenizer, spec.char_ngram, spec.word_ngram, spec.segmenter)
 
 
@@ -161,6 +192,11 @@ def weights_of(features: list[str], spec: FeatureSpec) -> tuple[list[str], np.nd
     if spec.weighting == "tfidf":
         table, median = jieba_idf()
         return features, np.fromiter((table.get(t, median) for t in features), dtype=np.int64, count=len(features))
+    if spec.weighting == "tfidf-corpus":
+        if spec.idf is None:
+            raise ValueError("weighting tfidf-corpus needs the corpus idf table (FeatureSpec.idf; the job computes it)")
+        table, unknown = spec.idf.table, spec.idf.unknown
+        return features, np.fromiter((table.get(t, unknown) for t in features), dtype=np.int64, count=len(features))
     raise ValueError(f"unknown weighting {spec.weighting!r}; choose one of {', '.join(WEIGHTINGS)}")
 
 
@@ -184,7 +220,7 @@ def fingerprint_batch(texts: Iterable[str | None], spec: FeatureSpec = FeatureSp
             weight_parts.append(w)
     counts = np.asarray(lengths, dtype=np.int32)
     offsets = np.r_[0, np.cumsum(np.maximum(counts, 0), dtype=np.int64)]
-    weights = np.concatenate([np.zeros(0, np.int64), *weight_parts]) if spec.weighting == "tfidf" else None
+    weights = np.concatenate([np.zeros(0, np.int64), *weight_parts]) if spec.weighting.startswith("tfidf") else None
     fps = simhash_from_hashes(hash_features(all_features), offsets, weights)
     return to_signed(fps), counts
 

@@ -15,6 +15,7 @@ from . import __version__
 from .blocks import choose_plan, plan_cost, plan_tables
 from .components import connected_components
 from .config import DedupConfig
+from .corpus_idf import with_corpus_idf
 from .fingerprint_udf import with_fingerprints
 from .history import History, attach_history, related_block_rows
 from .pairs import block_rows, group_edges, key_groups
@@ -203,11 +204,15 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             check_ids(raw, cfg.id_col)
             counts["columns"] = len(raw.columns)
 
+        spec = cfg.features
         with timer("fingerprint") as counts:
             if cfg.input_format == "fingerprints":
                 docs = keep(stored_fingerprints(raw, cfg))
             else:
-                docs = keep(with_fingerprints(prepare_documents(raw, cfg), "text", cfg.features))
+                prepared = prepare_documents(raw, cfg)
+                if cfg.weighting == "tfidf-corpus":  # one extra pass over the texts for the idf table
+                    spec = with_corpus_idf(prepared, "text", spec)
+                docs = keep(with_fingerprints(prepared, "text", spec))
             doc_stats = docs.agg(
                 F.count(F.lit(1)).alias("input_rows"),
                 F.sum(F.col("text_null").cast("long")).alias("null_text"),
@@ -263,7 +268,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             "simhash_dedup_version": __version__,
             "fingerprint_version": "as stored in the input"
             if cfg.input_format == "fingerprints"
-            else cfg.features.version(),
+            else spec.version(),
             "input": cfg.input,
             "output": cfg.output,
             "input_rows": input_rows,

@@ -178,3 +178,43 @@ def features(text: str, tokenizer: str = "auto", char_ngram: int = 5, word_ngram
         return auto_bag(text, segment)
     normal = normalize_text(text) if tokenizer == "char" else normalize_chars(text)
     return tokenize(normal, tokenizer, char_ngram, word_ngram, segment)
+
+
+# Stop words (option --stop-words): jieba's own English list (jieba.analyse.TFIDF.STOP_WORDS) plus the 60 most
+# frequent words of jieba's dictionary tagged as particles, conjunctions, prepositions, pronouns or modal
+# particles (u*, c, p, r, y): 的 了 在 和 他 我 ... Derived from the installed jieba, so the list is reproducible.
+STOP_WORD_TAGS = ("u", "c", "p", "r", "y")
+N_ZH_STOP_WORDS = 60
+
+
+@lru_cache(maxsize=1)
+def stop_words() -> frozenset[str]:
+    import os
+
+    import jieba
+    from jieba.analyse.tfidf import TFIDF
+
+    path = os.path.join(os.path.dirname(jieba.__file__), "dict.txt")
+    entries = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) >= 3 and parts[2].startswith(STOP_WORD_TAGS):
+                entries.append((-int(parts[1]), parts[0]))
+    zh = [w for _, w in sorted(entries)[:N_ZH_STOP_WORDS]]
+    return frozenset(TFIDF.STOP_WORDS) | frozenset(zh)
+
+
+def features_without_stop_words(text: str, tokenizer: str = "auto", word_ngram: int = 1, segment: str = "jieba"):
+    """features() for word tokenizers with stop words removed before the shingles are formed."""
+    normal = normalize_chars(text)
+    if tokenizer == "auto":
+        tokens = tokens_auto(normal, segment, ordered=word_ngram > 1)
+    elif tokenizer == "jieba":
+        tokens = tokens_segmenter(normal, segment)
+    elif tokenizer == "word":
+        tokens = tokens_word(normal)
+    else:
+        raise ValueError(f"stop words apply to word tokens, not to tokenizer {tokenizer!r}")
+    stop = stop_words()
+    return word_shingles([t for t in tokens if t not in stop], word_ngram)

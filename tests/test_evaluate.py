@@ -1,72 +1,175 @@
-"""scripts/evaluate.py: the Jaccard oracle's pairs equal brute force, and the metrics on a hand-checked case."""
-import os
-import sys
+"""The evaluation: the oracle's pairs against brute force, the pair counting, metrics on a hand-checked case,
+and the corpus generator's promises (deterministic, truth consistent, every kind of edit present)."""
+import itertools
+import math
+import random
 
 import numpy as np
-import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+from simhash_udf.corpus import SHORT_MAX, VARIANTS, make_corpus
+from simhash_udf.quality import (
+    PAIRS_PER_BIG_CLUSTER,
+    SAMPLE_ABOVE,
+    Oracle,
+    cluster_pairs,
+    shingle_set,
+    similar_pairs,
+)
+from simhash_udf.text import normalize_text
 
-from evaluate import evaluate, jaccard, shingles, similar_pairs  # noqa: E402
 
-WORDS = ["北京", "新闻", "发布会", "城市", "规划", "alpha", "beta", "gamma", "delta", " ", "，", "。"]
-base_text = st.lists(st.sampled_from(WORDS), min_size=0, max_size=30).map("".join)
+def ref_shingles(text):
+    """Character 5-grams of the normalised text as Python strings (the whole text if shorter)."""
+    t = normalize_text(text)
+    if not t:
+        return set()
+    return {t} if len(t) < 5 else {t[i : i + 5] for i in range(len(t) - 4)}
+
+
+def ref_jaccard(a, b):
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def mutate(rng, text):
+    chars = list(text)
+    for _ in range(rng.randint(0, 3)):
+        op = rng.random()
+        i = rng.randrange(len(chars) + 1)
+        if op < 0.4 and chars:
+            del chars[min(i, len(chars) - 1)]
+        elif op < 0.8:
+            chars.insert(i, rng.choice("abcxyz 北京的"))
+        else:
+            chars = [c.upper() if rng.random() < 0.3 else c for c in chars]
+    return "".join(chars)
 
 
 @st.composite
 def corpora(draw):
-    """Small corpora with many near pairs: texts and copies of them with a few edits."""
-    texts = draw(st.lists(base_text, min_size=1, max_size=8))
-    for t in list(texts):
-        if draw(st.booleans()):
-            cut = draw(st.integers(0, len(t)))
-            texts.append(t[:cut] + draw(st.sampled_from(WORDS)) + t[cut:])
+    """Small corpora with near-duplicates: base texts and mutated copies, plus empty and tiny texts."""
+    alphabet = st.sampled_from(list("abcde fgh，。北京天气"))
+    bases = draw(st.lists(st.text(alphabet, min_size=0, max_size=200), min_size=1, max_size=8))
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    texts = list(bases)
+    for b in bases:
+        texts += [mutate(rng, b) for _ in range(rng.randint(0, 3))]
+    rng.shuffle(texts)
     return texts
 
 
-def python_shingles(text, n=5):
-    from simhash_udf.text import normalize_text
+@settings(max_examples=120, deadline=None)
+@given(corpora(), st.sampled_from([0.9, 0.95, 1.0]))
+def test_oracle_pairs_equal_brute_force(texts, threshold):
+    sets = [shingle_set(t) for t in texts]
+    a, b, jac = similar_pairs(sets, threshold)
+    got = {(int(i), int(j)): float(v) for i, j, v in zip(a, b, jac)}
+    ref_sets = [ref_shingles(t) for t in texts]
+    expected = {}
+    for i, j in itertools.combinations(range(len(texts)), 2):
+        v = ref_jaccard(ref_sets[i], ref_sets[j])
+        if v >= threshold:
+            expected[(i, j)] = v
+    assert got.keys() == expected.keys()
+    for key, v in expected.items():
+        assert got[key] == pytest.approx(v)
 
-    t = normalize_text(text)
-    return {t} if 0 < len(t) <= n else {t[i : i + n] for i in range(len(t) - n + 1)}
+
+def test_oracle_refuses_thresholds_its_bands_do_not_cover():
+    with pytest.raises(ValueError, match="0.9"):
+        similar_pairs([shingle_set("abcdefg"), shingle_set("abcdefh")], 0.5)
 
 
-@settings(max_examples=100, deadline=None)
-@given(corpora(), st.sampled_from([0.5, 0.8, 0.9]))
-def test_similar_pairs_equal_brute_force(texts, threshold):
-    sets = [shingles(t) for t in texts]
-    for t, s in zip(texts, sets):
-        assert len(s) == len(python_shingles(t))
-    expect = {}
-    for i in range(len(texts)):
-        for j in range(i + 1, len(texts)):
-            a, b = python_shingles(texts[i]), python_shingles(texts[j])
-            if a or b:
-                jac = len(a & b) / len(a | b)
-                if jac >= threshold and a and b:
-                    expect[(i, j)] = jac
-    got = similar_pairs(sets, threshold)
-    assert set(got) == set(expect)
-    for key, jac in got.items():
-        assert abs(jac - expect[key]) < 1e-12
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 5), max_size=40))
+def test_cluster_pairs_are_all_same_label_pairs(labels):
+    a, b, w = cluster_pairs(np.array(labels))
+    got = sorted(zip(a.tolist(), b.tolist()))
+    expected = sorted((i, j) for i, j in itertools.combinations(range(len(labels)), 2) if labels[i] == labels[j])
+    assert got == expected and np.all(w == 1)
+
+
+def test_big_cluster_is_sampled_with_weights_summing_to_its_pairs():
+    n = SAMPLE_ABOVE * 3
+    labels = np.array([7] * n + [1, 2, 2])
+    a, b, w = cluster_pairs(labels)
+    big = a < n
+    assert big.sum() == PAIRS_PER_BIG_CLUSTER and len(set(zip(a[big], b[big]))) == PAIRS_PER_BIG_CLUSTER
+    assert w[big].sum() == pytest.approx(n * (n - 1) / 2)
+    assert np.all(a < b) and np.all(labels[a] == labels[b])
+    assert sorted(zip(a[~big].tolist(), b[~big].tolist())) == [(n + 1, n + 2)]
 
 
 def test_metrics_on_a_hand_checked_case():
-    story = "北京今天举行新闻发布会，介绍城市规划的最新进展和下一步安排。" * 20
-    other = "The quick brown fox jumps over the lazy dog near the river bank today. " * 10
-    docs = pd.DataFrame({
-        "id": [1, 2, 3, 4],
-        "text": [story, story + "广告", other, other.upper()],  # 1~2 and 3~4 (case folds) are copies
-        "group": [1, 1, 3, 3],
-    })
-    assert jaccard(shingles(story), shingles(story + "广告")) >= 0.9
-    # the job joined 1, 2 and 3; left 4 alone: one of two true pairs found; of three joined pairs, two are false
-    table = evaluate(docs, {1: 1, 2: 1, 3: 1, 4: 4}, truth="group").set_index(["length", "lang"])
-    row = table.loc[("all", "all")]
-    assert (row["oracle_pairs"], row["oracle_found"]) == (2, 1)
-    assert (row["cluster_pairs"], row["cluster_pairs_below_0.5"]) == (3, 2)
-    assert np.isclose(row["recall"], 0.5) and np.isclose(row["precision"], 1 / 3)
-    assert np.isclose(row["truth_recall"], 0.5) and np.isclose(row["truth_precision"], 1 / 3)
-    assert table.loc[("long", "zh"), "recall"] == 1.0 and table.loc[("long", "en"), "recall"] == 0.0
+    """Docs: A and its re-cased mirror A2 (J = 1); B and B2 with the last letter changed (J > 0.9); C unrelated.
+    The job joined {A, A2, C} and split B from B2. Oracle pairs: (A, A2) found, (B, B2) missed -> recall 1/2.
+    Job pairs: (A, A2) J = 1, (A, C) and (A2, C) J < 0.5 -> precision 1/3; F1 = 2 * 1/3 * 1/2 / (5/6) = 0.4.
+    Truth {A, A2}, {B, B2}, {C}: truth recall 1/2, truth precision 1/3."""
+    b = "simhash finds near duplicate pages in a web crawl by comparing sixty four bit fingerprints of each page quickly"
+    texts = ["the quick brown fox jumps over the lazy dog", "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG",
+             b, b[:-1] + "x", "completely unrelated words here and there"]
+    assert ref_jaccard(ref_shingles(texts[2]), ref_shingles(texts[3])) >= 0.9
+    assert ref_jaccard(ref_shingles(texts[0]), ref_shingles(texts[4])) < 0.5
+    oracle = Oracle(texts, ["en"] * 5)
+    result = oracle.evaluate(np.array([0, 0, 1, 2, 0]), np.array([10, 10, 20, 20, 30]))
+    rows = {r["bucket"]: r for r in result.rows}
+    for bucket in ("all", "short", "en short"):
+        r = rows[bucket]
+        assert (r["oracle_pairs"], r["job_pairs"], r["false_pairs"]) == (2, 3, 2)
+        assert r["recall"] == pytest.approx(0.5) and r["precision"] == pytest.approx(1 / 3)
+        assert r["f1"] == pytest.approx(0.4)
+        assert r["truth_recall"] == pytest.approx(0.5) and r["truth_precision"] == pytest.approx(1 / 3)
+    assert rows["long"]["oracle_pairs"] == 0 and math.isnan(rows["long"]["recall"])
+    assert "| all | 5 | 2 | 0.500 |" in result.table()
+
+
+def test_pairs_count_in_the_bucket_of_the_shorter_document():
+    long_text = "a long page about one topic " * 30
+    texts = [long_text, long_text + "!", "北京今天天气很好，我们去公园散步吧。"]
+    result = Oracle(texts, ["en", "en", "zh"]).evaluate(np.array([0, 0, 0]))
+    rows = {r["bucket"]: r for r in result.rows}
+    assert rows["en long"]["job_pairs"] == 1 and rows["zh short"]["job_pairs"] == 2
+    assert rows["zh short"]["false_pairs"] == 2 and rows["en long"]["false_pairs"] == 0
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_corpus(400, seed=3)
+
+
+def test_corpus_is_deterministic_and_consistent(corpus):
+    assert corpus == make_corpus(400, seed=3)
+    assert corpus != make_corpus(400, seed=4)
+    ids = [r["id"] for r in corpus]
+    assert sorted(ids) == list(range(1, len(corpus) + 1))
+    by_id = {r["id"]: r for r in corpus}
+    for r in corpus:
+        root = by_id[r["cluster"]]
+        assert root["cluster"] == root["id"] and root["variant"] in ("original", "hard_negative")
+        assert root["lang"] == r["lang"]
+        if r["variant"] == "mirror":
+            assert r["text"] == root["text"]
+        elif r["variant"] not in ("original", "hard_negative"):
+            assert r["text"] != root["text"] or r["variant"] in ("numbers", "moved", "edits")
+
+
+def test_corpus_covers_lengths_languages_and_edits(corpus):
+    kinds = {r["variant"] for r in corpus}
+    assert set(VARIANTS) | {"original", "hard_negative"} == kinds
+    lengths = [len(r["text"]) for r in corpus]
+    assert min(len(r["text"]) for r in corpus if r["variant"] == "original") >= 20 and max(lengths) > 5000
+    assert sum(n < SHORT_MAX for n in lengths) > 0.2 * len(corpus)
+    assert {r["lang"] for r in corpus} == {"zh", "en"}
+    zh = [r["text"] for r in corpus if r["lang"] == "zh" and r["variant"] == "original"]
+    assert all(sum("\u4e00" <= c <= "\u9fff" for c in t) > 0.5 * len(t.replace(" ", "")) for t in zh if len(t) > 500)
+
+
+def test_width_case_copy_is_identical_after_normalisation(corpus):
+    by_id = {r["id"]: r for r in corpus}
+    copies = [r for r in corpus if r["variant"] == "width_case"]
+    assert copies
+    for r in copies:  # full-width forms and case fold away; only "。" may have become "."
+        assert r["text"] != by_id[r["cluster"]]["text"]
+        assert normalize_text(r["text"]).replace(".", "。") == normalize_text(by_id[r["cluster"]]["text"]).replace(".", "。")
