@@ -79,6 +79,9 @@ class DedupConfig:
             raise bad(f"--keep {self.keep!r} is unknown; use id, longest or earliest:COLUMN")
         if self.cluster_mode not in CLUSTER_MODES:
             raise bad(f"--cluster-mode {self.cluster_mode!r} is unknown; choose one of {', '.join(CLUSTER_MODES)}")
+        if self.weighting == "tfidf-corpus" and self.history:
+            raise bad("--weighting tfidf-corpus takes its idf from each run's own input, so fingerprints of different "
+                      "runs would not be comparable: use tf, tfidf or binary with --history")
         if self.cluster_mode == "star" and self.history:
             raise bad("--cluster-mode star cannot be combined with --history yet: use the transitive mode")
         for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "arrow_batch_mb", "max_component_rounds"):

@@ -111,6 +111,8 @@ def test_history_of_another_definition_is_refused(spark, days, incremental):
     (["--run-date", "2026-03-01"], "only means something with --history"),
     (["--history", "H", "--run-date", "03/01/2026"], "is not a date"),
     (["--history", "H", "--input-format", "fingerprints"], "cannot be used with --input-format fingerprints"),
+    (["--history", "H", "--weighting", "tfidf-corpus"], "would not be comparable"),
+    (["--history", "H", "--cluster-mode", "star"], "cannot be combined with --history"),
 ])
 def test_history_option_errors(days, args, message):
     root, _ = days
