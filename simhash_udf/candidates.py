@@ -24,6 +24,7 @@ class EdgeBatch:
     dst: np.ndarray
     compared: int  # pairs compared (each pair of members of a group once)
     accepted: int  # pairs within k accepted in their first shared table
+    by_distance: np.ndarray  # accepted pairs by Hamming distance 0..k (int64, sums to accepted)
 
 
 class PairFilter:
@@ -88,15 +89,14 @@ def _small_group_pairs(members, starts, sizes, tables, filt: PairFilter):
     return np.concatenate(out_i), np.concatenate(out_j)
 
 
-def count_accepted(fps: np.ndarray, table: int, filt: PairFilter, rows_per_chunk: int = 512) -> int:
-    """Exact number of accepted pairs in one (large) group, by blocks of rows."""
-    total = 0
+def count_accepted(fps: np.ndarray, table: int, filt: PairFilter, rows_per_chunk: int = 512) -> np.ndarray:
+    """Exact number of accepted pairs in one (large) group by Hamming distance 0..k, by blocks of rows."""
+    total = np.zeros(filt.k + 1, dtype=np.int64)
     n = len(fps)
     for a in range(0, n, rows_per_chunk):
         b = min(a + rows_per_chunk, n)
-        x = fps[a:b, None] ^ fps[None, a:]
-        upper = np.arange(a, b)[:, None] < np.arange(a, n)[None, :]
-        total += int(np.count_nonzero(filt.accept(x[upper], table)))
+        x = (fps[a:b, None] ^ fps[None, a:])[np.arange(a, b)[:, None] < np.arange(a, n)[None, :]]
+        total += np.bincount(np.bitwise_count(x[filt.accept(x, table)]), minlength=filt.k + 1)[: filt.k + 1]
     return total
 
 
@@ -141,13 +141,14 @@ def candidate_edges(
 
     small = (sizes >= 2) & (sizes <= small_group)
     i, j = _small_group_pairs(members, starts[small], sizes[small], tables[small], filt)
-    accepted = len(i)
+    by_distance = np.bincount(np.bitwise_count(members[i] ^ members[j]), minlength=plan.k + 1)[: plan.k + 1]
+    by_distance = by_distance.astype(np.int64)
     fi, fj = spanning_forest_edges(i, j)
     src, dst = [members[fi]], [members[fj]]
 
     for g in np.flatnonzero(sizes > small_group):
         fps = members[starts[g] : starts[g] + sizes[g]]
-        accepted += count_accepted(fps, int(tables[g]), filt)
+        by_distance += count_accepted(fps, int(tables[g]), filt)
         bi, bj = bfs_forest(fps, int(tables[g]), filt)
         src.append(fps[bi])
         dst.append(fps[bj])
@@ -155,5 +156,6 @@ def candidate_edges(
         src=np.concatenate(src).view(np.int64),
         dst=np.concatenate(dst).view(np.int64),
         compared=compared,
-        accepted=accepted,
+        accepted=int(by_distance.sum()),
+        by_distance=by_distance,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import glob
 import os
 import tomllib
@@ -13,8 +14,10 @@ from pathlib import Path
 from .blocks import check_k, plan_tables
 from .errors import DedupError
 from .fingerprint import WEIGHTINGS, FeatureSpec
+from .history import check_run_date
 from .text import SEGMENTERS, TOKENIZERS
 
+CLUSTER_MODES = ("transitive", "star")
 INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")
 DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "default.toml"
 
@@ -35,13 +38,17 @@ class DedupConfig:
     word_ngram: int = 1
     stop_words: bool = False
     keep: str = "id"
+    cluster_mode: str = "transitive"
     max_text_chars: int = 1_000_000
     arrow_batch_size: int = 2000
+    arrow_batch_mb: int = 16
     shuffle_partitions: int = 0
     max_component_rounds: int = 200
     checkpoint_dir: str = ""
     overwrite: bool = False
     input_partitions: int = 0  # repartition the input (0 = as read); for tests and skewed inputs
+    history: str = ""  # incremental mode: fingerprints and clusters of earlier runs, by run date
+    run_date: str = ""  # this run's date in the history (YYYY-MM-DD); "" = today (UTC)
 
     @property
     def features(self) -> FeatureSpec:
@@ -70,7 +77,14 @@ class DedupConfig:
             raise bad("--weighting tfidf-corpus needs the text; --input-format fingerprints has none")
         if not (self.keep in ("id", "longest") or (self.keep.startswith("earliest:") and len(self.keep) > 9)):
             raise bad(f"--keep {self.keep!r} is unknown; use id, longest or earliest:COLUMN")
-        for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "max_component_rounds"):
+        if self.cluster_mode not in CLUSTER_MODES:
+            raise bad(f"--cluster-mode {self.cluster_mode!r} is unknown; choose one of {', '.join(CLUSTER_MODES)}")
+        if self.weighting == "tfidf-corpus" and self.history:
+            raise bad("--weighting tfidf-corpus takes its idf from each run's own input, so fingerprints of different "
+                      "runs would not be comparable: use tf, tfidf or binary with --history")
+        if self.cluster_mode == "star" and self.history:
+            raise bad("--cluster-mode star cannot be combined with --history yet: use the transitive mode")
+        for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "arrow_batch_mb", "max_component_rounds"):
             if getattr(self, name) < 1:
                 raise bad(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
         for name in ("shuffle_partitions", "input_partitions"):
@@ -86,6 +100,14 @@ class DedupConfig:
             raise bad("--keep longest needs the text; with --input-format fingerprints use --keep id or earliest:COLUMN")
         if os.path.abspath(self.input) == os.path.abspath(self.output):
             raise bad("--output must not be the input path")
+        if self.history:
+            if self.input_format == "fingerprints":
+                raise bad("--history needs fingerprints of a known version: it cannot be used with --input-format fingerprints")
+            if os.path.abspath(self.history) in (os.path.abspath(self.output), os.path.abspath(self.input)):
+                raise bad("--history must be a directory of its own, not the input or the output")
+            self.run_date = check_run_date(self.run_date or datetime.datetime.now(datetime.timezone.utc).date().isoformat())
+        elif self.run_date:
+            raise bad("--run-date only means something with --history DIR")
         return self
 
     def to_dict(self) -> dict:
@@ -152,13 +174,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-words", action=argparse.BooleanOptionalAction, default=None,
                    help="drop stop words (jieba's English list and 60 Chinese function words) before the shingles")
     p.add_argument("--keep", help="id | longest | earliest:COLUMN")
+    p.add_argument("--cluster-mode", choices=CLUSTER_MODES,
+                   help="transitive (default): connected components; star: a duplicate is within k of its kept page")
     p.add_argument("--max-text-chars", type=int)
     p.add_argument("--arrow-batch-size", type=int)
+    p.add_argument("--arrow-batch-mb", type=int)
     p.add_argument("--shuffle-partitions", type=int)
     p.add_argument("--input-partitions", type=int)
     p.add_argument("--max-component-rounds", type=int)
     p.add_argument("--checkpoint-dir")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace a finished output")
+    p.add_argument("--history", help="incremental mode: directory of earlier runs' fingerprints (read, then appended)")
+    p.add_argument("--run-date", help="this run's date in the history, YYYY-MM-DD (default: today, UTC)")
     return p
 
 

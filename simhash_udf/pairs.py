@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from .blocks import TablePlan
 from .candidates import candidate_edges
@@ -19,6 +19,7 @@ EDGE_SCHEMA = StructType(
         StructField("dst", LongType(), True),
         StructField("compared", LongType(), True),
         StructField("accepted", LongType(), True),
+        StructField("distance", IntegerType(), True),
     ]
 )
 
@@ -46,8 +47,8 @@ def key_groups(blocks: DataFrame) -> DataFrame:
 
 
 def group_edges(groups: DataFrame, plan: TablePlan) -> DataFrame:
-    """Edges (src, dst) of a spanning forest of each group's accepted pairs, plus one statistics row per
-    Arrow batch (src and dst null, compared and accepted set)."""
+    """Edges (src, dst) of a spanning forest of each group's accepted pairs, plus k + 1 statistics rows per
+    Arrow batch (src and dst null): accepted pairs at each Hamming distance, compared pairs on distance 0."""
 
     def per_batch(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for pdf in batches:
@@ -62,14 +63,17 @@ def group_edges(groups: DataFrame, plan: TablePlan) -> DataFrame:
                     "dst": pd.array(edges.dst, dtype="Int64"),
                     "compared": pd.array([pd.NA] * len(edges.src), dtype="Int64"),
                     "accepted": pd.array([pd.NA] * len(edges.src), dtype="Int64"),
+                    "distance": pd.array([pd.NA] * len(edges.src), dtype="Int32"),
                 }
             )
+            n = len(edges.by_distance)
             yield pd.DataFrame(
                 {
-                    "src": pd.array([pd.NA], dtype="Int64"),
-                    "dst": pd.array([pd.NA], dtype="Int64"),
-                    "compared": pd.array([edges.compared], dtype="Int64"),
-                    "accepted": pd.array([edges.accepted], dtype="Int64"),
+                    "src": pd.array([pd.NA] * n, dtype="Int64"),
+                    "dst": pd.array([pd.NA] * n, dtype="Int64"),
+                    "compared": pd.array([edges.compared] + [0] * (n - 1), dtype="Int64"),
+                    "accepted": pd.array(edges.by_distance, dtype="Int64"),
+                    "distance": pd.array(np.arange(n), dtype="Int32"),
                 }
             )
 

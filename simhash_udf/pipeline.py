@@ -17,24 +17,34 @@ from .components import connected_components
 from .config import DedupConfig
 from .corpus_idf import with_corpus_idf
 from .fingerprint_udf import with_fingerprints
+from .history import History, attach_history, related_block_rows
 from .pairs import block_rows, group_edges, key_groups
-from .read import check_columns, check_ids, read_input
-from .resolve import keep_rank, resolve_clusters
+from .read import check_columns, check_ids, input_error, read_input
+from .report_plots import write_plots
+from .resolve import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
 from .write import OutputDir
 
 log = logging.getLogger("simhash_dedup")
 
 
 class StageTimer:
+    """Seconds per stage for the report, and a progress line per stage in the log: when it starts, and when
+    it ends with its seconds and the counts the stage put into the dict it yields."""
+
     def __init__(self):
         self.seconds: dict[str, float] = {}
+        self.counts: dict[str, dict] = {}
 
     @contextmanager
     def __call__(self, name: str):
+        log.info("stage %s: started", name)
         start = time.perf_counter()
-        yield
+        counts: dict = {}
+        yield counts
         self.seconds[name] = round(time.perf_counter() - start, 3)
-        log.info("stage %s: %.1f s", name, self.seconds[name])
+        self.counts[name] = counts
+        shown = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in counts.items())
+        log.info("stage %s: done in %.1f s%s", name, self.seconds[name], f" ({shown})" if shown else "")
 
 
 def _persist(df: DataFrame) -> DataFrame:
@@ -52,7 +62,11 @@ def prepare_documents(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
         F.substring(valid, 1, cfg.max_text_chars).alias("text"),
         keep_rank(cfg.keep, cfg.id_col, cfg.text_col).alias("rank"),
         text.isNull().alias("text_null"),
-        (~F.coalesce(F.is_valid_utf8(text), F.lit(True))).alias("invalid_utf8"),
+        # binary text: invalid UTF-8 is replaced here; string text: the reader replaced it already, so the
+        # U+FFFD it left is what can be counted
+        (~F.coalesce(F.is_valid_utf8(text), F.lit(True)) | F.coalesce(valid.contains("\ufffd"), F.lit(False))).alias(
+            "invalid_utf8"
+        ),
         (F.coalesce(F.length(valid), F.lit(0)) > cfg.max_text_chars).alias("truncated"),
     )
 
@@ -72,50 +86,88 @@ def stored_fingerprints(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
     )
 
 
-def near_duplicate_clusters(docs: DataFrame, k: int, blocks: int, max_rounds: int, timer: StageTimer, keep):
+def near_duplicate_clusters(
+    docs: DataFrame, k: int, blocks: int, max_rounds: int, timer: StageTimer, keep, history: DataFrame | None = None,
+    run_date: str = "", cluster_mode: str = "transitive",
+):
     """Stages 3-7 on (id, fingerprint, rank) rows: exact collapse, blocks, candidates, components, resolve.
     blocks = 0 lets the planner choose the tables from the number of distinct fingerprints.
 
     Returns the clusters (id, fingerprint, cluster_id, is_duplicate), the cluster-size histogram
     {size: clusters} and the pair statistics. `keep` persists a DataFrame and registers it for clean-up;
-    component rounds are checkpointed into the SparkContext's checkpoint directory."""
-    with timer("exact_collapse"):
+    component rounds are checkpointed into the SparkContext's checkpoint directory.
+
+    history: (fingerprint, h_cluster, h_kept_date) of earlier runs (history.py); its fingerprints that share a
+    key with this run's join the pair search, and pages that meet them become duplicates of their clusters
+    (the clusters then also carry kept_run_date, and the histogram counts this run's pages only)."""
+    with timer("exact_collapse") as counts:
         distinct = keep(docs.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct())
-        n_distinct = distinct.count()
+        n_distinct = counts["distinct_fingerprints"] = distinct.count()
+        n_history = history.count() if history is not None else 0
+        if history is not None:
+            counts["history_fingerprints"] = n_history
 
-    plan = plan_tables(k, blocks) if blocks else choose_plan(n_distinct, k)
-    with timer("blocks"):
-        groups = keep(key_groups(block_rows(distinct, plan)))
-        n_groups = groups.count()
+    plan = plan_tables(k, blocks) if blocks else choose_plan(n_distinct + n_history, k)
+    with timer("blocks") as counts:
+        rows = block_rows(distinct, plan)
+        if history is not None:
+            related_rows = keep(related_block_rows(history, rows, plan))
+            related = keep(history.join(related_rows.select("fingerprint").distinct(), "fingerprint", "left_semi"))
+            n_related = related.count()
+            rows = rows.union(related_rows)
+        groups = keep(key_groups(rows))
+        n_groups = counts["key_groups"] = groups.count()
+        counts["tables"] = len(plan.tables)
 
-    with timer("candidates"):
+    with timer("candidates") as counts:
         edge_rows = keep(group_edges(groups, plan))
         pair_stats = edge_rows.agg(
             F.sum("compared").alias("pairs_compared"),
             F.sum("accepted").alias("pairs_accepted"),
             F.count("src").alias("forest_edges"),
         ).first()
+        by_distance = {
+            int(r["distance"]): int(r["pairs"])
+            for r in edge_rows.where(F.col("distance").isNotNull()).groupBy("distance")
+            .agg(F.sum("accepted").alias("pairs")).collect()
+        }
+        counts.update(compared=int(pair_stats["pairs_compared"] or 0), accepted=int(pair_stats["pairs_accepted"] or 0),
+                      forest_edges=int(pair_stats["forest_edges"] or 0))
         edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
 
-    with timer("components"):
+    with timer("components") as counts:
         roots, rounds = connected_components(edges, lambda df: df.checkpoint(eager=True), max_rounds)
+        counts["rounds"] = rounds
 
-    with timer("resolve"):
-        clusters = keep(resolve_clusters(docs.select("id", "fingerprint", "rank"), roots))
+    with timer("resolve") as counts:
+        if cluster_mode == "star":
+            clusters = star_clusters(docs.select("id", "fingerprint", "rank"), roots, k)
+        else:
+            clusters = resolve_clusters(docs.select("id", "fingerprint", "rank"), roots)
+        if history is not None:
+            clusters = attach_history(clusters, roots, related, run_date)
+        clusters = keep(clusters)
         sizes = clusters.groupBy("cluster_id").count()
         histogram = {
             int(r["count"]): int(r["clusters"])
             for r in sizes.groupBy("count").agg(F.count(F.lit(1)).alias("clusters")).collect()
         }
+        counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
+        chaining = max_distance_to_kept(clusters)
     stats = {
         "distinct_fingerprints": n_distinct,
         "key_groups": n_groups,
         "pairs_compared": int(pair_stats["pairs_compared"] or 0),
         "pairs_accepted": int(pair_stats["pairs_accepted"] or 0),
         "forest_edges": int(pair_stats["forest_edges"] or 0),
+        "pairs_accepted_by_distance": {str(d): by_distance.get(d, 0) for d in range(k + 1)},
         "component_rounds": rounds,
-        "table_plan": {**plan.describe(), **plan_cost(n_distinct, plan)},
+        "table_plan": {**plan.describe(), **plan_cost(n_distinct + n_history, plan)},
+        "max_distance_to_kept": {str(d): chaining[d] for d in sorted(chaining)},
     }
+    if history is not None:
+        stats["history_fingerprints"] = n_history
+        stats["history_fingerprints_compared"] = n_related
     return clusters, histogram, stats
 
 
@@ -128,15 +180,19 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
     if cfg.shuffle_partitions:
         spark.conf.set("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_size))
+    spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(cfg.arrow_batch_mb << 20))
     spark.sparkContext.setCheckpointDir(cfg.checkpoint_dir or out.staged("_checkpoints"))
     persisted: list[DataFrame] = []
+    history = History(spark, cfg.history, cfg.run_date) if cfg.history else None
+    if history is not None:
+        history.check_version(cfg.features.version())
 
     def keep(df: DataFrame) -> DataFrame:
         persisted.append(_persist(df))
         return persisted[-1]
 
     try:
-        with timer("read"):
+        with timer("read") as counts:
             raw = read_input(spark, cfg.input, cfg.input_format)
             extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
             if cfg.input_format == "fingerprints":
@@ -146,16 +202,17 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             if cfg.input_partitions:
                 raw = raw.repartition(cfg.input_partitions)
             check_ids(raw, cfg.id_col)
+            counts["columns"] = len(raw.columns)
 
         spec = cfg.features
-        with timer("fingerprint"):
+        with timer("fingerprint") as counts:
             if cfg.input_format == "fingerprints":
                 docs = keep(stored_fingerprints(raw, cfg))
             else:
                 prepared = prepare_documents(raw, cfg)
                 if cfg.weighting == "tfidf-corpus":  # one extra pass over the texts for the idf table
                     spec = with_corpus_idf(prepared, "text", spec)
-                docs = keep(with_fingerprints(prepared, "text", spec).drop("text"))
+                docs = keep(with_fingerprints(prepared, "text", spec))
             doc_stats = docs.agg(
                 F.count(F.lit(1)).alias("input_rows"),
                 F.sum(F.col("text_null").cast("long")).alias("null_text"),
@@ -164,17 +221,45 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 F.sum(F.col("truncated").cast("long")).alias("truncated"),
                 F.count("fingerprint").alias("fingerprinted"),
             ).first().asDict()
+            counts.update(rows=int(doc_stats["input_rows"]), fingerprinted=int(doc_stats["fingerprinted"]))
 
+        earlier, history_report = None, None
+        if history is not None:
+            earlier, dates_read, dates_ignored = history.earlier()
+            earlier = keep(earlier) if earlier is not None else None
+            history_report = {"path": history.path, "run_date": history.run_date, "runs_read": len(dates_read),
+                              "first_run": dates_read[0] if dates_read else None,
+                              "later_or_same_runs_ignored": dates_ignored, "duplicates_of_earlier_runs": 0,
+                              "history_fingerprints": 0, "history_fingerprints_compared": 0}
+            if dates_ignored:
+                log.warning("history %s has runs on or after %s (%s): they are not read, and the later ones did not see "
+                            "this run's pages", history.path, history.run_date, ", ".join(dates_ignored))
         clusters, histogram, near = near_duplicate_clusters(
-            docs, cfg.k, cfg.blocks, cfg.max_component_rounds, timer, keep
+            docs, cfg.k, cfg.blocks, cfg.max_component_rounds, timer, keep, earlier, history.run_date if history else "",
+            cfg.cluster_mode,
         )
-        kept_rows = sum(histogram.values())  # one kept document per cluster
+        if earlier is None:
+            kept_rows = sum(histogram.values())  # one kept document per cluster
+        else:
+            counts = clusters.agg(
+                F.sum((~F.col("is_duplicate")).cast("long")).alias("kept"),
+                F.sum((F.col("kept_run_date") != history.run_date).cast("long")).alias("of_history"),
+            ).first()
+            kept_rows = int(counts["kept"] or 0)
+            history_report["duplicates_of_earlier_runs"] = int(counts["of_history"] or 0)
+            history_report["history_fingerprints"] = near.pop("history_fingerprints")
+            history_report["history_fingerprints_compared"] = near.pop("history_fingerprints_compared")
 
-        with timer("write"):
-            clusters.write.parquet(out.staged("clusters"))
+        with timer("write") as counts:
+            clusters.select("id", "fingerprint", "cluster_id", "is_duplicate").write.parquet(out.staged("clusters"))
+            if history is not None:
+                rows = clusters if earlier is not None else clusters.withColumn("kept_run_date", F.lit(history.run_date))
+                history.stage(rows.select("id", "fingerprint", "cluster_id", "is_duplicate", "kept_run_date"),
+                              cfg.features.version())
             kept_ids = clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
             kept_docs = raw.join(kept_ids, raw[cfg.id_col] == kept_ids["_kept_id"], "left_semi")
             kept_docs.write.parquet(out.staged("kept"))
+            counts.update(clusters_rows=int(doc_stats["input_rows"]), kept=kept_rows)
 
         input_rows = int(doc_stats["input_rows"])
         duplicates = input_rows - kept_rows
@@ -198,7 +283,8 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 "truncated": int(doc_stats["truncated"] or 0),
                 "treatment": "null text or text without features (empty, only white space or punctuation): "
                 "no fingerprint, kept as a cluster of its own; invalid UTF-8: replaced by U+FFFD then "
-                "fingerprinted; text longer than max_text_chars: fingerprinted up to that length",
+                "fingerprinted (counted: texts that hold U+FFFD once decoded); text longer than max_text_chars: "
+                "fingerprinted up to that length",
             },
             "distinct_fingerprints": near["distinct_fingerprints"],
             "clusters": {
@@ -206,9 +292,12 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 "with_duplicates": sum(c for s, c in histogram.items() if s > 1),
                 "largest": max(histogram) if histogram else 0,
                 "size_histogram": {str(s): histogram[s] for s in sorted(histogram)},
+                # clusters by the largest Hamming distance of a member to its kept page (> k: joined by a chain)
+                "max_distance_to_kept_histogram": near.pop("max_distance_to_kept"),
             },
             "candidates": {k: v for k, v in near.items() if k not in ("distinct_fingerprints", "table_plan")},
             "table_plan": near["table_plan"],
+            "history": history_report,
             "seconds": timer.seconds,
             "config": cfg.to_dict(),
             "spark_version": spark.version,
@@ -217,11 +306,19 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         }
         if not cfg.checkpoint_dir:
             out.remove_staged("_checkpoints")
+        report["plots"] = write_plots(report, out)
         out.write_report(report)
+        if history is not None:
+            history.publish()  # before _SUCCESS: a run killed in between is re-run, and reads the same history
         out.commit()
         return report
-    except BaseException:
+    except BaseException as exc:
         out.abort()
+        if history is not None:
+            history.abort()
+        clear = input_error(exc)
+        if clear is not None:
+            raise clear from None
         raise
     finally:
         for df in persisted:

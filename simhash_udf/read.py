@@ -1,10 +1,16 @@
 """Spark stage 1: read the input into a DataFrame and check it before any expensive work."""
 from __future__ import annotations
 
+import re
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
 from .errors import DedupError
+
+CORRUPT = "_corrupt_record"  # Spark's column for lines/rows its JSON and CSV parsers cannot read
+SOURCE_FILE = "_source_file"
 
 _EXTENSIONS = {
     ".parquet": "parquet",
@@ -63,9 +69,9 @@ def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
     if fmt in ("parquet", "fingerprints"):
         return spark.read.parquet(path)
     if fmt == "json":
-        return spark.read.json(path)
+        return refuse_corrupt(read_json_lines(spark, path), "JSON Lines")
     if fmt == "csv":
-        return spark.read.options(header=True, inferSchema=True, multiLine=True, escape='"').csv(path)
+        return refuse_corrupt(read_csv(spark, path), "CSV")
     if fmt == "text":
         # One document per file: the id is the file's path.
         return spark.read.text(path, wholetext=True).select(
@@ -76,6 +82,65 @@ def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
 
         return read_wet(spark, path)
     raise DedupError(f"--input-format {fmt!r} is unknown")
+
+
+def _with_corrupt_column(schema: StructType) -> StructType:
+    return StructType([f for f in schema.fields if f.name != CORRUPT] + [StructField(CORRUPT, StringType())])
+
+
+def read_json_lines(spark: SparkSession, path: str) -> DataFrame:
+    """JSON Lines, one object per line, parsed from lines decoded as UTF-8 with replacement: Spark's JSON
+    reader would turn a line with invalid bytes into a corrupt record; this way the page is kept, and
+    counted later (its text holds U+FFFD). Blank lines are not rows."""
+    schema = _with_corrupt_column(spark.read.json(path).schema)
+    lines = spark.read.text(path).where(F.trim("value") != "")
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    parsed = lines.select(F.from_json("value", schema, options).alias("_r"), F.input_file_name().alias(SOURCE_FILE))
+    return parsed.select("_r.*", SOURCE_FILE)
+
+
+def read_csv(spark: SparkSession, path: str) -> DataFrame:
+    """CSV with a header; quoted fields may span lines. The types are inferred in a first pass, then rows
+    are read with Spark's corrupt-record column, so a row with more or fewer fields than the header is
+    caught instead of being padded or cut silently."""
+    options = dict(header=True, multiLine=True, escape='"')
+    schema = _with_corrupt_column(spark.read.options(inferSchema=True, **options).csv(path).schema)
+    rows = spark.read.options(columnNameOfCorruptRecord=CORRUPT, mode="PERMISSIVE", **options).schema(schema).csv(path)
+    return rows.select("*", F.input_file_name().alias(SOURCE_FILE))
+
+
+def refuse_corrupt(df: DataFrame, what: str) -> DataFrame:
+    """Stop with the file and a sample of the first rows Spark could not parse; else drop the helper columns.
+    Such a row has no trustworthy id, so it can be neither kept nor reported as a duplicate."""
+    # one data column more than the corrupt-record column: Spark refuses a scan of raw CSV that reads only it
+    data_cols = [c for c in df.columns if c not in (CORRUPT, SOURCE_FILE)][:1]
+    bad = df.where(F.col(CORRUPT).isNotNull()).select(SOURCE_FILE, CORRUPT, *data_cols)
+    examples = bad.limit(3).collect()
+    if examples:
+        n = bad.cache().count()  # cached: Spark refuses a count of raw CSV that would read the corrupt column only
+        bad.unpersist()
+        shown = "; ".join(f"{r[SOURCE_FILE]}: {r[CORRUPT][:80]!r}" for r in examples)
+        raise DedupError(
+            f"{n} {what} rows cannot be parsed (malformed, or a different number of fields than the header), "
+            f"e.g. {shown}: fix or remove those rows or files"
+        )
+    return df.drop(CORRUPT, SOURCE_FILE)
+
+
+_FAILED_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)")
+
+
+def input_error(exc: BaseException) -> DedupError | None:
+    """A Spark failure to read one input file (truncated Parquet, a bad gzip stream, ...) as a clear error that
+    names the file; None for any other failure."""
+    text = str(exc)
+    match = _FAILED_FILE.search(text)
+    if not match:
+        return None
+    path = match.group(1)
+    cause = next((ln.split(": ", 1)[-1] for ln in text.splitlines() if ln.startswith("Caused by:")), "")
+    return DedupError(f"input file {path} cannot be read ({cause[:200] or 'corrupt or of another format'}): "
+                      "replace or remove it, or fix --input-format")
 
 
 def check_columns(df: DataFrame, id_col: str, text_col: str, extra=(), text_types=("string", "binary")) -> None:

@@ -1,8 +1,10 @@
 """Spark stage 7: one kept document per component, chosen by the keep policy; the rest are duplicates."""
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+
+from .star import star_centres
 
 
 def keep_rank(keep: str, id_col: str, text_col: str) -> Column:
@@ -31,6 +33,59 @@ def resolve_clusters(docs: DataFrame, roots: DataFrame) -> DataFrame:
     )
     return (
         with_comp.join(kept, "comp", "left")
+        .select("id", "fingerprint", F.coalesce("kept_id", "id").alias("cluster_id"))
+        .withColumn("is_duplicate", F.col("id") != F.col("cluster_id"))
+    )
+
+
+def max_distance_to_kept(clusters: DataFrame) -> dict[int, int]:
+    """Chaining, measured: for each cluster with duplicates, the largest Hamming distance between a member's
+    fingerprint and its kept page's; returns {distance: clusters}. Transitive closure can join pages far
+    more than k apart through a chain of near pairs; this shows how far it went. Clusters whose kept page
+    is not among these rows (an earlier run's, with --history) are left out."""
+    kept = clusters.where(~F.col("is_duplicate")).select(
+        F.col("id").alias("kept_id"), F.col("fingerprint").alias("kept_fp")
+    )
+    far = (
+        clusters.where(F.col("is_duplicate") & F.col("fingerprint").isNotNull())
+        .join(kept, clusters["cluster_id"] == kept["kept_id"])
+        .groupBy("cluster_id")
+        .agg(F.max(F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp")))).alias("d"))
+    )
+    return {int(r["d"]): int(r["n"]) for r in far.groupBy("d").agg(F.count(F.lit(1)).alias("n")).collect()}
+
+
+def star_clusters(docs: DataFrame, roots: DataFrame, k: int) -> DataFrame:
+    """Like resolve_clusters, in star mode (star.py): inside each component, greedy centres in keep order;
+    a page is a duplicate of the best page of its centre's fingerprint, always within k of it. Components
+    of one fingerprint skip the greedy step; a component's distinct fingerprints go to one Python worker."""
+    with_comp = docs.join(roots, docs["fingerprint"] == roots["node"], "left").select(
+        "id", "fingerprint", "rank", F.coalesce("root", "fingerprint").alias("comp")
+    )
+    per_fp = (
+        with_comp.where(F.col("fingerprint").isNotNull())
+        .groupBy("comp", "fingerprint")
+        .agg(F.min(F.struct("rank", "id")).alias("best"))
+        .withColumn("n", F.count(F.lit(1)).over(Window.partitionBy("comp")))
+    )
+
+    def centres(pdf):
+        import pandas as pd
+
+        pdf = pdf.sort_values("pos")
+        fps = pdf["fingerprint"].to_numpy(dtype="int64")
+        return pd.DataFrame({"fingerprint": fps, "centre": fps[star_centres(fps, k)]})
+
+    multi = per_fp.where(F.col("n") > 1).withColumn(
+        "pos", F.row_number().over(Window.partitionBy("comp").orderBy("best"))
+    )
+    fp_centre = multi.select("comp", "fingerprint", "pos").groupBy("comp").applyInPandas(
+        centres, "fingerprint long, centre long"
+    ).unionByName(per_fp.where(F.col("n") == 1).select("fingerprint", F.col("fingerprint").alias("centre")))
+    kept_of = per_fp.select(F.col("fingerprint").alias("centre"), F.col("best.id").alias("kept_id"))
+    return (
+        docs.join(fp_centre, "fingerprint", "left")
+        .join(kept_of, "centre", "left")
         .select("id", "fingerprint", F.coalesce("kept_id", "id").alias("cluster_id"))
         .withColumn("is_duplicate", F.col("id") != F.col("cluster_id"))
     )

@@ -30,6 +30,20 @@ _WORDS_AND_HAN_CHARS = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
 _WORD_TOKEN = re.compile(r"[^\W_]")
 _RUN_SEPARATOR = "\n"  # segmenters split at it and return it as a token of its own
 
+# Han ideographs that normalisation leaves alone (no compatibility mapping, no case, not digits, starters
+# that never compose): a page can be cut at them and each piece normalised on its own. The compatibility
+# ideographs (U+F900-FAFF, U+2F800-2FA1F) are not among them: NFKC maps them to unified ones.
+INERT_HAN = "\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0002f7ff\U0002fa20-\U0003134f"
+_INERT_HAN_RUNS = re.compile(f"([{INERT_HAN}]+)")
+# ASCII text in one pass: NFKC is the identity on ASCII, so normalising and finding words is lower-casing,
+# digits to 0 and every character that is not a letter or digit to a space, then str.split().
+# Chinese punctuation that NFKC keeps and that is never part of a word: replaced by spaces, the rest of a
+# Chinese page is usually ASCII after normalisation and takes the translate path too.
+_CJK_PUNCTUATION = "。、“”‘’《》【】「」『』〈〉〔〕—·"
+_ASCII_FOLD = str.maketrans(
+    {c: ("0" if c.isdigit() else c.lower() if c.isalnum() else " ") for c in map(chr, range(128))}
+)
+
 TOKENIZERS = ("auto", "jieba", "word", "char")
 SEGMENTERS = ("jieba", "rjieba")
 
@@ -86,6 +100,35 @@ def tokens_auto(text: str, segment: str = "jieba", ordered: bool = True) -> list
     return out
 
 
+def auto_bag(raw: str, segment: str = "jieba") -> list[str]:
+    """tokens_auto(normalize_chars(raw), segment, ordered=False), the same multiset, fast.
+
+    The hot path of the default fingerprint. ASCII pages are normalised and split in one str.translate;
+    other pages are cut at their (inert) Han runs, only the rest is normalised (for Chinese pages that is
+    punctuation and the odd Latin word), and all Han runs go to the segmenter in one call. Pieces are
+    joined by a newline, which like a Han character is a boundary for NFKC, lower-casing (final sigma
+    looks through neither) and words. When normalising the rest yields Han characters (compatibility
+    ideographs, Kangxi radicals), the page takes the slow path, so the result never differs."""
+    if raw.isascii():
+        return raw.translate(_ASCII_FOLD).split()
+    pieces = _INERT_HAN_RUNS.split(raw)
+    rest = _RUN_SEPARATOR.join(pieces[0::2])
+    if rest.isascii():
+        words = rest.translate(_ASCII_FOLD).split()
+    else:
+        rest = normalize_chars(rest)
+        if _HAN_CHAR.search(rest):
+            return tokens_auto(normalize_chars(raw), segment, ordered=False)
+        for mark in _CJK_PUNCTUATION:
+            if mark in rest:
+                rest = rest.replace(mark, " ")
+        words = rest.translate(_ASCII_FOLD).split() if rest.isascii() else _WORDS.findall(rest)
+    if len(pieces) == 1:
+        return words
+    han = segmenter(segment)(_RUN_SEPARATOR.join(pieces[1::2]))
+    return [t for t in han if t != _RUN_SEPARATOR] + words
+
+
 def tokens_segmenter(text: str, segment: str = "jieba") -> list[str]:
     """The whole text through the segmenter; white-space and punctuation tokens dropped."""
     return [t for t in segmenter(segment)(text) if _WORD_TOKEN.search(t)]
@@ -131,6 +174,8 @@ def tokenize(
 
 def features(text: str, tokenizer: str = "auto", char_ngram: int = 5, word_ngram: int = 1, segment: str = "jieba"):
     """Normalise then tokenise; skips the white-space folding where it cannot matter."""
+    if tokenizer == "auto" and word_ngram <= 1:
+        return auto_bag(text, segment)
     normal = normalize_text(text) if tokenizer == "char" else normalize_chars(text)
     return tokenize(normal, tokenizer, char_ngram, word_ngram, segment)
 

@@ -44,12 +44,15 @@ class OutputDir:
     def remove_staged(self, name: str) -> None:
         self.fs.delete(self._p(self.staged(name)), True)
 
-    def write_text(self, path: str, text: str) -> None:
+    def write_bytes(self, path: str, data: bytes) -> None:
         stream = self.fs.create(self._p(path), True)
         try:
-            stream.write(bytearray(text.encode("utf-8")))
+            stream.write(bytearray(data))
         finally:
             stream.close()
+
+    def write_text(self, path: str, text: str) -> None:
+        self.write_bytes(path, text.encode("utf-8"))
 
     def write_report(self, report: dict) -> None:
         self.write_text(self.staged("report.json"), json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n")

@@ -65,3 +65,25 @@ def planted_fingerprints(rng: np.random.Generator, n_centres: int, k: int, max_e
                 v ^= 1 << int(b)
             out.append(v)
     return [v - (1 << 64) if v >= 1 << 63 else v for v in out]
+
+
+def brute_force_star(ids, fps, k) -> dict:
+    """id -> kept id in star mode: components of the 'distance <= k' graph; inside each, fingerprints in the
+    order of their smallest id; each not yet taken becomes a centre and takes every untaken one within k."""
+    clusters = brute_force_clusters(ids, fps, k)
+    best = {}
+    for i, fp in zip(ids, fps):
+        best[fp] = min(best.get(fp, i), i)
+    members: dict = {}
+    for fp, i in best.items():
+        members.setdefault(clusters[i], []).append(fp)
+    kept_of_fp = {}
+    for fps_in in members.values():
+        fps_in.sort(key=lambda f: best[f])
+        for f in fps_in:
+            if f in kept_of_fp:
+                continue
+            for g in fps_in:
+                if g not in kept_of_fp and bin((f ^ g) & (2**64 - 1)).count("1") <= k:
+                    kept_of_fp[g] = best[f]
+    return {i: kept_of_fp[fp] for i, fp in zip(ids, fps)}

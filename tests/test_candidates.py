@@ -42,8 +42,10 @@ def test_components_equal_brute_force(seed, k, extra_blocks, n_centres, small_gr
     plan = plan_tables(k, k + 1 + extra_blocks)
     groups, edges = run_candidates(fps, plan, small_group)
     truth = within_k_pairs(fps, k)
-    # each pair within k is accepted exactly once, in its first shared table
+    # each pair within k is accepted exactly once, in its first shared table, and counted at its distance
     assert edges.accepted == len(truth)
+    distances = [bin((fps[i] ^ fps[j]) & (2**64 - 1)).count("1") for i, j in truth]
+    assert edges.by_distance.tolist() == [distances.count(d) for d in range(k + 1)]
     assert edges.compared == sum(len(m) * (len(m) - 1) // 2 for _, m in groups)
     # the forest has the same connectivity as the brute-force graph
     expect = components_of(fps, [(fps[i], fps[j]) for i, j in truth])
@@ -111,8 +113,9 @@ def test_hot_key_of_20000_members_gives_a_spanning_forest():
     assert int(np.bitwise_count(x).max()) <= k
     # accepted pairs: brute force over the same group (pairs whose first shared table is table 0)
     u = fps.view(np.uint64)
-    within = sum(int(np.count_nonzero(np.bitwise_count(u[i] ^ u[i + 1 :]) <= k)) for i in range(n))
-    assert edges.accepted == within
+    d = np.concatenate([np.bitwise_count(u[i] ^ u[i + 1 :]) for i in range(n)])
+    assert edges.accepted == int(np.count_nonzero(d <= k))
+    assert edges.by_distance.tolist() == np.bincount(d[d <= k], minlength=k + 1).tolist()
 
 
 def test_spanning_forest_edges_keeps_only_joining_pairs():

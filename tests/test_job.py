@@ -1,9 +1,11 @@
 """The whole job on a real local SparkSession: output layout, determinism, bad input, clear errors."""
 import json
+import logging
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -43,7 +45,8 @@ def sample_run(spark, sample, tmp_path_factory):
 def test_output_layout(sample_run, sample):
     out, report = sample_run
     rows = pd.read_json(sample, lines=True)
-    assert sorted(os.listdir(out)) == ["_SUCCESS", "clusters", "kept", "report.json"]
+    assert sorted(os.listdir(out)) == ["_SUCCESS", "cluster_sizes.png", "clusters", "kept", "pair_distances.png",
+                                       "report.json"]
     assert not [p for p in os.listdir(os.path.dirname(out)) if "__staging" in p]
     schema = pq.ParquetDataset(os.path.join(out, "clusters")).schema
     assert [(f.name, str(f.type)) for f in schema] == [
@@ -67,7 +70,37 @@ def test_output_layout(sample_run, sample):
                                        "components", "resolve", "write"}
     sizes = clusters.groupby("cluster_id").size().value_counts().to_dict()
     assert {int(k): v for k, v in on_disk["clusters"]["size_histogram"].items()} == sizes
-    assert on_disk["config"]["k"] == DedupConfig().k
+    k = DedupConfig().k
+    assert on_disk["config"]["k"] == k
+    # accepted pairs by distance: as many as accepted, and (exact search) as many as all-pairs brute force
+    by_distance = on_disk["candidates"]["pairs_accepted_by_distance"]
+    assert list(by_distance) == [str(d) for d in range(k + 1)]
+    assert sum(by_distance.values()) == on_disk["candidates"]["pairs_accepted"]
+    fps = np.array(sorted(set(clusters["fingerprint"].dropna().astype(np.int64))), dtype=np.int64).view(np.uint64)
+    d = np.concatenate([np.bitwise_count(fps[i] ^ fps[i + 1:]) for i in range(len(fps))])
+    assert [by_distance[str(i)] for i in range(k + 1)] == [int((d == i).sum()) for i in range(k + 1)]
+    assert on_disk["plots"] == ["cluster_sizes.png", "pair_distances.png"]
+    # chaining: per cluster with duplicates, the largest distance of a member to the kept page
+    kept_fp = clusters.set_index("id")["fingerprint"]
+    member = clusters[clusters.is_duplicate & clusters.fingerprint.notna()]
+    pair = np.array([member["fingerprint"].astype(np.int64), kept_fp[member["cluster_id"]].astype(np.int64)]).view(np.uint64)
+    far = pd.Series(np.bitwise_count(pair[0] ^ pair[1]), index=member["cluster_id"]).groupby(level=0).max()
+    assert on_disk["clusters"]["max_distance_to_kept_histogram"] == {str(d): int(n) for d, n in far.value_counts().sort_index().items()}
+    for name in on_disk["plots"]:
+        with open(os.path.join(out, name), "rb") as fh:
+            assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_progress_is_logged_per_stage_with_counts(spark, sample, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="simhash_dedup")
+    report = run_job(spark, "--input", sample, "--output", tmp_path / "out")
+    lines = [r.getMessage() for r in caplog.records if r.name == "simhash_dedup"]
+    for stage in report["seconds"]:
+        assert f"stage {stage}: started" in lines
+        assert any(line.startswith(f"stage {stage}: done in ") for line in lines), stage
+    assert f"stage fingerprint: done in {report['seconds']['fingerprint']:.1f} s (rows {report['input_rows']:,}, " in "\n".join(lines)
+    accepted = report["candidates"]["pairs_accepted"]
+    assert any(f"accepted {accepted:,}" in line for line in lines if line.startswith("stage candidates"))
 
 
 def test_sample_corpus_duplicates_found_and_unrelated_pages_apart(sample_run, sample):
@@ -245,3 +278,12 @@ def test_stored_fingerprints_dedup_again(spark, sample_run, tmp_path):
     report = run_job(spark, "--input", stored, "--input-format", "fingerprints", "--output", tmp_path / "again")
     pd.testing.assert_frame_equal(read_clusters(tmp_path / "again"), read_clusters(out))
     assert report["fingerprint_version"] == "as stored in the input"
+
+
+def test_cluster_size_buckets_keep_every_cluster():
+    from simhash_udf.report_plots import size_buckets
+
+    histogram = {"1": 81, "2": 17, "10": 3, "11": 2, "15": 1, "16": 4, "57": 1, "3000": 2}
+    labels, counts = size_buckets(histogram)
+    assert labels == ["1", "2", "10", "11-15", "16-31", "32-63", "2048-4095"]
+    assert counts == [81, 17, 3, 3, 4, 1, 2] and sum(counts) == sum(histogram.values())

@@ -1,0 +1,157 @@
+"""Incremental runs: the fingerprints and cluster assignments of earlier runs, partitioned by run date.
+
+HISTORY/run_date=YYYY-MM-DD/ holds one row per document of that run: id, fingerprint, cluster_id,
+is_duplicate and kept_run_date (the run date of the cluster's kept page). HISTORY/_fingerprint_version
+names the fingerprint definition of every row; a run with another definition is refused.
+
+A run for date D reads the partitions before D only, so re-running a day (or a day whose run was killed
+after its partition was written) gives the same result. Earlier pages always outrank the run's own: a new
+page in a component that holds history pages is a duplicate of the best history cluster in it (the earliest
+kept page, then the smallest cluster id); history rows are never rewritten.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import uuid
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .errors import DedupError
+
+log = logging.getLogger("simhash_dedup")
+VERSION_FILE = "_fingerprint_version"
+
+
+def check_run_date(run_date: str) -> str:
+    try:
+        return dt.date.fromisoformat(run_date).isoformat()
+    except ValueError:
+        raise DedupError(f"--run-date {run_date!r} is not a date: use YYYY-MM-DD (e.g. Airflow's {{{{ ds }}}})") from None
+
+
+class History:
+    """The history directory on any Hadoop file system."""
+
+    def __init__(self, spark: SparkSession, path: str, run_date: str):
+        self.spark = spark
+        self.path = path.rstrip("/")
+        self.run_date = check_run_date(run_date)
+        jvm = spark.sparkContext._jvm
+        self._Path = jvm.org.apache.hadoop.fs.Path
+        self.fs = self._Path(self.path).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        self.staging = f"{self.path}/_staging-{uuid.uuid4().hex[:12]}"  # "_": hidden from Spark's readers
+        self.partition = f"{self.path}/run_date={self.run_date}"
+
+    def run_dates(self) -> list[str]:
+        if not self.fs.exists(self._Path(self.path)):
+            return []
+        names = [s.getPath().getName() for s in self.fs.listStatus(self._Path(self.path)) if s.isDirectory()]
+        return sorted(n.split("=", 1)[1] for n in names if n.startswith("run_date="))
+
+    def stored_version(self) -> str | None:
+        p = self._Path(f"{self.path}/{VERSION_FILE}")
+        if not self.fs.exists(p):
+            return None
+        stream = self.fs.open(p)
+        try:
+            return self.spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8").strip()
+        finally:
+            stream.close()
+
+    def check_version(self, version: str) -> None:
+        stored = self.stored_version()
+        if stored is not None and stored != version:
+            raise DedupError(
+                f"history {self.path} holds fingerprints of version {stored!r}, this run makes {version!r}: "
+                "use the same tokenizer/weighting/segmenter options as the history, or start a new --history"
+            )
+
+    def earlier(self) -> tuple[DataFrame | None, list[str], list[str]]:
+        """Per distinct fingerprint of the runs before this run's date: (fingerprint, h_cluster, h_kept_date),
+        the best cluster holding it. Also the dates read and the dates skipped (this date and later)."""
+        dates = self.run_dates()
+        before = [d for d in dates if d < self.run_date]
+        later = [d for d in dates if d >= self.run_date]
+        if not before:
+            return None, [], later
+        rows = (
+            self.spark.read.option("basePath", self.path)
+            .parquet(*[f"{self.path}/run_date={d}" for d in before])
+            .where(F.col("fingerprint").isNotNull())
+        )
+        best = F.min(F.struct(F.col("kept_run_date"), F.col("cluster_id")))
+        per_fp = rows.groupBy("fingerprint").agg(best.alias("b")).select(
+            "fingerprint", F.col("b.cluster_id").alias("h_cluster"), F.col("b.kept_run_date").alias("h_kept_date")
+        )
+        return per_fp, before, later
+
+    def stage(self, rows: DataFrame, version: str) -> None:
+        """Write this run's rows (id, fingerprint, cluster_id, is_duplicate, kept_run_date) beside the history."""
+        rows.write.parquet(self.staging)
+        if self.stored_version() is None:
+            stream = self.fs.create(self._Path(f"{self.path}/{VERSION_FILE}"), True)
+            try:
+                stream.write(bytearray((version + "\n").encode("utf-8")))
+            finally:
+                stream.close()
+
+    def publish(self) -> None:
+        """Move the staged rows to run_date=D, replacing the partition of an earlier attempt of the same date."""
+        target = self._Path(self.partition)
+        if self.fs.exists(target):
+            self.fs.delete(target, True)
+        if not self.fs.rename(self._Path(self.staging), target):
+            raise DedupError(f"could not move {self.staging} to {self.partition}: check permissions on the history")
+
+    def abort(self) -> None:
+        try:
+            self.fs.delete(self._Path(self.staging), True)
+        except Exception:  # the original error matters more than a failed clean-up
+            pass
+
+
+def related_block_rows(history: DataFrame, today_rows: DataFrame, plan) -> DataFrame:
+    """Block rows (table, key, fingerprint) of the history fingerprints whose key is also a key of this run.
+
+    A history fingerprint within k of one of this run's shares a key with it in every table where the two
+    agree (pigeonhole), so its rows for all those tables are here and the pair is found and counted in its
+    first shared table as usual. Keys held by history fingerprints alone are left out: pairs among earlier
+    pages were settled by earlier runs."""
+    from .pairs import block_rows
+
+    return block_rows(history.select("fingerprint"), plan).join(
+        today_rows.select("table", "key").distinct(), ["table", "key"], "left_semi"
+    )
+
+
+def attach_history(clusters: DataFrame, roots: DataFrame, history: DataFrame, run_date: str) -> DataFrame:
+    """Re-point this run's clusters at history clusters.
+
+    clusters: (id, fingerprint, cluster_id, is_duplicate) as resolved among this run's pages; roots: (node,
+    root) of the components over this run's and the related history fingerprints; history: (fingerprint,
+    h_cluster, h_kept_date) of the related history fingerprints. A page whose component holds history
+    fingerprints becomes a duplicate of the best history cluster there (earliest kept page, then smallest
+    cluster id); the others keep their own resolution. Adds kept_run_date."""
+
+    def with_comp(df: DataFrame) -> DataFrame:
+        return df.join(roots, df["fingerprint"] == roots["node"], "left").withColumn(
+            "comp", F.coalesce("root", "fingerprint")
+        ).drop("node", "root")
+
+    best = (
+        with_comp(history)
+        .groupBy("comp")
+        .agg(F.min(F.struct("h_kept_date", "h_cluster")).alias("b"))
+        .select("comp", F.col("b.h_cluster").alias("h_cluster"), F.col("b.h_kept_date").alias("h_kept_date"))
+    )
+    id_type = dict(clusters.dtypes)["id"]
+    matched = F.col("h_cluster").isNotNull()
+    return with_comp(clusters).join(best, "comp", "left").select(
+        "id",
+        "fingerprint",
+        F.when(matched, F.col("h_cluster").cast(id_type)).otherwise(F.col("cluster_id")).alias("cluster_id"),
+        (matched | F.col("is_duplicate")).alias("is_duplicate"),
+        F.when(matched, F.col("h_kept_date")).otherwise(F.lit(run_date)).alias("kept_run_date"),
+    )

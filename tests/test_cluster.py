@@ -1,0 +1,134 @@
+"""A real Spark standalone cluster (master + two workers on 127.0.0.1, started from the installed pyspark):
+spark-submit with the code shipped as a --py-files zip gives the same clusters as local mode, also when an
+executor is killed in the middle of the job."""
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from simhash_udf.config import load_config
+from simhash_udf.pipeline import run
+from simhash_udf.sample_corpus import make_sample_corpus
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+from build_pyfiles import build  # noqa: E402
+from spark_cluster import SPARK_HOME, StandaloneCluster  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory):
+    path = tmp_path_factory.mktemp("crawl") / "crawl.parquet"
+    pd.DataFrame(make_sample_corpus(250, seed=17)).to_parquet(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def local_clusters(spark, crawl, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("local") / "out")
+    run(load_config(["--input", crawl, "--output", out]), spark)
+    return read_clusters(out)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with StandaloneCluster(str(tmp_path_factory.mktemp("cluster")), workers=2, cores=1, memory="2g") as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def pyfiles(tmp_path_factory):
+    return build(str(tmp_path_factory.mktemp("dist") / "simhash_udf.zip"))
+
+
+def read_clusters(out):
+    return pd.read_parquet(os.path.join(out, "clusters")).sort_values("id").reset_index(drop=True)
+
+
+def submit_command(cluster, pyfiles, script, *args):
+    return [
+        os.path.join(SPARK_HOME, "bin", "spark-submit"), "--master", cluster.url, "--py-files", pyfiles,
+        "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.executor.memory=1g",
+        "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.ui.enabled=false",
+        script, *args,
+    ]
+
+
+def test_executors_import_the_shipped_zip(cluster, pyfiles, tmp_path):
+    """The code reaches executors the way it does on YARN or Kubernetes: the --py-files zip is first on the
+    Python workers' path (the editable install of this checkout would only be a fallback)."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        "def where(_):\n"
+        "    import simhash_udf.fingerprint as f\n"
+        "    return f.__file__\n"
+        "paths = spark.sparkContext.parallelize(range(8), 8).map(where).collect()\n"
+        "print('PATHS', sorted(set(paths)))\n"
+    )
+    proc = subprocess.run(submit_command(cluster, pyfiles, str(probe)), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    paths = eval(proc.stdout.split("PATHS", 1)[1].strip())
+    assert paths and all("simhash_udf.zip" in p for p in paths), paths
+
+
+def test_cluster_run_equals_local(cluster, pyfiles, crawl, local_clusters, tmp_path):
+    out = str(tmp_path / "out")
+    proc = subprocess.run(
+        submit_command(cluster, pyfiles, os.path.join(ROOT, "jobs", "dedup_job.py"), "--input", crawl,
+                       "--output", out, "--input-partitions", "6"),
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert os.path.exists(os.path.join(out, "_SUCCESS"))
+    pd.testing.assert_frame_equal(read_clusters(out), local_clusters)
+
+
+def executor_logs(cluster):
+    return sorted(glob.glob(os.path.join(cluster.root, "worker-*", "app-*", "*", "stderr")))
+
+
+def test_executor_killed_mid_job(cluster, pyfiles, crawl, local_clusters, tmp_path):
+    """SIGKILL one executor JVM while the job runs tasks: Spark replaces it, re-runs the lost work, and the
+    output is the same."""
+    out = str(tmp_path / "out")
+    before = set(executor_logs(cluster))
+    log = open(tmp_path / "submit.log", "w+")
+    job = subprocess.Popen(
+        submit_command(cluster, pyfiles, os.path.join(ROOT, "jobs", "dedup_job.py"), "--input", crawl,
+                       "--output", out, "--input-partitions", "24", "--shuffle-partitions", "12"),
+        stdout=log, stderr=subprocess.STDOUT, text=True,
+    )
+    killed = None
+    deadline = time.time() + 300
+    try:
+        while killed is None and time.time() < deadline and job.poll() is None:
+            logs = [p for p in executor_logs(cluster) if p not in before]
+            # mid-job: this application's executors have been running tasks for a while
+            running = sum(open(p, errors="replace").read().count("Running task") for p in logs)
+            pids = cluster.executor_pids()
+            if running >= 20 and pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed = pids[0]
+                still_running = job.poll() is None
+            time.sleep(0.2)
+        job.wait(timeout=600)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    log.seek(0)
+    output = log.read()
+    assert killed is not None, "the job ended before an executor could be killed: make it longer"
+    assert still_running
+    assert killed not in cluster.executor_pids()
+    assert job.returncode == 0, output[-3000:]
+    new_logs = [p for p in executor_logs(cluster) if p not in before]
+    assert len(new_logs) >= 3, new_logs  # two executors, plus the one launched to replace the killed one
+    pd.testing.assert_frame_equal(read_clusters(out), local_clusters)

@@ -1,0 +1,121 @@
+"""Incremental runs (--history): three simulated days give, for each day's pages, what one run over all
+days gives them; re-running a day is idempotent; a history of another fingerprint definition is refused."""
+import os
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simhash_udf.config import load_config
+from simhash_udf.errors import DedupError
+from simhash_udf.pipeline import run
+from simhash_udf.sample_corpus import make_sample_corpus
+
+DAYS = ["2026-03-01", "2026-03-02", "2026-03-03"]
+K = 3
+
+
+@pytest.fixture(scope="module")
+def days(tmp_path_factory):
+    """The sample crawl spread over three days: each story's original on the story's first day, its copies
+    on that day or later ones (as crawls see them), one input file per day."""
+    root = tmp_path_factory.mktemp("days")
+    rows = pd.DataFrame(make_sample_corpus(45, seed=21))
+    rng = random.Random(5)
+    first = {g: rng.randrange(3) for g in sorted(rows["group"].unique())}
+    rows["crawl_day"] = [
+        DAYS[first[g] if v == "original" else rng.randrange(first[g], 3)] for g, v in zip(rows["group"], rows["variant"])
+    ]
+    for day in DAYS:
+        rows[rows["crawl_day"] == day].to_parquet(root / f"{day}.parquet")
+    rows.to_parquet(root / "all.parquet")
+    return root, rows
+
+
+def job(spark, *args):
+    return run(load_config(list(args)), spark)
+
+
+def clusters(out):
+    return pd.read_parquet(os.path.join(out, "clusters")).set_index("id").sort_index()
+
+
+def hamming(a, b):
+    x, y = np.array([a, b], dtype=np.int64).view(np.uint64)  # bitwise_count of a signed value counts |value|
+    return int(np.bitwise_count(x ^ y))
+
+
+@pytest.fixture(scope="module")
+def incremental(spark, days):
+    root, _ = days
+    reports = {}
+    for day in DAYS:
+        reports[day] = job(spark, "--input", str(root / f"{day}.parquet"), "--output", str(root / f"out-{day}"),
+                           "--history", str(root / "history"), "--run-date", day, "--keep", "earliest:crawl_day")
+    return reports
+
+
+def test_each_day_equals_one_run_over_all_days(spark, days, incremental):
+    root, rows = days
+    job(spark, "--input", str(root / "all.parquet"), "--output", str(root / "out-all"), "--keep", "earliest:crawl_day")
+    single = clusters(root / "out-all")
+    # The premise that makes the two agree: no page reaches its cluster only through a later page (each page
+    # is within k of its cluster's kept page, and the kept page is on the cluster's first day).
+    fp = single["fingerprint"]
+    for doc, row in single.iterrows():
+        if pd.notna(row["fingerprint"]):
+            assert hamming(row["fingerprint"], fp[row["cluster_id"]]) <= K, doc
+    day_of = rows.set_index("id")["crawl_day"]
+    assert (single["is_duplicate"] & (day_of[single.index] != day_of[single["cluster_id"]].to_numpy())).sum() > 10
+
+    for day in DAYS:
+        got = clusters(root / f"out-{day}")
+        expect = single.loc[got.index]
+        assert got.index.tolist() == sorted(rows.loc[rows["crawl_day"] == day, "id"])
+        pd.testing.assert_frame_equal(got, expect, check_dtype=False)
+    later = [incremental[d]["history"]["duplicates_of_earlier_runs"] for d in DAYS]
+    assert later[0] == 0 and later[1] > 0 and later[2] > 0
+    kept_total = sum(incremental[d]["kept"] for d in DAYS)
+    assert kept_total == int((~single["is_duplicate"]).sum())
+
+
+def test_history_layout_and_rerun_is_idempotent(spark, days, incremental):
+    root, _ = days
+    hist = root / "history"
+    assert sorted(p for p in os.listdir(hist) if not p.startswith(".")) == [
+        "_fingerprint_version", *[f"run_date={d}" for d in DAYS]
+    ]
+    stored = pd.read_parquet(hist)
+    assert len(stored) == sum(incremental[d]["input_rows"] for d in DAYS)
+    assert {"id", "fingerprint", "cluster_id", "is_duplicate", "kept_run_date"} <= set(stored.columns)
+    # Day 2 again (as after a run killed once its history partition was written): it reads only day 1, so
+    # the output is the same and the day-2 partition is replaced, not appended to.
+    job(spark, "--input", str(root / f"{DAYS[1]}.parquet"), "--output", str(root / "out-rerun"),
+        "--history", str(hist), "--run-date", DAYS[1], "--keep", "earliest:crawl_day")
+    pd.testing.assert_frame_equal(clusters(root / "out-rerun"), clusters(root / f"out-{DAYS[1]}"))
+    assert len(pd.read_parquet(hist)) == len(stored)
+    assert not [p for p in os.listdir(hist) if p.startswith("_staging")]
+
+
+def test_history_of_another_definition_is_refused(spark, days, incremental):
+    root, _ = days
+    with pytest.raises(DedupError, match="holds fingerprints of version"):
+        job(spark, "--input", str(root / f"{DAYS[2]}.parquet"), "--output", str(root / "out-binary"),
+            "--history", str(root / "history"), "--run-date", "2026-03-04", "--weighting", "binary")
+    assert not os.path.exists(root / "out-binary")
+    assert not os.path.exists(root / "history" / "run_date=2026-03-04")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--run-date", "2026-03-01"], "only means something with --history"),
+    (["--history", "H", "--run-date", "03/01/2026"], "is not a date"),
+    (["--history", "H", "--input-format", "fingerprints"], "cannot be used with --input-format fingerprints"),
+    (["--history", "H", "--weighting", "tfidf-corpus"], "would not be comparable"),
+    (["--history", "H", "--cluster-mode", "star"], "cannot be combined with --history"),
+])
+def test_history_option_errors(days, args, message):
+    root, _ = days
+    argv = ["--input", str(root / "all.parquet"), "--output", str(root / "o"), *args]
+    with pytest.raises(DedupError, match=message):
+        load_config([a.replace("H", str(root / "h")) if a == "H" else a for a in argv])

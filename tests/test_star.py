@@ -1,0 +1,66 @@
+"""Chaining control (--cluster-mode star): every duplicate is within k of its kept page; greedy centres in keep
+order; equal to a brute-force reference on Spark, whatever the partitioning."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from reference import brute_force_clusters, brute_force_star, planted_fingerprints
+from simhash_udf.pipeline import StageTimer, near_duplicate_clusters
+from simhash_udf.star import star_centres
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=60), st.integers(0, 8))
+def test_star_centres_are_greedy(values, k):
+    fps = np.array(values, dtype=np.uint64)
+    centre = star_centres(fps, k)
+    d = lambda a, b: int(np.bitwise_count(fps[a] ^ fps[b]))  # noqa: E731
+    centres = sorted(set(centre.tolist()))
+    for i, c in enumerate(centre.tolist()):
+        assert d(i, c) <= k  # within k of its centre
+        assert centre[c] == c  # a centre is its own
+        assert c == min(x for x in centres if x <= i and d(i, x) <= k)  # the first centre that reaches it
+    for a in centres:  # a centre is not within k of any earlier centre
+        assert all(d(a, b) > k for b in centres if b < a)
+
+
+@pytest.fixture(scope="module")
+def cluster(spark, tmp_path_factory):
+    spark.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("ckpt")))
+
+    def run(ids, fps, k, mode, partitions=3):
+        df = spark.createDataFrame(list(zip(ids, fps)), "id long, fingerprint long").repartition(partitions)
+        docs = df.withColumn("rank", F.struct(F.col("id").alias("i")))
+        persisted = []
+        clusters, _, stats = near_duplicate_clusters(
+            docs, k, 0, 50, StageTimer(), lambda d: persisted.append(d.cache()) or d.cache(), cluster_mode=mode
+        )
+        rows = {r.id: r.cluster_id for r in clusters.collect()}
+        for d in persisted:
+            d.unpersist()
+        return rows
+
+    return run
+
+
+def test_a_chain_is_cut_in_star_mode(cluster):
+    a = 0
+    b = a ^ 0b111  # 3 bits from a
+    c = b ^ (0b111 << 10)  # 3 bits from b, 6 from a
+    ids, fps = [1, 2, 3, 4], [a, b, c, c]
+    assert cluster(ids, fps, 3, "transitive") == {1: 1, 2: 1, 3: 1, 4: 1}
+    assert cluster(ids, fps, 3, "star") == {1: 1, 2: 1, 3: 3, 4: 3}
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 5), partitions=st.sampled_from([1, 4]))
+def test_star_equals_brute_force(cluster, seed, k, partitions):
+    rng = np.random.default_rng(seed)
+    fps = planted_fingerprints(rng, 30, k, max_extra=k)  # long chains: variants up to 2k from a centre
+    ids = [int(i) for i in rng.permutation(len(fps)) + 1]
+    got = cluster(ids, fps, k, "star", partitions)
+    assert got == brute_force_star(ids, fps, k)
+    transitive = brute_force_clusters(ids, fps, k)
+    assert len(set(got.values())) >= len(set(transitive.values()))
