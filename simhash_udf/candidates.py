@@ -159,3 +159,33 @@ def candidate_edges(
         accepted=int(by_distance.sum()),
         by_distance=by_distance,
     )
+
+
+def candidate_pairs(
+    members: np.ndarray, offsets: np.ndarray, tables: np.ndarray, plan: TablePlan, small_group: int = SMALL_GROUP,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every accepted pair of many key groups (not a forest): for callers that check each pair again, like
+    the short-text mode's Jaccard verification. Same inputs as candidate_edges; returns (src, dst, compared)
+    with src < dst as unsigned fingerprints, each pair once across all tables."""
+    members = np.asarray(members)
+    members = members.view(np.uint64) if members.dtype == np.int64 else members.astype(np.uint64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    tables = np.asarray(tables, dtype=np.int64)
+    starts, sizes = offsets[:-1], np.diff(offsets)
+    filt = PairFilter(plan)
+    small = (sizes >= 2) & (sizes <= small_group)
+    i, j = _small_group_pairs(members, starts[small], sizes[small], tables[small], filt)
+    src, dst = [members[i]], [members[j]]
+    for g in np.flatnonzero(sizes > small_group):  # by blocks of rows, about _PAIRS_PER_CHUNK pairs each
+        fps, n = members[starts[g] : starts[g] + sizes[g]], int(sizes[g])
+        rows = max(1, _PAIRS_PER_CHUNK // n)
+        for a in range(0, n, rows):
+            b = min(a + rows, n)
+            ii, jj = np.nonzero(np.arange(a, b)[:, None] < np.arange(a, n)[None, :])
+            ii, jj = ii + a, jj + a
+            ok = filt.accept(fps[ii] ^ fps[jj], int(tables[g]))
+            src.append(fps[ii[ok]])
+            dst.append(fps[jj[ok]])
+    s, d = np.concatenate(src), np.concatenate(dst)
+    lo, hi = np.minimum(s, d), np.maximum(s, d)
+    return lo.view(np.int64), hi.view(np.int64), int((sizes * (sizes - 1) // 2).sum())

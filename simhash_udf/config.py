@@ -15,6 +15,7 @@ from .blocks import check_k, plan_tables
 from .errors import DedupError
 from .fingerprint import WEIGHTINGS, FeatureSpec
 from .history import check_run_date
+from .short_text import ShortTextSpec
 from .text import SEGMENTERS, TOKENIZERS
 
 CLUSTER_MODES = ("transitive", "star")
@@ -39,6 +40,10 @@ class DedupConfig:
     stop_words: bool = False
     keep: str = "id"
     cluster_mode: str = "transitive"
+    short_text_chars: int = 140  # short-text mode for pages with fewer characters; 0 = off
+    short_k: int = 8
+    short_char_ngram: int = 5
+    short_min_jaccard: float = 0.7
     max_text_chars: int = 1_000_000
     arrow_batch_size: int = 2000
     arrow_batch_mb: int = 16
@@ -54,6 +59,20 @@ class DedupConfig:
     def features(self) -> FeatureSpec:
         return FeatureSpec(self.tokenizer, self.weighting, self.char_ngram, self.word_ngram, self.segmenter,
                            self.stop_words)
+
+    @property
+    def short_text(self) -> ShortTextSpec:
+        return ShortTextSpec(self.short_text_chars, self.short_k, self.short_char_ngram, self.short_min_jaccard)
+
+    def short_text_off_because(self) -> str:
+        """Why the short-text mode does not run ("" when it does)."""
+        if not self.short_text.enabled:
+            return "--short-text-chars 0"
+        if self.input_format == "fingerprints":
+            return "--input-format fingerprints has no text"
+        if self.cluster_mode == "star":
+            return "--cluster-mode star keeps a duplicate only within k of its kept page's fingerprint"
+        return ""
 
     def validate(self) -> "DedupConfig":
         def bad(msg: str) -> DedupError:
@@ -92,6 +111,7 @@ class DedupConfig:
                 raise bad(f"--{name.replace('_', '-')} must be 0 or more (got {getattr(self, name)})")
         try:
             plan_tables(self.k, self.blocks) if self.blocks else check_k(self.k)
+            self.short_text.check()
         except ValueError as exc:
             raise bad(str(exc)) from None
         if is_local(self.input) and not glob.glob(local_path(self.input)):
@@ -176,6 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", help="id | longest | earliest:COLUMN")
     p.add_argument("--cluster-mode", choices=CLUSTER_MODES,
                    help="transitive (default): connected components; star: a duplicate is within k of its kept page")
+    p.add_argument("--short-text-chars", type=int,
+                   help="short-text mode for pages with fewer characters (default 140; 0 = off)")
+    p.add_argument("--short-k", type=int, help="max distance of short-text candidates on the character n-gram fingerprint")
+    p.add_argument("--short-char-ngram", type=int, help="character n-gram size of the short-text mode")
+    p.add_argument("--short-min-jaccard", type=float, help="shingle Jaccard a short-text candidate pair needs")
     p.add_argument("--max-text-chars", type=int)
     p.add_argument("--arrow-batch-size", type=int)
     p.add_argument("--arrow-batch-mb", type=int)

@@ -10,27 +10,39 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from .fingerprint import FeatureSpec, fingerprint_batch
+from .short_text import ShortTextSpec, short_fingerprints
 
 FINGERPRINT_FIELDS = [StructField("fingerprint", LongType(), True), StructField("n_features", IntegerType(), False)]
+SHORT_FIELDS = [StructField("short_fingerprint", LongType(), True), StructField("short_text", StringType(), True)]
 
 
 def fingerprint_record_batches(
-    batches: Iterator[pa.RecordBatch], text_col: str, spec: FeatureSpec
+    batches: Iterator[pa.RecordBatch], text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None
 ) -> Iterator[pa.RecordBatch]:
     """Each batch without `text_col`, plus `fingerprint` (int64, null when the text has no features) and
-    `n_features` (int32; -1 for a null text)."""
+    `n_features` (int32; -1 for a null text); with `short`, also `short_fingerprint` and `short_text` (the
+    page's text), both null unless the page is short and has character n-grams."""
     for batch in batches:
-        fps, counts = fingerprint_batch(batch.column(text_col).to_pylist(), spec)
-        rest = batch.drop_columns([text_col])
-        yield rest.append_column("fingerprint", pa.array(fps, mask=counts <= 0)).append_column(
+        texts = batch.column(text_col).to_pylist()
+        fps, counts = fingerprint_batch(texts, spec)
+        out = batch.drop_columns([text_col])
+        out = out.append_column("fingerprint", pa.array(fps, mask=counts <= 0)).append_column(
             "n_features", pa.array(counts.astype(np.int32, copy=False))
         )
+        if short is not None:
+            short_fps, valid = short_fingerprints(texts, short)
+            out = out.append_column("short_fingerprint", pa.array(short_fps, mask=~valid)).append_column(
+                "short_text", pa.array([t if v else None for t, v in zip(texts, valid.tolist())], pa.string())
+            )
+        yield out
 
 
-def with_fingerprints(docs: DataFrame, text_col: str, spec: FeatureSpec) -> DataFrame:
-    """docs without `text_col`, plus `fingerprint` (bigint, nullable) and `n_features` (int)."""
-    schema = StructType([f for f in docs.schema.fields if f.name != text_col] + FINGERPRINT_FIELDS)
-    return docs.mapInArrow(lambda batches: fingerprint_record_batches(batches, text_col, spec), schema)
+def with_fingerprints(docs: DataFrame, text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None) -> DataFrame:
+    """docs without `text_col`, plus `fingerprint` (bigint, nullable) and `n_features` (int); with `short`
+    (an enabled ShortTextSpec), also `short_fingerprint` (bigint) and `short_text` (string), null for long pages."""
+    fields = FINGERPRINT_FIELDS + (SHORT_FIELDS if short is not None else [])
+    schema = StructType([f for f in docs.schema.fields if f.name != text_col] + fields)
+    return docs.mapInArrow(lambda batches: fingerprint_record_batches(batches, text_col, spec, short), schema)

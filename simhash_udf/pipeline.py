@@ -22,6 +22,7 @@ from .pairs import block_rows, group_edges, key_groups
 from .read import check_columns, check_ids, input_error, read_input
 from .report_plots import write_plots
 from .resolve import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
+from .short_pairs import short_text_edges
 from .write import OutputDir
 
 log = logging.getLogger("simhash_dedup")
@@ -88,7 +89,7 @@ def stored_fingerprints(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
 
 def near_duplicate_clusters(
     docs: DataFrame, k: int, blocks: int, max_rounds: int, timer: StageTimer, keep, history: DataFrame | None = None,
-    run_date: str = "", cluster_mode: str = "transitive",
+    run_date: str = "", cluster_mode: str = "transitive", short_edges: DataFrame | None = None,
 ):
     """Stages 3-7 on (id, fingerprint, rank) rows: exact collapse, blocks, candidates, components, resolve.
     blocks = 0 lets the planner choose the tables from the number of distinct fingerprints.
@@ -134,6 +135,8 @@ def near_duplicate_clusters(
         counts.update(compared=int(pair_stats["pairs_compared"] or 0), accepted=int(pair_stats["pairs_accepted"] or 0),
                       forest_edges=int(pair_stats["forest_edges"] or 0))
         edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
+        if short_edges is not None:
+            edges = edges.unionByName(short_edges)
 
     with timer("components") as counts:
         roots, rounds = connected_components(edges, lambda df: df.checkpoint(eager=True), max_rounds)
@@ -205,6 +208,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             counts["columns"] = len(raw.columns)
 
         spec = cfg.features
+        short_off = cfg.short_text_off_because()
         with timer("fingerprint") as counts:
             if cfg.input_format == "fingerprints":
                 docs = keep(stored_fingerprints(raw, cfg))
@@ -212,7 +216,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 prepared = prepare_documents(raw, cfg)
                 if cfg.weighting == "tfidf-corpus":  # one extra pass over the texts for the idf table
                     spec = with_corpus_idf(prepared, "text", spec)
-                docs = keep(with_fingerprints(prepared, "text", spec))
+                docs = keep(with_fingerprints(prepared, "text", spec, None if short_off else cfg.short_text))
             doc_stats = docs.agg(
                 F.count(F.lit(1)).alias("input_rows"),
                 F.sum(F.col("text_null").cast("long")).alias("null_text"),
@@ -234,9 +238,16 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             if dates_ignored:
                 log.warning("history %s has runs on or after %s (%s): they are not read, and the later ones did not see "
                             "this run's pages", history.path, history.run_date, ", ".join(dates_ignored))
+        short_edges, short_report = None, {"enabled": False, "off_because": short_off}
+        if not short_off:
+            with timer("short_text") as counts:
+                short_edges, short_stats = short_text_edges(docs, cfg.short_text, keep)
+                short_edges = keep(short_edges)
+                counts.update(candidates=short_stats["candidate_pairs"], verified=short_stats["verified_pairs"])
+                short_report = {"enabled": True, **short_stats}
         clusters, histogram, near = near_duplicate_clusters(
             docs, cfg.k, cfg.blocks, cfg.max_component_rounds, timer, keep, earlier, history.run_date if history else "",
-            cfg.cluster_mode,
+            cfg.cluster_mode, short_edges,
         )
         if earlier is None:
             kept_rows = sum(histogram.values())  # one kept document per cluster
@@ -297,6 +308,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             },
             "candidates": {k: v for k, v in near.items() if k not in ("distinct_fingerprints", "table_plan")},
             "table_plan": near["table_plan"],
+            "short_text": short_report,
             "history": history_report,
             "seconds": timer.seconds,
             "config": cfg.to_dict(),

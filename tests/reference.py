@@ -87,3 +87,32 @@ def brute_force_star(ids, fps, k) -> dict:
                 if g not in kept_of_fp and bin((f ^ g) & (2**64 - 1)).count("1") <= k:
                     kept_of_fp[g] = best[f]
     return {i: kept_of_fp[fp] for i, fp in zip(ids, fps)}
+
+
+def brute_force_short_pairs(ids, texts, fps, spec):
+    """The short-text mode's verified pairs, from its definition (short_pairs.py), by brute force: index pairs
+    of documents whose main fingerprints are then joined.
+
+    Representatives: per main fingerprint, the short page (with a short fingerprint) of smallest id. Heads: per
+    short fingerprint, the representative of smallest id. Candidates: each representative with its head, and
+    every two heads within spec.k on the short fingerprint (all pairs compared). A candidate is a pair iff the
+    shingle Jaccard of the two texts is >= spec.min_jaccard."""
+    from simhash_udf.short_text import pair_jaccards, short_fingerprints
+
+    sfps, valid = short_fingerprints(texts, spec)
+    rep = {}
+    for i in range(len(ids)):
+        if valid[i] and fps[i] is not None and (fps[i] not in rep or ids[i] < ids[rep[fps[i]]]):
+            rep[fps[i]] = i
+    head = {}
+    for i in rep.values():
+        s = int(sfps[i])
+        if s not in head or ids[i] < ids[head[s]]:
+            head[s] = i
+    candidates = [(i, head[int(sfps[i])]) for i in rep.values() if head[int(sfps[i])] != i]
+    heads = sorted(head.values())
+    candidates += [(heads[a], heads[b]) for a, b in within_k_pairs([int(sfps[h]) for h in heads], spec.k)]
+    if not candidates:
+        return [], 0
+    j = pair_jaccards([texts[a] for a, _ in candidates], [texts[b] for _, b in candidates], spec.char_ngram)
+    return [c for c, ok in zip(candidates, j >= spec.min_jaccard) if ok], len(candidates)

@@ -1,0 +1,103 @@
+"""Spark glue of the short-text mode: candidate pairs on the short fingerprint, verified by shingle Jaccard,
+become extra edges between main fingerprints for the components stage.
+
+Units, so that hot mirrors cost nothing: pages with the same main fingerprint are one cluster already, so
+each main fingerprint is represented by its short page with the smallest id (its *representative*); the
+representatives that share a short fingerprint are checked against the one with the smallest id (the
+fingerprint's *head*), and the heads are searched for pairs within k on the short fingerprint with the same
+tables, keys and first-table rule as the main search (blocks.py, candidates.py), every pair emitted. Only
+those candidate pairs get their texts joined back and their Jaccard computed (short_text.py)."""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+from .blocks import TablePlan, choose_plan
+from .candidates import candidate_pairs
+from .pairs import block_rows, key_groups
+from .short_text import ShortTextSpec, pair_jaccards
+
+PAIR_SCHEMA = StructType([StructField("a", LongType(), True), StructField("b", LongType(), True),
+                          StructField("compared", LongType(), True)])
+
+
+def group_pairs(groups: DataFrame, plan: TablePlan) -> DataFrame:
+    """(a, b, null) for every accepted pair of the key groups, plus one (null, null, compared) row per batch."""
+
+    def per_batch(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for pdf in batches:
+            arrays = pdf["members"].tolist()
+            sizes = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
+            members = np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
+            a, b, compared = candidate_pairs(members, np.r_[0, np.cumsum(sizes)], pdf["table"].to_numpy(), plan)
+            none = pd.array([pd.NA] * len(a), dtype="Int64")
+            yield pd.DataFrame({"a": pd.array(a, dtype="Int64"), "b": pd.array(b, dtype="Int64"), "compared": none})
+            yield pd.DataFrame({"a": pd.array([pd.NA], dtype="Int64"), "b": pd.array([pd.NA], dtype="Int64"),
+                                "compared": pd.array([compared], dtype="Int64")})
+
+    return groups.mapInPandas(per_batch, PAIR_SCHEMA)
+
+
+def with_jaccard(pairs: DataFrame, n: int) -> DataFrame:
+    """pairs (..., text_a, text_b) without the texts, plus `jaccard` (double)."""
+    schema = StructType([f for f in pairs.schema.fields if f.name not in ("text_a", "text_b")]
+                        + [StructField("jaccard", DoubleType(), False)])
+
+    def per_batch(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            j = pair_jaccards(batch.column("text_a").to_pylist(), batch.column("text_b").to_pylist(), n)
+            yield batch.drop_columns(["text_a", "text_b"]).append_column("jaccard", pa.array(j))
+
+    return pairs.mapInArrow(per_batch, schema)
+
+
+def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, dict]:
+    """docs: (id, fingerprint, short_fingerprint, short_text, ...) from the fingerprint stage.
+
+    Returns verified edges (src, dst) between main fingerprints, and the statistics for the report."""
+    short = docs.where(F.col("short_fingerprint").isNotNull() & F.col("fingerprint").isNotNull())
+    reps = keep(
+        short.groupBy("fingerprint")
+        .agg(F.min(F.struct("id", "short_fingerprint", "short_text")).alias("r"))
+        .select("fingerprint", "r.short_fingerprint", "r.short_text", "r.id")
+    )
+    heads = keep(
+        reps.groupBy("short_fingerprint")
+        .agg(F.min(F.struct("id", "fingerprint", "short_text")).alias("h"))
+        .select("short_fingerprint", "h.fingerprint", "h.short_text")
+    )
+    n_reps, n_heads = reps.count(), heads.count()
+    plan = choose_plan(n_heads, spec.k)
+    pair_rows = keep(group_pairs(key_groups(block_rows(heads.select(F.col("short_fingerprint").alias("fingerprint")), plan)), plan))
+    compared = pair_rows.agg(F.sum("compared")).first()[0] or 0
+
+    head_a = heads.select(F.col("short_fingerprint").alias("a"), F.col("fingerprint").alias("fp_a"),
+                          F.col("short_text").alias("text_a"))
+    head_b = heads.select(F.col("short_fingerprint").alias("b"), F.col("fingerprint").alias("fp_b"),
+                          F.col("short_text").alias("text_b"))
+    near = (pair_rows.where(F.col("a").isNotNull()).join(head_a, "a").join(head_b, "b")
+            .select("fp_a", "fp_b", "text_a", "text_b"))
+    same = (reps.join(head_b.withColumnRenamed("b", "short_fingerprint"), "short_fingerprint")
+            .where(F.col("fingerprint") != F.col("fp_b"))
+            .select(F.col("fingerprint").alias("fp_a"), "fp_b", F.col("short_text").alias("text_a"), "text_b"))
+    checked = keep(with_jaccard(near.unionByName(same), spec.char_ngram))
+    counts = checked.agg(F.count(F.lit(1)).alias("candidates"),
+                         F.sum((F.col("jaccard") >= spec.min_jaccard).cast("long")).alias("verified")).first()
+    edges = checked.where(F.col("jaccard") >= spec.min_jaccard).select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst"))
+    stats = {
+        **spec.describe(),
+        "short_pages_represented": n_reps,
+        "short_fingerprints": n_heads,
+        "tables": len(plan.tables),
+        "key_bits": plan.key_bits(),
+        "pairs_compared": int(compared),
+        "candidate_pairs": int(counts["candidates"] or 0),
+        "verified_pairs": int(counts["verified"] or 0),
+    }
+    return edges, stats

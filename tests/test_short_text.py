@@ -1,0 +1,137 @@
+"""Short-text mode: all-pairs candidates on the short fingerprint (pure numpy, against brute force), the
+short fingerprint itself, and the whole job against a brute-force reference of the mode's definition."""
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference import brute_force_short_pairs, components_of, planted_fingerprints, within_k_pairs
+from simhash_udf.blocks import plan_tables
+from simhash_udf.candidates import candidate_pairs
+from simhash_udf.config import load_config
+from simhash_udf.errors import DedupError
+from simhash_udf.fingerprint import fingerprint_text
+from simhash_udf.pipeline import run
+from simhash_udf.short_text import ShortTextSpec, pair_jaccards, short_fingerprints
+from test_candidates import python_key_groups
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(0, 10),
+    extra_blocks=st.integers(0, 2),
+    n_centres=st.integers(1, 30),
+    small_group=st.sampled_from([2, 3, 256]),
+)
+def test_candidate_pairs_are_all_pairs_within_k_once(seed, k, extra_blocks, n_centres, small_group):
+    rng = np.random.default_rng(seed)
+    fps = sorted(set(planted_fingerprints(rng, n_centres, k)))
+    plan = plan_tables(k, k + 1 + extra_blocks)
+    groups = python_key_groups(fps, plan)
+    members = np.array([fp for _, m in groups for fp in m], dtype=np.int64)
+    offsets = np.r_[0, np.cumsum([len(m) for _, m in groups])]
+    tables = np.array([t for t, _ in groups], dtype=np.int64)
+    src, dst, compared = candidate_pairs(members, offsets, tables, plan, small_group)
+    got = sorted(zip(src.tolist(), dst.tolist()))
+    unsigned = lambda x: x & (2**64 - 1)  # noqa: E731
+    expect = sorted(
+        tuple(sorted((fps[i], fps[j]), key=unsigned)) for i, j in within_k_pairs(fps, k)
+    )
+    assert got == expect  # every pair within k, each exactly once (first shared table), smaller unsigned first
+    assert compared == sum(len(m) * (len(m) - 1) // 2 for _, m in groups)
+
+
+def test_short_fingerprint_is_the_char_ngram_binary_simhash_of_short_pages_only():
+    spec = ShortTextSpec(max_chars=30, k=8, char_ngram=4, min_jaccard=0.7)
+    texts = ["a short post about cats", None, "x" * 30, "", "!!", "another one, ＦＵＬＬ width"]
+    fps, valid = short_fingerprints(texts, spec)
+    assert valid.tolist() == [True, False, False, False, True, True]
+    for text, fp, ok in zip(texts, fps.tolist(), valid.tolist()):
+        if ok:
+            assert fp == fingerprint_text(text, spec.features)
+    assert spec.features.version().endswith("/char4/binary/mmh3x64")
+
+
+def test_pair_jaccards_exact():
+    # "abcdef" 3-grams {abc, bcd, cde, def}; "abcdxy" {abc, bcd, cdx, dxy}: 2 shared of 6
+    got = pair_jaccards(["abcdef", "Same Text", "abc"], ["abcdxy", "same   text", "xyz"], 3)
+    assert got.tolist() == [pytest.approx(2 / 6), 1.0, 0.0]
+
+
+def short_corpus(seed: int, n_base: int = 40) -> pd.DataFrame:
+    """Short posts with variants: copies with 1-3 words changed, appended, dropped, re-cased; many share words,
+    so candidate pairs both pass and fail the Jaccard check."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(60)] + ["的", "我们", "今天", "天气", "新闻", "价格", "北京"]
+    rows = []
+    for b in range(n_base):
+        words = list(rng.choice(vocab, size=int(rng.integers(4, 14))))
+        rows.append(" ".join(words))
+        for _ in range(int(rng.integers(0, 4))):
+            w = list(words)
+            for _ in range(int(rng.integers(1, 4))):
+                op = rng.integers(0, 3)
+                pos = int(rng.integers(0, len(w)))
+                if op == 0:
+                    w[pos] = str(rng.choice(vocab))
+                elif op == 1:
+                    w.insert(pos, str(rng.choice(vocab)))
+                elif len(w) > 2:
+                    del w[pos]
+            rows.append(" ".join(w).upper() if rng.random() < 0.2 else " ".join(w))
+    rows += ["x" * 300, "", None, "!!!"]  # a long page, an empty one, a null, one without word features
+    return pd.DataFrame({"id": np.arange(len(rows), dtype=np.int64) * 7 % 1009, "text": rows})
+
+
+@pytest.mark.parametrize("seed,partitions", [(1, 1), (2, 3), (3, 5)])
+def test_job_equals_brute_force_reference(spark, tmp_path, seed, partitions):
+    docs = short_corpus(seed)
+    path = str(tmp_path / "docs.parquet")
+    docs.to_parquet(path)
+    spec = ShortTextSpec(max_chars=140, k=10 if seed == 1 else 8, char_ngram=4 if seed == 2 else 5,
+                         min_jaccard=0.6 if seed == 1 else 0.7)
+    k = 3
+    report = run(load_config(["--input", path, "--output", str(tmp_path / "out"), "--k", str(k),
+                              "--short-k", str(spec.k), "--short-char-ngram", str(spec.char_ngram),
+                              "--short-min-jaccard", str(spec.min_jaccard), "--input-partitions", str(partitions)]), spark)
+    ids, texts = docs["id"].tolist(), docs["text"].tolist()
+    clusters = pd.read_parquet(tmp_path / "out" / "clusters", dtype_backend="numpy_nullable").set_index("id")
+    fps = [None if pd.isna(clusters.at[i, "fingerprint"]) else int(clusters.at[i, "fingerprint"]) for i in ids]
+    assert fps == [None if t is None else fingerprint_text(t) for t in texts]  # the job's are the library's
+    short, n_candidates = brute_force_short_pairs(ids, texts, fps, spec)
+    with_fp = [i for i in range(len(ids)) if fps[i] is not None]
+    near = [(with_fp[a], with_fp[b]) for a, b in within_k_pairs([fps[i] for i in with_fp], k)]
+    comp = components_of(range(len(ids)), near + short)
+    smallest = {}
+    for i, c in comp.items():
+        smallest[c] = min(smallest.get(c, ids[i]), ids[i])
+    expect = {ids[i]: smallest[comp[i]] if fps[i] is not None else ids[i] for i in range(len(ids))}
+    assert clusters["cluster_id"].to_dict() == expect
+    st_ = report["short_text"]
+    assert st_["enabled"] and st_["candidate_pairs"] == n_candidates and st_["verified_pairs"] == len(short)
+    # premise: the mode mattered (it joined pages the main search did not) and the check rejected candidates
+    main_only = components_of(range(len(ids)), near)
+    assert any(main_only[a] != main_only[b] for a, b in short)
+    assert st_["verified_pairs"] < st_["candidate_pairs"]
+
+
+def test_off_switches_and_bad_settings(spark, tmp_path):
+    path = str(tmp_path / "docs.parquet")
+    short_corpus(4, 10).to_parquet(path)
+    report = run(load_config(["--input", path, "--output", str(tmp_path / "a"), "--short-text-chars", "0"]), spark)
+    assert report["short_text"] == {"enabled": False, "off_because": "--short-text-chars 0"}
+    report = run(load_config(["--input", path, "--output", str(tmp_path / "b"), "--cluster-mode", "star"]), spark)
+    assert report["short_text"]["enabled"] is False and "star" in report["short_text"]["off_because"]
+    for argv, message in [
+        (["--short-k", "11"], "--short-k"),
+        (["--short-min-jaccard", "0"], "--short-min-jaccard"),
+        (["--short-min-jaccard", "1.5"], "--short-min-jaccard"),
+        (["--short-char-ngram", "0"], "--short-char-ngram"),
+        (["--short-text-chars", "-1"], "--short-text-chars"),
+    ]:
+        with pytest.raises(DedupError, match=message):
+            load_config(["--input", path, "--output", str(tmp_path / "c"), *argv])
