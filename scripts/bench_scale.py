@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from simhash_udf.config import load_config  # noqa: E402
+from simhash_udf.config import DedupConfig, load_config  # noqa: E402
 from simhash_udf.pipeline import run  # noqa: E402
 from simhash_udf.session import get_spark  # noqa: E402
 
@@ -65,7 +65,7 @@ def jvm_peak_mb(spark) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="100000,1000000,10000000")
-    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--k", type=int, default=DedupConfig().k, help="default: the job's default k")
     ap.add_argument("--dup-share", type=float, default=0.1)
     ap.add_argument("--workdir", default=None)
     args = ap.parse_args()

@@ -7,7 +7,9 @@ several configurations, each evaluated against the Jaccard oracle (and the gener
 is a string of job options ("--tokenizer char --char-ngram 4"); the default list covers tokens vs word
 n-gram shingles vs character n-grams, tf vs tfidf (jieba's idf) vs tfidf-corpus vs binary, stop words, and
 k. Configurations that differ from another only in --k reuse its fingerprints (--input-format fingerprints
-on its clusters/), which is the same job without the fingerprint stage.
+on its clusters/), which is the same job without the fingerprint stage. The short-text mode is off in every
+configuration that does not name a --short-* option (the feature study compares the main fingerprint alone;
+stored fingerprints have no text for it anyway).
 """
 from __future__ import annotations
 
@@ -93,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                          "--k", str(k)]
             else:
                 argv_ = ["--input", docs_path] + shlex.split(options)
+                if "--short-" not in options:
+                    argv_ += ["--short-text-chars", "0"]
             cfg = load_config(argv_ + ["--output", out])
             t0 = time.perf_counter()
             report = run(cfg, spark)
