@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 import mmh3
 import numpy as np
 
-from .text import features, features_without_stop_words, segmenter_version
+from .text import auto_set, features, features_without_stop_words, segmenter_version
 
 DEFINITION_VERSION = "sh64-1"  # bump whenever any step below changes what a fingerprint is
 WEIGHTINGS = ("tf", "tfidf", "binary", "tfidf-corpus")
@@ -200,6 +200,15 @@ def weights_of(features: list[str], spec: FeatureSpec) -> tuple[list[str], np.nd
     raise ValueError(f"unknown weighting {spec.weighting!r}; choose one of {', '.join(WEIGHTINGS)}")
 
 
+def weighted_features(text: str, spec: FeatureSpec):
+    """weights_of(features_of(text, spec), spec); binary weights of auto tokens (the default) take the
+    fast path that de-duplicates the segmenter's output before anything else touches it. The features'
+    order is then arbitrary: the bit sums are integer sums, the same in any order."""
+    if spec.weighting == "binary" and spec.tokenizer == "auto" and spec.word_ngram <= 1 and not spec.stop_words:
+        return auto_set(text, spec.segmenter), None
+    return weights_of(features_of(text, spec), spec)
+
+
 def fingerprint_batch(texts: Iterable[str | None], spec: FeatureSpec = FeatureSpec()) -> tuple[np.ndarray, np.ndarray]:
     """Fingerprints (int64) and feature counts (int32) of a batch of texts.
 
@@ -213,7 +222,7 @@ def fingerprint_batch(texts: Iterable[str | None], spec: FeatureSpec = FeatureSp
         if text is None:
             lengths.append(-1)
             continue
-        feats, w = weights_of(features_of(text, spec), spec)
+        feats, w = weighted_features(text, spec)
         all_features.extend(feats)
         lengths.append(len(feats))
         if w is not None:

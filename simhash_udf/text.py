@@ -113,20 +113,51 @@ def auto_bag(raw: str, segment: str = "jieba") -> list[str]:
         return raw.translate(_ASCII_FOLD).split()
     pieces = _INERT_HAN_RUNS.split(raw)
     rest = _RUN_SEPARATOR.join(pieces[0::2])
-    if rest.isascii():
-        words = rest.translate(_ASCII_FOLD).split()
-    else:
-        rest = normalize_chars(rest)
-        if _HAN_CHAR.search(rest):
-            return tokens_auto(normalize_chars(raw), segment, ordered=False)
-        for mark in _CJK_PUNCTUATION:
-            if mark in rest:
-                rest = rest.replace(mark, " ")
-        words = rest.translate(_ASCII_FOLD).split() if rest.isascii() else _WORDS.findall(rest)
+    words = _rest_words(rest)
+    if words is None:
+        return tokens_auto(normalize_chars(raw), segment, ordered=False)
     if len(pieces) == 1:
         return words
     han = segmenter(segment)(_RUN_SEPARATOR.join(pieces[1::2]))
     return [t for t in han if t != _RUN_SEPARATOR] + words
+
+
+def auto_set(raw: str, segment: str = "jieba") -> set[str]:
+    """The distinct features of auto_bag(raw, segment) (binary weighting's hot path: the segmenter's
+    output goes straight into a set and its separator tokens are dropped once, not once per token)."""
+    if raw.isascii():
+        return set(raw.translate(_ASCII_FOLD).split())
+    pieces = _INERT_HAN_RUNS.split(raw)
+    words = _rest_words(_RUN_SEPARATOR.join(pieces[0::2]))
+    if words is None:
+        return set(tokens_auto(normalize_chars(raw), segment, ordered=False))
+    if len(pieces) == 1:
+        return set(words)
+    distinct = set(segmenter(segment)(_RUN_SEPARATOR.join(pieces[1::2])))
+    distinct.discard(_RUN_SEPARATOR)
+    distinct.update(words)
+    return distinct
+
+
+def _rest_words(rest: str) -> list[str] | None:
+    """The words of a page's non-Han rest (its pieces joined by newlines), normalised; None when normalising
+    it yields Han characters (the caller then takes the slow path).
+
+    NFKC first: on Chinese pages it maps the full-width punctuation to ASCII, and the CJK marks it keeps are
+    replaced by spaces, so the rest is usually ASCII and one str.translate does lower-casing, digits and word
+    boundaries (lower-casing and digit folding commute with replacing those marks)."""
+    if rest.isascii():
+        return rest.translate(_ASCII_FOLD).split()
+    rest = unicodedata.normalize("NFKC", rest)
+    for mark in _CJK_PUNCTUATION:
+        if mark in rest:
+            rest = rest.replace(mark, " ")
+    if rest.isascii():
+        return rest.translate(_ASCII_FOLD).split()
+    rest = _DIGIT.sub("0", rest.lower())
+    if _HAN_CHAR.search(rest):
+        return None
+    return rest.translate(_ASCII_FOLD).split() if rest.isascii() else _WORDS.findall(rest)
 
 
 def tokens_segmenter(text: str, segment: str = "jieba") -> list[str]:

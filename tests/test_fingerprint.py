@@ -15,6 +15,7 @@ from simhash_udf.fingerprint import (
 )
 from simhash_udf.text import (
     auto_bag,
+    auto_set,
     normalize_chars,
     normalize_text,
     tokenize,
@@ -65,7 +66,7 @@ def reference_fingerprint(text, spec=FeatureSpec()):
 # punctuation of both kinds, white-space runs (including ideographic space and tabs).
 PIECES = ["我们", "北京", "人工智能", "的", "发展", "开会", "今天", "中华人民共和国", "新闻", "报道",
           "Hello", "world", "THE", "data", "Ｓｐａｒｋ", "１２３", "2024", "é", "naïve", "ﬁ",
-          "，", "。", "！", ",", ".", " ", "   ", "\t", "\u3000", "\n\n", "-", "_", "【广告】",
+          "，", "。", "！", ",", ".", " ", "   ", "\t", "\u3000", "\n\n", "-", "_", "【广告】", "《", "》", "“", "”", "、", "—", "·", "（", "）",
           # characters where normalising a piece of a page could differ from normalising the page: compatibility
           # and radical forms of Han characters, final sigma, İ, combining marks, digits of other scripts
           "豈", "\u2f00", "\U0002f800", "㈠", "ΑΣ", "Σ", "İ", "e\u0301", "\u0301", "٣", "Ⅻ", "①", "ｶﾞ", "\u00ad"]
@@ -97,6 +98,15 @@ def test_fast_auto_tokens_equal_definition(text, segment):
     normalising the whole page and tokenising it."""
     expected = tokens_auto(normalize_chars(text), segment, ordered=True)
     assert sorted(auto_bag(text, segment)) == sorted(expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.sampled_from(["jieba", "rjieba"]))
+def test_fast_distinct_features_equal_definition(text, segment):
+    """Binary weighting's hot path gives exactly the distinct features of the definition's tokens."""
+    expected = set(tokens_auto(normalize_chars(text), segment, ordered=True))
+    got = auto_set(text, segment)
+    assert sorted(got) == sorted(expected)
 
 
 @settings(max_examples=50, deadline=None)
