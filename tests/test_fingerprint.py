@@ -168,6 +168,9 @@ GOLDEN = [
     ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(), -9087775145514117480),
     ("the the the cat sat on the mat the end", FeatureSpec(), 7623204451377676332),
     ("the the the cat sat on the mat the end", FeatureSpec(weighting="tf"), 7678624741922115100),
+    # the default's fast path (distinct tokens straight from the segmenter) with the reference segmenter
+    ("我们今天在北京开会，讨论了人工智能的发展。", FeatureSpec(segmenter="jieba"), 3251608506960978450),
+    ("中文 mixed with English 和数字 2024年5月3日 ￥199", FeatureSpec(segmenter="jieba"), -9087775145514117480),
 ]
 
 
