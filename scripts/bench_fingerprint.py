@@ -264,8 +264,8 @@ def main() -> None:
     print(f"\n(one core each: Python timings in one process, the Spark queries in local[1] over the same cached "
           f"DataFrame with the job's Arrow batch limits; best of {REPEATS} runs; bare cut is the backend's cut() of "
           "the raw page, in Spark inside a mapInArrow like the stage's; the no-op only reads the pages into Python)")
-    for r in rows:
-        print(f"text {r['lang']}: {r['source']}")
+    for lang, source in dict((r["lang"], r["source"]) for r in rows).items():
+        print(f"text {lang}: {source}")
     for r in rows:
         if "sweep" in r:
             print(f"\nArrow batch limits, {r['backend']}, {r['lang']}: fingerprint stage MB/s and the Python peak memory "

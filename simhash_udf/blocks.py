@@ -18,6 +18,7 @@ import numpy as np
 F = 64
 MAX_K = 10
 MAX_TABLES = 512
+MAX_BLOCKS = 20  # the first-shared-table lookup has 2^m entries (2 MB at m = 20)
 
 
 @dataclass(frozen=True)
@@ -50,12 +51,10 @@ class TablePlan:
     def first_table_lookup(self) -> np.ndarray:
         """For each m-bit set of agreeing blocks, the first table whose blocks all agree (-1: none)."""
         lookup = np.full(1 << self.m, -1, dtype=np.int16)
-        table_bits = [sum(1 << b for b in table) for table in self.tables]
-        for agree in range(1 << self.m):
-            for t, bits in enumerate(table_bits):
-                if agree & bits == bits:
-                    lookup[agree] = t
-                    break
+        agree = np.arange(1 << self.m, dtype=np.int64)
+        for t in reversed(range(len(self.tables))):  # later tables first, so the first one wins
+            bits = sum(1 << b for b in self.tables[t])
+            lookup[(agree & bits) == bits] = t
         return lookup
 
     def describe(self) -> dict:
@@ -91,11 +90,11 @@ def plan_cost(n: int, plan: TablePlan) -> dict:
 
 
 def choose_plan(n: int, k: int) -> TablePlan:
-    """The plan with m in k+1 .. 64 blocks that minimises exploded rows plus expected comparisons for n
+    """The plan with m in k+1 .. MAX_BLOCKS blocks that minimises exploded rows plus expected comparisons for n
     distinct fingerprints (Manku et al.: more tables with wider keys as n grows)."""
     check_k(k)
     best = None
-    for m in range(k + 1, F + 1):
+    for m in range(k + 1, MAX_BLOCKS + 1):
         if comb(m, k) > MAX_TABLES:
             break
         plan = plan_tables(k, m)
@@ -109,8 +108,9 @@ def plan_tables(k: int, m: int | None = None) -> TablePlan:
     """Blocks and tables for distance k with m blocks (default k + 1: 4 x 16 bits for k = 3)."""
     check_k(k)
     m = k + 1 if m is None or m == 0 else m
-    if not k + 1 <= m <= F:
-        raise ValueError(f"--blocks {m} cannot guarantee distance k={k}: use between {k + 1} and {F} blocks")
+    if not k + 1 <= m <= MAX_BLOCKS:
+        raise ValueError(f"--blocks {m} cannot guarantee distance k={k} (or needs a 2^{m}-entry table lookup): "
+                         f"use between {k + 1} and {MAX_BLOCKS} blocks")
     if comb(m, k) > MAX_TABLES:
         raise ValueError(f"--blocks {m} with k={k} makes {comb(m, k)} tables (> {MAX_TABLES}); use fewer blocks")
     base, extra = divmod(F, m)

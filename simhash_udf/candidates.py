@@ -9,6 +9,7 @@ hot key with n members then costs at most n - 1 edges instead of n^2 / 2.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -46,6 +47,12 @@ class PairFilter:
             first = self.lookup[agree]
             ok[idx] = first == (table[idx] if isinstance(table, np.ndarray) else table)
         return ok
+
+
+@lru_cache(maxsize=8)
+def pair_filter(plan: TablePlan) -> PairFilter:
+    """One filter per plan and Python worker (its lookup has 2^m entries)."""
+    return PairFilter(plan)
 
 
 def spanning_forest_edges(i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -136,7 +143,7 @@ def candidate_edges(
     offsets = np.asarray(offsets, dtype=np.int64)
     tables = np.asarray(tables, dtype=np.int64)
     starts, sizes = offsets[:-1], np.diff(offsets)
-    filt = PairFilter(plan)
+    filt = pair_filter(plan)
     compared = int((sizes * (sizes - 1) // 2).sum())
 
     small = (sizes >= 2) & (sizes <= small_group)
@@ -172,7 +179,7 @@ def candidate_pairs(
     offsets = np.asarray(offsets, dtype=np.int64)
     tables = np.asarray(tables, dtype=np.int64)
     starts, sizes = offsets[:-1], np.diff(offsets)
-    filt = PairFilter(plan)
+    filt = pair_filter(plan)
     small = (sizes >= 2) & (sizes <= small_group)
     i, j = _small_group_pairs(members, starts[small], sizes[small], tables[small], filt)
     src, dst = [members[i]], [members[j]]

@@ -18,7 +18,7 @@ from .config import DedupConfig
 from .corpus_idf import with_corpus_idf
 from .fingerprint_udf import with_fingerprints
 from .history import History, attach_history, related_block_rows
-from .pairs import block_rows, group_edges, key_groups
+from .pairs import block_rows, group_batches, group_edges
 from .read import check_columns, check_ids, input_error, read_input
 from .report_plots import write_plots
 from .resolve import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
@@ -116,17 +116,18 @@ def near_duplicate_clusters(
             related = keep(history.join(related_rows.select("fingerprint").distinct(), "fingerprint", "left_semi"))
             n_related = related.count()
             rows = rows.union(related_rows)
-        groups = keep(key_groups(rows))
-        n_groups = counts["key_groups"] = groups.count()
         counts["tables"] = len(plan.tables)
 
-    with timer("candidates") as counts:
-        edge_rows = keep(group_edges(groups, plan))
-        pair_stats = edge_rows.agg(
-            F.sum("compared").alias("pairs_compared"),
-            F.sum("accepted").alias("pairs_accepted"),
-            F.count("src").alias("forest_edges"),
-        ).first()
+    with timer("candidates") as counts:  # the shuffle and sort that form the key groups happen here
+        edge_rows = keep(group_edges(rows, plan))
+        with group_batches(docs.sparkSession):
+            pair_stats = edge_rows.agg(
+                F.sum("compared").alias("pairs_compared"),
+                F.sum("accepted").alias("pairs_accepted"),
+                F.count("src").alias("forest_edges"),
+                F.sum("groups").alias("key_groups"),
+            ).first()
+        n_groups = counts["key_groups"] = int(pair_stats["key_groups"] or 0)
         by_distance = {
             int(r["distance"]): int(r["pairs"])
             for r in edge_rows.where(F.col("distance").isNotNull()).groupBy("distance")

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -20,28 +18,26 @@ from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
 from .blocks import TablePlan, choose_plan
 from .candidates import candidate_pairs
-from .pairs import block_rows, key_groups
+from .pairs import block_rows, group_batches, key_runs, walk_groups
 from .short_text import ShortTextSpec, pair_jaccards
 
 PAIR_SCHEMA = StructType([StructField("a", LongType(), True), StructField("b", LongType(), True),
                           StructField("compared", LongType(), True)])
 
 
-def group_pairs(groups: DataFrame, plan: TablePlan) -> DataFrame:
-    """(a, b, null) for every accepted pair of the key groups, plus one (null, null, compared) row per batch."""
+def group_pairs(rows: DataFrame, plan: TablePlan) -> DataFrame:
+    """(a, b, null) for every accepted pair of the key groups of block rows, plus one (null, null, compared)
+    row per call."""
+    schema = pa.schema([pa.field(f.name, pa.int64()) for f in PAIR_SCHEMA])
 
-    def per_batch(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        for pdf in batches:
-            arrays = pdf["members"].tolist()
-            sizes = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
-            members = np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
-            a, b, compared = candidate_pairs(members, np.r_[0, np.cumsum(sizes)], pdf["table"].to_numpy(), plan)
-            none = pd.array([pd.NA] * len(a), dtype="Int64")
-            yield pd.DataFrame({"a": pd.array(a, dtype="Int64"), "b": pd.array(b, dtype="Int64"), "compared": none})
-            yield pd.DataFrame({"a": pd.array([pd.NA], dtype="Int64"), "b": pd.array([pd.NA], dtype="Int64"),
-                                "compared": pd.array([compared], dtype="Int64")})
+    def per_groups(members, offsets, tables):
+        a, b, compared = candidate_pairs(members, offsets, tables, plan)
+        yield pa.RecordBatch.from_arrays([pa.array(a, pa.int64()), pa.array(b, pa.int64()),
+                                          pa.nulls(len(a), pa.int64())], schema=schema)
+        yield pa.RecordBatch.from_arrays([pa.nulls(1, pa.int64()), pa.nulls(1, pa.int64()),
+                                          pa.array([compared], pa.int64())], schema=schema)
 
-    return groups.mapInPandas(per_batch, PAIR_SCHEMA)
+    return key_runs(rows, plan).mapInArrow(lambda batches: walk_groups(batches, per_groups), PAIR_SCHEMA)
 
 
 def with_jaccard(pairs: DataFrame, n: int) -> DataFrame:
@@ -74,8 +70,9 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
     )
     n_reps, n_heads = reps.count(), heads.count()
     plan = choose_plan(n_heads, spec.k)
-    pair_rows = keep(group_pairs(key_groups(block_rows(heads.select(F.col("short_fingerprint").alias("fingerprint")), plan)), plan))
-    compared = pair_rows.agg(F.sum("compared")).first()[0] or 0
+    pair_rows = keep(group_pairs(block_rows(heads.select(F.col("short_fingerprint").alias("fingerprint")), plan), plan))
+    with group_batches(docs.sparkSession):
+        compared = pair_rows.agg(F.sum("compared")).first()[0] or 0
 
     head_a = heads.select(F.col("short_fingerprint").alias("a"), F.col("fingerprint").alias("fp_a"),
                           F.col("short_text").alias("text_a"))

@@ -82,7 +82,7 @@ def test_default_plan_is_four_16_bit_blocks():
     assert [len(t) for t in plan.tables] == [1, 1, 1, 1]
 
 
-@pytest.mark.parametrize("k,m", [(-1, None), (11, None), (3, 3), (3, 65), (6, 40)])
+@pytest.mark.parametrize("k,m", [(-1, None), (11, None), (3, 3), (3, 65), (6, 40), (1, 21), (0, 64)])
 def test_impossible_plans_are_refused(k, m):
     with pytest.raises(ValueError):
         plan_tables(k, m)
@@ -136,3 +136,12 @@ def test_planner_widens_keys_as_n_grows():
             assert chosen.m >= k + 1
             costs = [plan_cost(n, plan_tables(k, m))["cost"] for m in range(k + 1, k + 6)]
             assert plan_cost(n, chosen)["cost"] <= min(costs)
+
+
+@pytest.mark.parametrize("k,m", [(0, 1), (3, 4), (3, 7), (6, 8), (6, 9), (2, 12)])
+def test_first_table_lookup_is_the_first_table_whose_blocks_all_agree(k, m):
+    plan = plan_tables(k, m)
+    lookup = plan.first_table_lookup()
+    for agree in range(1 << m):
+        first = next((t for t, table in enumerate(plan.tables) if all(agree >> b & 1 for b in table)), -1)
+        assert lookup[agree] == first

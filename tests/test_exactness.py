@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from reference import brute_force_clusters, planted_fingerprints
+from simhash_udf import pairs
 from simhash_udf.pipeline import StageTimer, near_duplicate_clusters
 
 
@@ -70,3 +71,27 @@ def test_exact_copies_never_enter_the_pair_stage(cluster):
     assert stats["pairs_compared"] == 3 and stats["pairs_accepted"] == 1
     assert histogram == {1001: 1}
     assert {r[0] for r in rows.values()} == {5}
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    plan=st.sampled_from([(3, 4), (6, 8), (2, 5), (1, 20)]),  # (1, 20): keys too wide to pack with the table
+)
+def test_groups_cut_across_arrow_batches_stay_exact(cluster, seed, plan):
+    """With 3 rows per Arrow batch nearly every key group runs across batches; clusters stay exact."""
+    k, m = plan
+    rng = np.random.default_rng(seed)
+    fps = planted_fingerprints(rng, 30, k)
+    ids = [int(i) for i in rng.permutation(len(fps)) + 1]
+    before, pairs.GROUP_BATCH_ROWS = pairs.GROUP_BATCH_ROWS, 3
+    try:
+        rows, _, stats = cluster(ids, fps, k, m)
+    finally:
+        pairs.GROUP_BATCH_ROWS = before
+    assert {i: r[0] for i, r in rows.items()} == brute_force_clusters(ids, fps, k)
+    n = len(set(fps))
+    assert stats["pairs_accepted"] == sum(
+        bin((a ^ b) & (2**64 - 1)).count("1") <= k for i, a in enumerate(sorted(set(fps))) for b in sorted(set(fps))[i + 1:]
+    )
+    assert 0 < stats["key_groups"] <= n * len(stats["table_plan"]["key_bits"])
