@@ -1,6 +1,7 @@
 """Our job against two other near-duplicate detectors on the same generated corpus, in one process:
 
-  a. ours: the whole simhash-dedup job (`pipeline.run`, default settings: 64-bit SimHash, k = 3);
+  a. ours: the whole simhash-dedup job (`pipeline.run`, default settings: 64-bit SimHash, binary weights,
+     k = 6, short-text mode on);
   b. the `simhash` package from PyPI (pure Python, single-threaded): `Simhash(text)` with its default
      features, `SimhashIndex(objs, k=3)`, then `get_near_dups` for every document;
   c. Spark ML MinHash LSH: character 5-gram shingles of the normalised text, HashingTF (binary, 2^20
