@@ -8,7 +8,6 @@ one process. Prints seconds per stage, rows exploded, pairs compared, peak memor
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import resource
 import shutil
@@ -110,9 +109,9 @@ def main() -> None:
             "py_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         })
         r = results[-1]
-        # unrelated random fingerprints are within k by chance with probability sum_d<=k C(64, d) / 2^64:
+        # unrelated random fingerprints are within k by chance (blocks.chance_pairs, in the job's report):
         # such pairs are correct joins for the job (it promises distance, not provenance)
-        r["chance"] = n * (n - 1) / 2 * sum(math.comb(64, d) for d in range(args.k + 1)) / 2.0**64
+        r["chance"] = report["candidates"]["chance_pairs_uniform"]
         print(f"n={n:>10,}: {wall:7.1f} s  rows exploded {r['rows']:,}  pairs compared {r['compared']:,}  "
               f"groups split {split_groups}  clusters mixing {mixed} (chance pairs within k expected {r['chance']:.1f})",
               flush=True)

@@ -89,6 +89,18 @@ def plan_cost(n: int, plan: TablePlan) -> dict:
     return {"rows": rows, "expected_comparisons": pairs, "cost": rows + pairs / COMPARISONS_PER_ROW}
 
 
+def chance_pairs(n: int, k: int, f: int = 64) -> float:
+    """Expected number of pairs within k bits among n distinct, uniformly random f-bit fingerprints.
+
+    A floor on the job's chance joins: real unrelated pages of one language agree on more bits than random
+    ones. It grows with n squared, which is why k must shrink (or star clusters be used) as a history grows:
+    about 2.3 pairs per 10^6 fingerprints at k = 6, 2.3 million per 10^9."""
+    if n < 2:
+        return 0.0
+    within = sum(comb(f, d) for d in range(1, min(k, f) + 1))
+    return n * (n - 1) / 2 * within / (2.0**f - 1)
+
+
 def choose_plan(n: int, k: int) -> TablePlan:
     """The plan with m in k+1 .. MAX_BLOCKS blocks that minimises exploded rows plus expected comparisons for n
     distinct fingerprints (Manku et al.: more tables with wider keys as n grows)."""

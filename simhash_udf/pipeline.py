@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import __version__
-from .blocks import choose_plan, plan_cost, plan_tables
+from .blocks import chance_pairs, choose_plan, plan_cost, plan_tables
 from .components import connected_components
 from .config import DedupConfig
 from .corpus_idf import with_corpus_idf
@@ -26,6 +26,18 @@ from .short_pairs import short_text_edges
 from .write import OutputDir
 
 log = logging.getLogger("simhash_dedup")
+# Warn when chance pairs of random fingerprints are more than this share of the accepted pairs.
+CHANCE_WARN_SHARE = 0.01
+
+
+def chance_warning(chance: float, accepted: int, k: int, n: int) -> str | None:
+    """The warning to log when at least one accepted pair, and more than CHANCE_WARN_SHARE of them, is
+    expected by chance alone among n random fingerprints (`blocks.chance_pairs`); None otherwise."""
+    if chance < 1 or chance <= CHANCE_WARN_SHARE * accepted:
+        return None
+    return (f"{chance:,.0f} of the {accepted:,} pairs within k = {k} are expected between unrelated pages by "
+            f"chance alone ({n:,} fingerprints, even if they were uniformly random); transitive clusters can "
+            f"chain through them: consider a smaller --k or --cluster-mode star")
 
 
 class StageTimer:
@@ -135,6 +147,10 @@ def near_duplicate_clusters(
         }
         counts.update(compared=int(pair_stats["pairs_compared"] or 0), accepted=int(pair_stats["pairs_accepted"] or 0),
                       forest_edges=int(pair_stats["forest_edges"] or 0))
+        chance = float(f"{chance_pairs(n_distinct + n_history, k):.4g}")
+        warning = chance_warning(chance, counts["accepted"], k, n_distinct + n_history)
+        if warning:
+            log.warning(warning)
         edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
         if short_edges is not None:
             edges = edges.unionByName(short_edges)
@@ -166,6 +182,7 @@ def near_duplicate_clusters(
         "forest_edges": int(pair_stats["forest_edges"] or 0),
         "pairs_accepted_by_distance": {str(d): by_distance.get(d, 0) for d in range(k + 1)},
         "component_rounds": rounds,
+        "chance_pairs_uniform": chance,
         "table_plan": {**plan.describe(), **plan_cost(n_distinct + n_history, plan)},
         "max_distance_to_kept": {str(d): chaining[d] for d in sorted(chaining)},
     }

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference import components_of, planted_fingerprints, within_k_pairs
-from simhash_udf.blocks import plan_tables
+from simhash_udf.blocks import chance_pairs, plan_tables
+from simhash_udf.pipeline import chance_warning
 from simhash_udf.candidates import candidate_edges, spanning_forest_edges
 
 
@@ -145,3 +146,32 @@ def test_first_table_lookup_is_the_first_table_whose_blocks_all_agree(k, m):
     for agree in range(1 << m):
         first = next((t for t, table in enumerate(plan.tables) if all(agree >> b & 1 for b in table)), -1)
         assert lookup[agree] == first
+
+
+@settings(max_examples=40, deadline=None)
+@given(f=st.integers(1, 10), k=st.integers(0, 12))
+def test_chance_pairs_is_exact_when_every_value_is_drawn(f, k):
+    """n = 2^f distinct f-bit fingerprints are all the values there are, so the expectation is the count."""
+    values = np.arange(2**f, dtype=np.uint64)
+    count = sum(int((np.bitwise_count(values[i] ^ values[i + 1:]) <= k).sum()) for i in range(len(values)))
+    assert chance_pairs(2**f, k, f) == pytest.approx(count)
+
+
+def test_chance_pairs_matches_sampled_random_fingerprints():
+    """Monte Carlo check at f = 16, k = 3: 400 random distinct fingerprints, 200 draws."""
+    rng = np.random.default_rng(5)
+    counts = []
+    for _ in range(200):
+        fps = rng.choice(2**16, size=400, replace=False).astype(np.uint64)
+        counts.append(sum(int((np.bitwise_count(fps[i] ^ fps[i + 1:]) <= 3).sum()) for i in range(len(fps))))
+    expected = chance_pairs(400, 3, 16)  # 79,800 pairs x 696 / 65,535 = 847.5
+    assert abs(np.mean(counts) - expected) < 4 * np.std(counts) / np.sqrt(len(counts))
+    assert chance_pairs(1, 6) == chance_pairs(0, 6) == 0.0
+    assert chance_pairs(10**9, 6) == pytest.approx(2.26e6, rel=0.01)
+
+
+def test_chance_warning_only_when_chance_pairs_matter():
+    assert chance_warning(0.5, 0, 6, 10**5) is None          # less than one pair expected
+    assert chance_warning(2.3, 86_103, 6, 10**6) is None     # 2.3 of 86,103 accepted: noise
+    text = chance_warning(2.26e6, 5_000_000, 6, 10**9)
+    assert text is not None and "2,260,000 of the 5,000,000 pairs within k = 6" in text and "--cluster-mode star" in text

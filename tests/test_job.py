@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simhash_udf.blocks import plan_tables
+from simhash_udf.blocks import chance_pairs, plan_tables
 from simhash_udf.config import DedupConfig, load_config
 from simhash_udf.errors import DedupError
 from simhash_udf.pipeline import run
@@ -79,6 +79,7 @@ def test_output_layout(sample_run, sample):
     fps = np.array(sorted(set(clusters["fingerprint"].dropna().astype(np.int64))), dtype=np.int64).view(np.uint64)
     d = np.concatenate([np.bitwise_count(fps[i] ^ fps[i + 1:]) for i in range(len(fps))])
     assert [by_distance[str(i)] for i in range(k + 1)] == [int((d == i).sum()) for i in range(k + 1)]
+    assert on_disk["candidates"]["chance_pairs_uniform"] == pytest.approx(chance_pairs(len(fps), k), rel=1e-3)
     assert on_disk["plots"] == ["cluster_sizes.png", "pair_distances.png"]
     # chaining: per cluster with duplicates, the largest distance of a member to the kept page
     kept_fp = clusters.set_index("id")["fingerprint"]
