@@ -120,7 +120,8 @@ def near_duplicate_clusters(
         if history is not None:
             counts["history_fingerprints"] = n_history
 
-    plan = plan_tables(k, blocks) if blocks else choose_plan(n_distinct + n_history, k)
+    n_search = n_distinct + n_history  # fingerprints in the pair search
+    plan = plan_tables(k, blocks) if blocks else choose_plan(n_search, k)
     with timer("blocks") as counts:
         rows = block_rows(distinct, plan)
         if history is not None:
@@ -147,8 +148,8 @@ def near_duplicate_clusters(
         }
         counts.update(compared=int(pair_stats["pairs_compared"] or 0), accepted=int(pair_stats["pairs_accepted"] or 0),
                       forest_edges=int(pair_stats["forest_edges"] or 0))
-        chance = float(f"{chance_pairs(n_distinct + n_history, k):.4g}")
-        warning = chance_warning(chance, counts["accepted"], k, n_distinct + n_history)
+        chance = float(f"{chance_pairs(n_search, k):.4g}")
+        warning = chance_warning(chance, counts["accepted"], k, n_search)
         if warning:
             log.warning(warning)
         edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
@@ -183,7 +184,7 @@ def near_duplicate_clusters(
         "pairs_accepted_by_distance": {str(d): by_distance.get(d, 0) for d in range(k + 1)},
         "component_rounds": rounds,
         "chance_pairs_uniform": chance,
-        "table_plan": {**plan.describe(), **plan_cost(n_distinct + n_history, plan)},
+        "table_plan": {**plan.describe(), **plan_cost(n_search, plan)},
         "max_distance_to_kept": {str(d): chaining[d] for d in sorted(chaining)},
     }
     if history is not None:
