@@ -18,8 +18,10 @@ from typing import Iterable, Sequence
 
 import mmh3
 import numpy as np
+import pyarrow as pa
 
-from .text import auto_set, features, features_without_stop_words, segmenter_version
+from .text import _RUN_SEPARATOR, auto_set, features, features_without_stop_words, segmenter, segmenter_version
+from .text_batch import split_pages
 
 DEFINITION_VERSION = "sh64-1"  # bump whenever any step below changes what a fingerprint is
 WEIGHTINGS = ("tf", "tfidf", "binary", "tfidf-corpus")
@@ -44,11 +46,6 @@ class _HashCache(dict):
 
 
 _HASHES = _HashCache()
-
-
-def hash_features(features: Sequence[str]) -> np.ndarray:
-    """Hashes of many features at once, as uint64."""
-    return np.fromiter(map(_HASHES.__getitem__, features), dtype=np.uint64, count=len(features))
 
 
 # _BYTE_BITS[v, j] = bit j of the byte value v: turns per-byte-value histograms into per-bit sums.
@@ -200,11 +197,17 @@ def weights_of(features: list[str], spec: FeatureSpec) -> tuple[list[str], np.nd
     raise ValueError(f"unknown weighting {spec.weighting!r}; choose one of {', '.join(WEIGHTINGS)}")
 
 
+def distinct_auto_features(spec: FeatureSpec) -> bool:
+    """Whether the spec's features are the distinct auto tokens (binary weights, the default), which have
+    fast paths: auto_set per page, split_pages per Arrow batch."""
+    return spec.weighting == "binary" and spec.tokenizer == "auto" and spec.word_ngram <= 1 and not spec.stop_words
+
+
 def weighted_features(text: str, spec: FeatureSpec):
     """weights_of(features_of(text, spec), spec); binary weights of auto tokens (the default) take the
     fast path that de-duplicates the segmenter's output before anything else touches it. The features'
     order is then arbitrary: the bit sums are integer sums, the same in any order."""
-    if spec.weighting == "binary" and spec.tokenizer == "auto" and spec.word_ngram <= 1 and not spec.stop_words:
+    if distinct_auto_features(spec):
         return auto_set(text, spec.segmenter), None
     return weights_of(features_of(text, spec), spec)
 
@@ -215,22 +218,58 @@ def fingerprint_batch(texts: Iterable[str | None], spec: FeatureSpec = FeatureSp
     A null text gets feature count -1, a text with no features (empty, only punctuation or white space)
     gets 0; for both the fingerprint is 0 and the caller stores null.
     """
-    all_features: list[str] = []
+    return _fingerprints((None if text is None else weighted_features(text, spec) for text in texts), spec)
+
+
+def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec()) -> tuple[np.ndarray, np.ndarray]:
+    """fingerprint_batch of an Arrow string array, the same values. For the default features the pages are
+    normalised and split for the whole batch at once (text_batch.split_pages) and only pages with
+    characters outside its table are turned into Python strings for the per-page path."""
+    if not distinct_auto_features(spec):
+        return fingerprint_batch(texts.to_pylist(), spec)
+    han, rest, slow = split_pages(texts)
+    valid = np.asarray(texts.is_valid())
+    cut = segmenter(spec.segmenter)
+
+    def features():
+        for i in range(len(han)):
+            if not valid[i]:
+                yield None
+            elif slow[i]:
+                yield auto_set(texts[i].as_py(), spec.segmenter), None
+            elif han[i]:
+                distinct = set(cut(han[i]))
+                distinct.discard(_RUN_SEPARATOR)
+                distinct.update(rest[i].split())
+                yield distinct, None
+            else:
+                yield set(rest[i].split()), None
+
+    return _fingerprints(features(), spec)
+
+
+def _fingerprints(weighted, spec: FeatureSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Fingerprints and feature counts from each text's (features, weights or None), None for a null text.
+
+    A text's features are hashed as soon as they are made, while their str objects are still in the CPU's
+    caches (looking them up after the whole batch costs about twice as much)."""
+    hashes: list[int] = []
     weight_parts: list[np.ndarray] = []
     lengths: list[int] = []
-    for text in texts:
-        if text is None:
+    lookup = _HASHES.__getitem__
+    for item in weighted:
+        if item is None:
             lengths.append(-1)
             continue
-        feats, w = weighted_features(text, spec)
-        all_features.extend(feats)
+        feats, w = item
+        hashes.extend(map(lookup, feats))
         lengths.append(len(feats))
         if w is not None:
             weight_parts.append(w)
     counts = np.asarray(lengths, dtype=np.int32)
     offsets = np.r_[0, np.cumsum(np.maximum(counts, 0), dtype=np.int64)]
     weights = np.concatenate([np.zeros(0, np.int64), *weight_parts]) if spec.weighting.startswith("tfidf") else None
-    fps = simhash_from_hashes(hash_features(all_features), offsets, weights)
+    fps = simhash_from_hashes(np.array(hashes, dtype=np.uint64), offsets, weights)
     return to_signed(fps), counts
 
 

@@ -9,10 +9,11 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from .fingerprint import FeatureSpec, fingerprint_batch
+from .fingerprint import FeatureSpec, fingerprint_arrow
 from .short_text import ShortTextSpec, short_fingerprints
 
 FINGERPRINT_FIELDS = [StructField("fingerprint", LongType(), True), StructField("n_features", IntegerType(), False)]
@@ -26,16 +27,20 @@ def fingerprint_record_batches(
     `n_features` (int32; -1 for a null text); with `short`, also `short_fingerprint` and `short_text` (the
     page's text), both null unless the page is short and has character n-grams."""
     for batch in batches:
-        texts = batch.column(text_col).to_pylist()
-        fps, counts = fingerprint_batch(texts, spec)
+        texts = batch.column(text_col)
+        fps, counts = fingerprint_arrow(texts, spec)
         out = batch.drop_columns([text_col])
         out = out.append_column("fingerprint", pa.array(fps, mask=counts <= 0)).append_column(
             "n_features", pa.array(counts.astype(np.int32, copy=False))
         )
         if short is not None:
-            short_fps, valid = short_fingerprints(texts, short)
+            short_fps, valid = np.zeros(len(texts), dtype=np.int64), np.zeros(len(texts), dtype=bool)
+            lengths = pc.fill_null(pc.utf8_length(texts), short.max_chars).to_numpy()
+            rows = np.flatnonzero(lengths < short.max_chars)  # only short pages become Python strings
+            short_texts = texts.take(pa.array(rows, pa.int64()))
+            short_fps[rows], valid[rows] = short_fingerprints(short_texts.to_pylist(), short)
             out = out.append_column("short_fingerprint", pa.array(short_fps, mask=~valid)).append_column(
-                "short_text", pa.array([t if v else None for t, v in zip(texts, valid.tolist())], pa.string())
+                "short_text", pc.if_else(pa.array(valid), texts, pa.scalar(None, texts.type)).cast(pa.string())
             )
         yield out
 

@@ -1,0 +1,180 @@
+"""The default features' normalisation and Han/rest split for a whole Arrow batch of pages at once.
+
+Binary weighting of auto tokens (the default) needs two strings of each page: its Han runs joined by newlines,
+for the segmenter, and the rest normalised (NFKC, lower case, digits to 0) with every character that is not
+part of a word made a space, for str.split(). Per page in Python that is a regular-expression split, NFKC and
+a str.translate: on Chinese pages together more time than the segmenter itself. Here it is a dozen numpy
+passes over the batch's UTF-8 bytes.
+
+Each character is classified by its code point. Inert Han ideographs (text.INERT_HAN, untouched by
+normalisation) go to the Han string. ASCII characters and the non-ASCII characters of `fold_table` go to the
+rest as one ASCII byte each; the table is computed from the definition itself (text.normalize_chars of the
+character alone), and holds only characters that normalise to one ASCII letter or digit or to no word
+character at all and that never compose with a neighbour (full-width forms, CJK and general punctuation,
+symbols, emoji). A page with any other character (a non-ASCII letter, a combining mark, a compatibility
+ideograph) is marked slow and its caller takes text.auto_set, the per-page path, for it: the features are
+the definition's either way (tests/test_text_batch.py).
+"""
+from __future__ import annotations
+
+import unicodedata
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+
+from .text import _ASCII_FOLD, _HAN_CHAR, _WORDS, normalize_chars
+
+# Non-ASCII code points looked at for the table (all others make a page slow): Latin-1 and Latin Extended
+# (only their symbols qualify), general punctuation to miscellaneous symbols and arrows, CJK symbols and
+# punctuation, variation selectors, CJK compatibility and small forms, half- and full-width forms, emoji.
+FOLD_RANGES = ((0x80, 0x250), (0x2000, 0x2C00), (0x3000, 0x3040), (0xFE00, 0xFE70), (0xFF00, 0xFFF0), (0x1F000, 0x1FB00))
+TABLE_SIZE = 0x20000
+SPACE, NEWLINE = 0x20, 0x0A
+# Inert Han (text.INERT_HAN) as code point ranges, inclusive.
+HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0x20000, 0x2F7FF), (0x2FA20, 0x3134F))
+
+
+def fold_char(char: str) -> int | None:
+    """The one ASCII byte a non-ASCII character stands for in the normalised rest of a page (a space when it
+    has no word character), or None when it cannot be replaced by one byte without looking at its neighbours."""
+    if 0xD800 <= ord(char) < 0xE000 or any(map(unicodedata.combining, unicodedata.normalize("NFKD", char))):
+        return None  # a combining mark, or a character with one in its decomposition (¨ is a space and U+0308)
+    normal = normalize_chars(char)
+    if _HAN_CHAR.search(normal):
+        return None
+    if not _WORDS.search(normal):
+        return SPACE
+    if len(normal) == 1 and normal.isascii():
+        return ord(normal)
+    return None
+
+
+@lru_cache(maxsize=1)
+def fold_table() -> np.ndarray:
+    """int16 per code point below TABLE_SIZE: the byte of the normalised rest, or -1 (the page is slow)."""
+    table = np.full(TABLE_SIZE, -1, dtype=np.int16)
+    table[:128] = np.frombuffer(bytes(range(128)).decode("ascii").translate(_ASCII_FOLD).encode("ascii"), np.uint8)
+    for lo, hi in FOLD_RANGES:
+        for cp in range(lo, hi):
+            byte = fold_char(chr(cp))
+            if byte is not None:
+                table[cp] = byte
+    return table
+
+
+@lru_cache(maxsize=1)
+def _ascii_fold_bytes() -> bytes:
+    """bytes.translate table: each ASCII byte folded; non-ASCII bytes map to a space (they are overwritten)."""
+    return bytes(fold_table()[:128].astype(np.uint8)) + bytes([SPACE]) * 128
+
+
+def _string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, offsets from 0) of a string or large_string array without copying the text."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if pa.types.is_string(texts.type):
+        offset_type = np.int32
+    elif pa.types.is_large_string(texts.type):
+        offset_type = np.int64
+    else:
+        raise TypeError(f"expected a string array, got {texts.type}")
+    _, offsets_buf, data_buf = texts.buffers()
+    n = len(texts)
+    if n == 0:
+        return np.zeros(0, np.uint8), np.zeros(1, np.int64)
+    offsets = np.frombuffer(offsets_buf, dtype=offset_type)[texts.offset : texts.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return data[offsets[0] : offsets[-1]], offsets - offsets[0]
+
+
+def _strings(n: int, data: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """n Python strings from UTF-8 bytes and int64 offsets (through Arrow: one decode per page, no copies)."""
+    array = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+    return array.to_pylist()
+
+
+def _before(positions: np.ndarray, cumulative: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """At each offset, cumulative[number of positions before it] (positions sorted, cumulative starting at 0)."""
+    return cumulative[np.searchsorted(positions, offsets)]
+
+
+def split_pages(texts: pa.Array) -> tuple[list[str], list[str], np.ndarray]:
+    """(han, rest, slow) of a string array of pages.
+
+    han[i]: the inert Han runs of page i, each followed by a newline when more text follows it (the
+    segmenter returns that newline as a token of its own, to be dropped); rest[i]: the page with every Han
+    ideograph made a space, normalised, every non-word character a space (ASCII, ready for str.split());
+    slow[i]: the page has a character outside fold_table, its han and rest are not to be used. Null pages
+    come back as empty strings (the caller knows them by the array's validity)."""
+    data, offsets = _string_buffers(texts)
+    n = len(offsets) - 1
+    slow = np.zeros(n, dtype=bool)
+    if n == 0:
+        return [], [], slow
+    size = len(data)
+    rest = np.frombuffer(bytearray(data).translate(_ascii_fold_bytes()), dtype=np.uint8)
+    lead = np.flatnonzero(data >= 0xC0)  # the first byte of every non-ASCII character
+    if len(lead) == 0:  # an all-ASCII batch: folded as it is, no Han
+        return [""] * n, _strings(n, rest, offsets), slow
+    padded = np.zeros(size + 3, dtype=np.uint8)  # the bytes after a lead byte, even in broken UTF-8
+    padded[:size] = data
+    b0, b1 = padded[lead], padded[lead + 1]
+    # Han in three bytes: U+3400-4DBF is E3 90 80 - E4 B6 BF, U+4E00-9FFF is E4 B8 80 - E9 BF BF.
+    is_han = ((b0 >= 0xE5) & (b0 <= 0xE9)) | ((b0 == 0xE4) & (b1 != 0xB7)) | ((b0 == 0xE3) & (b1 >= 0x90))
+    four = np.flatnonzero(b0 >= 0xF0)
+    if len(four):
+        cp4 = _code_points(padded, lead[four])
+        is_han[four] = np.logical_or.reduce([(cp4 >= lo) & (cp4 <= hi) for lo, hi in HAN_RANGES[2:]])
+    other = np.flatnonzero(~is_han)  # non-ASCII characters that are not Han: looked up in the table
+    cp = _code_points(padded, lead[other])
+    folded = np.where(cp < TABLE_SIZE, fold_table()[np.minimum(cp, TABLE_SIZE - 1)], -1)
+    unknown = folded < 0
+    if unknown.any():
+        slow[np.searchsorted(offsets, lead[other[unknown]], side="right") - 1] = True
+
+    # The rest: ASCII bytes folded, each non-ASCII character one byte (Han: a space), continuation bytes dropped.
+    rest[lead] = SPACE
+    rest[lead[other]] = np.where(unknown, SPACE, folded).astype(np.uint8)
+    width = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
+    continuation_before = np.zeros(len(lead) + 1, dtype=np.int64)
+    np.cumsum(width - 1, out=continuation_before[1:])
+    if len(lead) * 32 < size:  # a few non-ASCII characters: delete their continuation bytes
+        rest_bytes = np.delete(rest, np.concatenate([lead + 1, (lead + 2)[width > 2], (lead + 3)[width > 3]]))
+    else:
+        rest_bytes = np.compress((data & 0xC0) != 0x80, rest)
+    rest_offsets = offsets - _before(lead, continuation_before, offsets)
+
+    # The Han runs: their bytes, and a newline in place of the first character after each run in a page.
+    han_lead = lead[is_han]
+    if len(han_lead) == 0:
+        return [""] * n, _strings(n, rest_bytes, rest_offsets), slow
+    han_width = width[is_han]
+    han_start = np.zeros(size, dtype=bool)
+    han_start[han_lead] = True
+    in_han = han_start.copy()  # every byte of a Han character (three, or four beyond the BMP)
+    in_han[1:] |= han_start[:-1]
+    in_han[2:] |= han_start[:-2]
+    in_han[han_lead[han_width == 4] + 3] = True
+    ends = han_lead + han_width  # the byte after each Han character: a newline if it starts a non-Han one
+    ends = ends[ends < size]
+    ends = ends[~in_han[ends]]
+    page_starts = offsets[:-1]
+    newline = ends[~np.isin(ends, page_starts)]
+    han_bytes = data.copy()
+    han_bytes[newline] = NEWLINE
+    in_han[newline] = True
+    han_before = np.zeros(len(han_lead) + 1, dtype=np.int64)
+    np.cumsum(han_width, out=han_before[1:])
+    han_offsets = _before(han_lead, han_before, offsets) + np.searchsorted(newline, offsets)
+    return _strings(n, np.compress(in_han, han_bytes), han_offsets), _strings(n, rest_bytes, rest_offsets), slow
+
+
+def _code_points(padded: np.ndarray, lead: np.ndarray) -> np.ndarray:
+    """Code points of the UTF-8 characters whose first bytes are at lead (padded: 3 bytes after the data)."""
+    b0 = padded[lead].astype(np.int32)
+    b1, b2, b3 = (padded[lead + i].astype(np.int32) & 0x3F for i in (1, 2, 3))
+    return np.where(
+        b0 < 0xE0, ((b0 & 0x1F) << 6) | b1,
+        np.where(b0 < 0xF0, ((b0 & 0x0F) << 12) | (b1 << 6) | b2, ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3),
+    )

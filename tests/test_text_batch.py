@@ -1,0 +1,134 @@
+"""The batch split (numpy over an Arrow batch's UTF-8 bytes) gives exactly the definition's features."""
+import sys
+import unicodedata
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simhash_udf.fingerprint import FeatureSpec, fingerprint_arrow, fingerprint_batch
+from simhash_udf.text import INERT_HAN, auto_set, normalize_chars, tokens_auto
+from simhash_udf.text_batch import FOLD_RANGES, fold_table, split_pages
+from test_fingerprint import PIECES, specs
+
+TABLE = [chr(cp) for cp in np.flatnonzero(fold_table() >= 0) if cp >= 128]
+# Characters of every class split_pages tells apart: ASCII, Han in three and four bytes (inert and not),
+# table characters (full-width forms, CJK punctuation, emoji, variation selectors), and characters that make
+# a page slow (non-ASCII letters, combining marks, compatibility ideographs, characters beyond the table).
+CHARS = st.one_of(
+    st.characters(max_codepoint=127, codec="utf-8"),
+    st.sampled_from(TABLE),
+    st.sampled_from("我们的北京发展中华人民共和国今天新闻㐀䶵龥\U00020000\U0002a6d6\U0002f800\U00031340豈"),
+    st.sampled_from("éßΣİ\u0301\u3099ｶﾞ\u00ad٣Ⅻ①㈠\u2f00\ufe0f\u200d😀👍🏻❤\U000e0001\U0010fffd"),
+    st.characters(codec="utf-8"),
+)
+page = st.one_of(st.sampled_from(PIECES), st.text(CHARS, max_size=8))  # Spark strings are UTF-8: no surrogates
+pages = st.lists(st.one_of(st.none(), st.lists(page, max_size=12).map("".join)), min_size=1, max_size=10)
+
+
+def definition(text: str, segment: str) -> set[str]:
+    return set(tokens_auto(normalize_chars(text), segment, ordered=True))
+
+
+def as_array(texts, large: bool, skip: int) -> pa.Array:
+    """texts as a (large_)string array whose data starts inside a bigger buffer (offset != 0)."""
+    padded = ["前缀 prefix"] * skip + texts
+    return pa.array(padded, pa.large_string() if large else pa.string()).slice(skip)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pages, st.sampled_from(["jieba", "rjieba"]), st.booleans(), st.integers(0, 2))
+def test_split_pages_give_the_definitions_features(texts, segment, large, skip):
+    array = as_array(texts, large, skip)
+    han, rest, slow = split_pages(array)
+    assert len(han) == len(rest) == len(slow) == len(texts)
+    from simhash_udf.text import segmenter
+
+    cut = segmenter(segment)
+    for text, h, r, s in zip(texts, han, rest, slow):
+        if text is None or s:
+            continue
+        assert r.isascii()
+        got = {t for t in cut(h) if t != "\n"} | set(r.split())
+        assert got == definition(text, segment), (text, h, r)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pages, specs, st.booleans(), st.integers(0, 2))
+def test_fingerprint_arrow_equals_fingerprint_batch(texts, spec, large, skip):
+    fps, counts = fingerprint_arrow(as_array(texts, large, skip), spec)
+    ref_fps, ref_counts = fingerprint_batch(texts, spec)
+    assert fps.tolist() == ref_fps.tolist()
+    assert counts.tolist() == ref_counts.tolist()
+
+
+@pytest.mark.parametrize("segment", ["jieba", "rjieba"])
+def test_split_pages_cases(segment):
+    texts = [
+        "今天北京", "Hello，ＷＯＲＬＤ！今天是2024年。", "。开头与结尾的标点。", "汉字\n\n汉字 text 汉字",
+        "", None, "naïve 咖啡", "\U00020000\U00020001 吉 😀 👍🏻 ok", "数字①②③ and Ⅻ", "a" * 5000 + "。" + "中" * 100,
+    ]
+    han, rest, slow = split_pages(pa.array(texts))
+    assert han[0] == "今天北京" and rest[0].split() == []
+    assert han[1] == "今天是\n年\n" and rest[1].split() == ["hello", "world", "0000"]
+    assert han[2] == "开头与结尾的标点\n"
+    assert han[3] == "汉字\n汉字\n汉字"
+    assert (han[4], rest[4]) == ("", "")
+    assert slow.tolist() == [False, False, False, False, False, False, True, False, True, False]
+    assert han[7] == "\U00020000\U00020001\n吉\n" and rest[7].split() == ["ok"]
+    fps, counts = fingerprint_arrow(pa.array(texts), FeatureSpec(segmenter=segment))
+    for text, n in zip(texts, counts.tolist()):
+        assert n == (-1 if text is None else len(definition(text, segment)))
+    assert fps.tolist() == fingerprint_batch(texts, FeatureSpec(segmenter=segment))[0].tolist()
+
+
+def test_split_pages_edge_arrays():
+    han, rest, slow = split_pages(pa.array([], pa.string()))
+    assert (han, rest, len(slow)) == ([], [], 0)
+    han, rest, slow = split_pages(pa.array([None, None], pa.string()))
+    assert (han, rest, slow.tolist()) == (["", ""], ["", ""], [False, False])
+    han, rest, slow = split_pages(pa.chunked_array([["ab 中文"], ["Ｃ"]]))
+    assert (han, [r.split() for r in rest]) == (["中文", ""], [["ab"], ["c"]])
+    with pytest.raises(TypeError, match="string array"):
+        split_pages(pa.array([1, 2]))
+
+
+def test_fold_table_is_the_definition_per_character():
+    """Every table entry is what normalising that character alone gives: one ASCII letter or digit, or a
+    space for a character without any word character; everything else in the ranges is left out."""
+    table = fold_table()
+    for lo, hi in FOLD_RANGES:
+        for cp in range(lo, hi):
+            char = chr(cp)
+            if table[cp] < 0:
+                continue
+            words = tokens_auto(normalize_chars(char), "jieba")
+            assert words == ([] if table[cp] == 0x20 else [chr(table[cp])]), hex(cp)
+    assert table[ord("Ａ")] == ord("a") and table[ord("９")] == ord("0") and table[ord("。")] == 0x20
+    assert table[ord("é")] < 0 and table[0x301] < 0 and table[ord("Ⅻ")] < 0
+
+
+def test_table_characters_never_compose_with_neighbours():
+    """Why the table may be applied one character at a time: NFKC of a page is the concatenation of the
+    characters' own NFKC unless a combining mark reorders or two starters compose. Every table character
+    decomposes to starters only, and none of them is either side of a canonical composition of two starters
+    (the pairs are found by decomposing every code point)."""
+    composing = set()
+    for cp in range(sys.maxunicode + 1):
+        decomposed = unicodedata.normalize("NFD", chr(cp))
+        if len(decomposed) == 2 and not any(unicodedata.combining(c) for c in decomposed):
+            composing.update(decomposed)
+    assert "\u1161" in composing and "\u0b3e" in composing  # Hangul jamo and an Oriya vowel sign, to be sure
+    for char in TABLE + [chr(c) for c in range(128)]:
+        parts = unicodedata.normalize("NFKD", char)
+        assert not any(unicodedata.combining(c) for c in parts), hex(ord(char))
+        assert not (set(parts) | {char}) & composing, hex(ord(char))
+
+
+def test_han_ranges_match_inert_han():
+    from simhash_udf.text_batch import HAN_RANGES
+
+    spec = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in HAN_RANGES)
+    assert spec == INERT_HAN
