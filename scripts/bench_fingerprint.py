@@ -112,6 +112,15 @@ def python_fingerprints(spec, texts):
     return run
 
 
+def per_page_count(texts: list[str]) -> int:
+    """How many pages the batch split leaves to the per-page path (characters outside its table)."""
+    import pyarrow as pa
+
+    from simhash_udf.text_batch import split_pages
+
+    return int(sum(split_pages(pa.array(texts[i : i + 2000], pa.string()))[2].sum() for i in range(0, len(texts), 2000)))
+
+
 def spark_seconds(spark, texts, spec) -> dict[str, float]:
     """Seconds, warm, of three queries over the same cached DataFrame and Arrow batches: the fingerprint
     stage ("udf"), the backend's bare cut() of each page inside the same kind of mapInArrow ("bare"), and
@@ -152,12 +161,14 @@ def spark_seconds(spark, texts, spec) -> dict[str, float]:
 
 def batch_sweep(spark, texts, spec, records: list[int], megabytes: list[int]) -> list[dict]:
     """The fingerprint stage's throughput for Arrow batch limits (documents, MB), and the Python memory one
-    batch of that size needs at its peak (tracemalloc over fingerprint_batch), relative to the batch's text."""
+    batch of that size needs at its peak (tracemalloc over fingerprint_arrow), relative to the batch's text."""
     import tracemalloc
 
     from pyspark.sql import functions as F
 
-    from simhash_udf.fingerprint import fingerprint_batch
+    import pyarrow as pa
+
+    from simhash_udf.fingerprint import fingerprint_arrow
     from simhash_udf.fingerprint_udf import with_fingerprints
 
     df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "id long, text string").cache()
@@ -176,8 +187,9 @@ def batch_sweep(spark, texts, spec, records: list[int], megabytes: list[int]) ->
                     break
                 batch.append(t)
                 size += len(t.encode())
+            array = pa.array(batch, pa.string())
             tracemalloc.start()
-            fingerprint_batch(batch, spec)
+            fingerprint_arrow(array, spec)
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             rows.append({"records": n, "cap_mb": cap, "mb_s": mb(texts) / seconds, "batch_mb": size / 1e6,
@@ -214,6 +226,7 @@ def measure(backend: str, megabytes: float, sweep: bool = False) -> list[dict]:
             "udf": size / in_spark["udf"],
             "bare_spark": size / in_spark["bare"],
             "noop": size / in_spark["noop"],
+            "per_page": per_page_count(texts),
         })
         if sweep:
             rows[-1]["sweep"] = batch_sweep(spark, texts, spec, [500, 2000, 10000], [4, 16, 64])
@@ -226,16 +239,19 @@ def big_page(megabytes: float = 20.0) -> list[dict]:
     seconds and Python peak memory, to choose a cap under which no page can stall a task."""
     import tracemalloc
 
-    from simhash_udf.fingerprint import FeatureSpec, fingerprint_batch
+    import pyarrow as pa
+
+    from simhash_udf.fingerprint import FeatureSpec, fingerprint_arrow
 
     texts, _ = corpus("zh", megabytes)
     page = "\n".join(texts)
     rows = []
     for cap in (100_000, 1_000_000, 5_000_000, None):
         text = page if cap is None else page[:cap]
+        array = pa.array([text], pa.string())
         tracemalloc.start()
         start = time.perf_counter()
-        fingerprint_batch([text], FeatureSpec())
+        fingerprint_arrow(array, FeatureSpec())
         seconds = time.perf_counter() - start
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
@@ -279,6 +295,9 @@ def main() -> None:
           "the raw page, in Spark inside a mapInArrow like the stage's; the no-op only reads the pages into Python)")
     for lang, source in dict((r["lang"], r["source"]) for r in rows).items():
         print(f"text {lang}: {source}")
+    for r in rows[:2]:
+        print(f"pages of the {r['lang']} text on the per-page path (characters outside the batch split's table): "
+              f"{r['per_page']:,} of {r['docs']:,}")
     for r in rows:
         if "sweep" in r:
             print(f"\nArrow batch limits, {r['backend']}, {r['lang']}: fingerprint stage MB/s and the Python peak memory "

@@ -31,6 +31,7 @@ from .text import _ASCII_FOLD, _HAN_CHAR, _WORDS, normalize_chars
 FOLD_RANGES = ((0x80, 0x250), (0x2000, 0x2C00), (0x3000, 0x3040), (0xFE00, 0xFE70), (0xFF00, 0xFFF0), (0x1F000, 0x1FB00))
 TABLE_SIZE = 0x20000
 SPACE, NEWLINE = 0x20, 0x0A
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 # Inert Han (text.INERT_HAN) as code point ranges, inclusive.
 HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0x20000, 0x2F7FF), (0x2FA20, 0x3134F))
 
@@ -88,7 +89,7 @@ def _string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data[offsets[0] : offsets[-1]], offsets - offsets[0]
 
 
-def _strings(n: int, data: np.ndarray, offsets: np.ndarray) -> list[str]:
+def _strings(n: int, data, offsets: np.ndarray) -> list[str]:
     """n Python strings from UTF-8 bytes and int64 offsets (through Arrow: one decode per page, no copies)."""
     array = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
     return array.to_pylist()
@@ -113,10 +114,9 @@ def split_pages(texts: pa.Array) -> tuple[list[str], list[str], np.ndarray]:
     if n == 0:
         return [], [], slow
     size = len(data)
-    rest = np.frombuffer(bytearray(data).translate(_ascii_fold_bytes()), dtype=np.uint8)
     lead = np.flatnonzero(data >= 0xC0)  # the first byte of every non-ASCII character
     if len(lead) == 0:  # an all-ASCII batch: folded as it is, no Han
-        return [""] * n, _strings(n, rest, offsets), slow
+        return [""] * n, _strings(n, bytearray(data).translate(_ascii_fold_bytes()), offsets), slow
     padded = np.zeros(size + 3, dtype=np.uint8)  # the bytes after a lead byte, even in broken UTF-8
     padded[:size] = data
     b0, b1 = padded[lead], padded[lead + 1]
@@ -134,15 +134,15 @@ def split_pages(texts: pa.Array) -> tuple[list[str], list[str], np.ndarray]:
         slow[np.searchsorted(offsets, lead[other[unknown]], side="right") - 1] = True
 
     # The rest: ASCII bytes folded, each non-ASCII character one byte (Han: a space), continuation bytes dropped.
-    rest[lead] = SPACE
-    rest[lead[other]] = np.where(unknown, SPACE, folded).astype(np.uint8)
+    rest = bytearray(data)
+    rest_view = np.frombuffer(rest, dtype=np.uint8)
+    rest_view[lead] = SPACE
+    rest_view[lead[other]] = np.where(unknown, SPACE, folded).astype(np.uint8)
+    del rest_view  # a bytearray with a live view cannot be resized, and translate needs none
+    rest_bytes = rest.translate(_ascii_fold_bytes(), _CONTINUATION_BYTES)  # now every byte >= 0x80 continues one
     width = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
     continuation_before = np.zeros(len(lead) + 1, dtype=np.int64)
     np.cumsum(width - 1, out=continuation_before[1:])
-    if len(lead) * 32 < size:  # a few non-ASCII characters: delete their continuation bytes
-        rest_bytes = np.delete(rest, np.concatenate([lead + 1, (lead + 2)[width > 2], (lead + 3)[width > 3]]))
-    else:
-        rest_bytes = np.compress((data & 0xC0) != 0x80, rest)
     rest_offsets = offsets - _before(lead, continuation_before, offsets)
 
     # The Han runs: their bytes, and a newline in place of the first character after each run in a page.
