@@ -66,7 +66,8 @@ def fold_table() -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def _ascii_fold_bytes() -> bytes:
-    """bytes.translate table: each ASCII byte folded; non-ASCII bytes map to a space (they are overwritten)."""
+    """bytes.translate table: each ASCII byte folded (bytes >= 0x80 never reach it: lead bytes are overwritten
+    with their character's byte and continuation bytes deleted by the same translate)."""
     return bytes(fold_table()[:128].astype(np.uint8)) + bytes([SPACE]) * 128
 
 

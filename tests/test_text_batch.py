@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_udf.fingerprint import FeatureSpec, fingerprint_arrow, fingerprint_batch
-from simhash_udf.text import INERT_HAN, auto_set, normalize_chars, tokens_auto
+from simhash_udf.text import INERT_HAN, normalize_chars, segmenter, tokens_auto
 from simhash_udf.text_batch import FOLD_RANGES, fold_table, split_pages
 from test_fingerprint import PIECES, specs
 
@@ -44,7 +44,6 @@ def test_split_pages_give_the_definitions_features(texts, segment, large, skip):
     array = as_array(texts, large, skip)
     han, rest, slow = split_pages(array)
     assert len(han) == len(rest) == len(slow) == len(texts)
-    from simhash_udf.text import segmenter
 
     cut = segmenter(segment)
     for text, h, r, s in zip(texts, han, rest, slow):
