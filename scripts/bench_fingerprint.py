@@ -97,13 +97,18 @@ def bare_segmentation(backend: str):
     return run
 
 
-def python_fingerprints(spec, texts):
-    """What the stage does to each Arrow batch of 2,000 pages, without Spark (the arrays are built before)."""
+def arrow_batches(texts: list[str], size: int = 2000) -> list:
+    """The pages as Arrow string arrays of `size` pages, as the stage receives them with the default limits."""
     import pyarrow as pa
 
+    return [pa.array(texts[i : i + size], pa.string()) for i in range(0, len(texts), size)]
+
+
+def python_fingerprints(spec, texts):
+    """What the stage does to each Arrow batch of 2,000 pages, without Spark (the arrays are built before)."""
     from simhash_udf.fingerprint import fingerprint_arrow
 
-    arrays = [pa.array(texts[i : i + 2000], pa.string()) for i in range(0, len(texts), 2000)]
+    arrays = arrow_batches(texts)
 
     def run(_):
         for array in arrays:
@@ -114,11 +119,9 @@ def python_fingerprints(spec, texts):
 
 def per_page_count(texts: list[str]) -> int:
     """How many pages the batch split leaves to the per-page path (characters outside its table)."""
-    import pyarrow as pa
-
     from simhash_udf.text_batch import split_pages
 
-    return int(sum(split_pages(pa.array(texts[i : i + 2000], pa.string()))[2].sum() for i in range(0, len(texts), 2000)))
+    return int(sum(split_pages(array)[2].sum() for array in arrow_batches(texts)))
 
 
 def spark_seconds(spark, texts, spec) -> dict[str, float]:

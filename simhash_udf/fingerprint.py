@@ -20,7 +20,7 @@ import mmh3
 import numpy as np
 import pyarrow as pa
 
-from .text import _RUN_SEPARATOR, auto_set, features, features_without_stop_words, segmenter, segmenter_version
+from .text import auto_set, distinct_tokens, features, features_without_stop_words, segmenter_version
 from .text_batch import split_pages
 
 DEFINITION_VERSION = "sh64-1"  # bump whenever any step below changes what a fingerprint is
@@ -229,7 +229,6 @@ def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec()) -> tup
         return fingerprint_batch(texts.to_pylist(), spec)
     han, rest, slow = split_pages(texts)
     valid = np.asarray(texts.is_valid())
-    cut = segmenter(spec.segmenter)
 
     def features():
         for i in range(len(han)):
@@ -237,13 +236,8 @@ def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec()) -> tup
                 yield None
             elif slow[i]:
                 yield auto_set(texts[i].as_py(), spec.segmenter), None
-            elif han[i]:
-                distinct = set(cut(han[i]))
-                distinct.discard(_RUN_SEPARATOR)
-                distinct.update(rest[i].split())
-                yield distinct, None
             else:
-                yield set(rest[i].split()), None
+                yield distinct_tokens(han[i], rest[i].split(), spec.segmenter), None
 
     return _fingerprints(features(), spec)
 

@@ -131,9 +131,13 @@ def auto_set(raw: str, segment: str = "jieba") -> set[str]:
     words = _rest_words(_RUN_SEPARATOR.join(pieces[0::2]))
     if words is None:
         return set(tokens_auto(normalize_chars(raw), segment, ordered=False))
-    if len(pieces) == 1:
-        return set(words)
-    distinct = set(segmenter(segment)(_RUN_SEPARATOR.join(pieces[1::2])))
+    return distinct_tokens(_RUN_SEPARATOR.join(pieces[1::2]), words, segment)
+
+
+def distinct_tokens(han: str, words: list[str], segment: str = "jieba") -> set[str]:
+    """The distinct tokens of a page from its Han runs joined by _RUN_SEPARATOR (segmented in one call, the
+    separator tokens dropped once) and its words."""
+    distinct = set(segmenter(segment)(han)) if han else set()
     distinct.discard(_RUN_SEPARATOR)
     distinct.update(words)
     return distinct
