@@ -107,9 +107,52 @@ def count_accepted(fps: np.ndarray, table: int, filt: PairFilter, rows_per_chunk
     return total
 
 
-def bfs_forest(fps: np.ndarray, table: int, filt: PairFilter) -> tuple[np.ndarray, np.ndarray]:
+def big_group_accepted(fps: np.ndarray, table: int, filt: PairFilter, rows_per_chunk: int = 512):
+    """One large group's accepted pairs counted by Hamming distance, and which members have one (a mask):
+    by blocks of rows, so memory stays O(n * rows_per_chunk) however many pairs are accepted."""
+    n = len(fps)
+    total = np.zeros(filt.k + 1, dtype=np.int64)
+    involved = np.zeros(n, dtype=bool)
+    for a in range(0, n, rows_per_chunk):
+        b = min(a + rows_per_chunk, n)
+        x = fps[a:b, None] ^ fps[None, :]
+        upper = np.arange(a, b)[:, None] < np.arange(n)[None, :]
+        ok = np.zeros(x.shape, dtype=bool)
+        ok[upper] = filt.accept(x[upper], table)
+        total += np.bincount(np.bitwise_count(x[ok]), minlength=filt.k + 1)[: filt.k + 1]
+        involved[a:b] |= ok.any(axis=1)
+        involved |= ok.any(axis=0)
+    return total, involved
+
+
+def accepted_members(members: np.ndarray, offsets: np.ndarray, tables: np.ndarray, plan: TablePlan,
+                     small_group: int = SMALL_GROUP) -> tuple[np.ndarray, int, np.ndarray]:
+    """Which members of many key groups have at least one accepted pair in their group (a mask), the pairs
+    compared and the accepted pairs by Hamming distance 0..k: the first pass of the verified search, which
+    sends on only those members (with their group) to be verified."""
+    members = np.asarray(members)
+    members = members.view(np.uint64) if members.dtype == np.int64 else members.astype(np.uint64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    tables = np.asarray(tables, dtype=np.int64)
+    starts, sizes = offsets[:-1], np.diff(offsets)
+    filt = pair_filter(plan)
+    small = (sizes >= 2) & (sizes <= small_group)
+    i, j = _small_group_pairs(members, starts[small], sizes[small], tables[small], filt)
+    involved = np.zeros(len(members), dtype=bool)
+    involved[i] = involved[j] = True
+    by_distance = np.bincount(np.bitwise_count(members[i] ^ members[j]), minlength=plan.k + 1)[: plan.k + 1].astype(np.int64)
+    for g in np.flatnonzero(sizes > small_group):
+        s, e = int(starts[g]), int(starts[g] + sizes[g])
+        counts, inv = big_group_accepted(members[s:e], int(tables[g]), filt)
+        by_distance += counts
+        involved[s:e] |= inv
+    return involved, int((sizes * (sizes - 1) // 2).sum()), by_distance
+
+
+def bfs_forest(fps: np.ndarray, table: int, filt: PairFilter, verify=None) -> tuple[np.ndarray, np.ndarray]:
     """Spanning forest of one large group by breadth-first search: each member is expanded once against
-    the members not yet reached, so memory stays O(n) and at most n - 1 edges come out."""
+    the members not yet reached, so memory stays O(n) and at most n - 1 edges come out. verify(u, idx), if
+    given, says which of the accepted pairs (u, idx) may be edges."""
     n = len(fps)
     unreached = np.arange(n)
     src, dst = [], []
@@ -119,6 +162,8 @@ def bfs_forest(fps: np.ndarray, table: int, filt: PairFilter) -> tuple[np.ndarra
         while queue and len(unreached):
             u = queue.pop()
             ok = filt.accept(fps[u] ^ fps[unreached], table)
+            if verify is not None and ok.any():
+                ok[ok] = verify(u, unreached[ok])
             if ok.any():
                 reached = unreached[ok]
                 unreached = unreached[~ok]

@@ -16,9 +16,11 @@ from .errors import DedupError
 from .fingerprint import WEIGHTINGS, FeatureSpec
 from .history import check_run_date
 from .short_text import ShortTextSpec
+from .signature import SignatureSpec
+from .verified import VerifySpec
 from .text import SEGMENTERS, TOKENIZERS
 
-CLUSTER_MODES = ("transitive", "star")
+CLUSTER_MODES = ("verified", "transitive", "star")
 INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")
 DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "default.toml"
 
@@ -39,7 +41,8 @@ class DedupConfig:
     word_ngram: int = 1
     stop_words: bool = False
     keep: str = "id"
-    cluster_mode: str = "transitive"
+    cluster_mode: str = "verified"
+    min_similarity: float = 0.7  # estimated feature-set Jaccard a pair needs; 0 = no verification
     short_text_chars: int = 140  # short-text mode for pages with fewer characters; 0 = off
     short_k: int = 8
     short_char_ngram: int = 5
@@ -59,6 +62,21 @@ class DedupConfig:
     def features(self) -> FeatureSpec:
         return FeatureSpec(self.tokenizer, self.weighting, self.char_ngram, self.word_ngram, self.segmenter,
                            self.stop_words)
+
+    @property
+    def signature(self) -> SignatureSpec:
+        return SignatureSpec()
+
+    @property
+    def verify(self) -> VerifySpec | None:
+        """How pairs are verified; None with --min-similarity 0 (fingerprint distance alone)."""
+        if self.min_similarity <= 0:
+            return None
+        return VerifySpec(self.min_similarity, self.signature, self.short_min_jaccard, self.short_char_ngram)
+
+    def fingerprint_version(self) -> str:
+        """The feature definition and the signature's: what stored fingerprints and signatures depend on."""
+        return f"{self.features.version()}+{self.signature.version()}"
 
     @property
     def short_text(self) -> ShortTextSpec:
@@ -101,6 +119,8 @@ class DedupConfig:
         if self.weighting == "tfidf-corpus" and self.history:
             raise bad("--weighting tfidf-corpus takes its idf from each run's own input, so fingerprints of different "
                       "runs would not be comparable: use tf, tfidf or binary with --history")
+        if not 0.0 <= self.min_similarity <= 1.0:
+            raise bad(f"--min-similarity must be in 0..1 (an estimated Jaccard index; 0 = no verification), got {self.min_similarity}")
         if self.cluster_mode == "star" and self.history:
             raise bad("--cluster-mode star cannot be combined with --history yet: use the transitive mode")
         for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "arrow_batch_mb", "max_component_rounds"):
@@ -152,6 +172,8 @@ def _apply(cfg: DedupConfig, values: dict, source: str) -> None:
         if name not in _FIELDS:
             raise DedupError(f"{source}: unknown setting {key!r}; known settings: {', '.join(sorted(_FIELDS))}")
         expected = type(getattr(DedupConfig(), name))
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
         if expected is int and isinstance(value, bool) or not isinstance(value, expected):
             raise DedupError(f"{source}: {key} must be {expected.__name__}, got {value!r}")
         setattr(cfg, name, value)
@@ -195,7 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="drop stop words (jieba's English list and 60 Chinese function words) before the shingles")
     p.add_argument("--keep", help="id | longest | earliest:COLUMN")
     p.add_argument("--cluster-mode", choices=CLUSTER_MODES,
-                   help="transitive (default): connected components; star: a duplicate is within k of its kept page")
+                   help="verified (default): every duplicate is verified-similar to its kept page; transitive: "
+                   "connected components of verified pairs; star: a duplicate is within k of its kept page")
+    p.add_argument("--min-similarity", type=float,
+                   help="estimated Jaccard index of the feature sets a pair needs (default 0.7; 0 = no verification)")
     p.add_argument("--short-text-chars", type=int,
                    help="short-text mode for pages with fewer characters (default 140; 0 = off)")
     p.add_argument("--short-k", type=int, help="max distance of short-text candidates on the character n-gram fingerprint")

@@ -20,6 +20,7 @@ import mmh3
 import numpy as np
 import pyarrow as pa
 
+from .signature import SignatureSpec, oph_signatures
 from .text import auto_set, distinct_tokens, features, features_without_stop_words, segmenter_version
 from .text_batch import split_pages
 
@@ -212,21 +213,24 @@ def weighted_features(text: str, spec: FeatureSpec):
     return weights_of(features_of(text, spec), spec)
 
 
-def fingerprint_batch(texts: Iterable[str | None], spec: FeatureSpec = FeatureSpec()) -> tuple[np.ndarray, np.ndarray]:
-    """Fingerprints (int64) and feature counts (int32) of a batch of texts.
+def fingerprint_batch(texts: Iterable[str | None], spec: FeatureSpec = FeatureSpec(),
+                      signature: SignatureSpec | None = None) -> tuple[np.ndarray, ...]:
+    """Fingerprints (int64) and feature counts (int32) of a batch of texts; with `signature`, also the
+    verification signatures of the same features (pages x bins, signature.py).
 
     A null text gets feature count -1, a text with no features (empty, only punctuation or white space)
-    gets 0; for both the fingerprint is 0 and the caller stores null.
+    gets 0; for both the fingerprint is 0 and the caller stores null (and no signature).
     """
-    return _fingerprints((None if text is None else weighted_features(text, spec) for text in texts), spec)
+    return _fingerprints((None if text is None else weighted_features(text, spec) for text in texts), spec, signature)
 
 
-def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec()) -> tuple[np.ndarray, np.ndarray]:
+def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec(),
+                      signature: SignatureSpec | None = None) -> tuple[np.ndarray, ...]:
     """fingerprint_batch of an Arrow string array, the same values. For the default features the pages are
     normalised and split for the whole batch at once (text_batch.split_pages) and only pages with
     characters outside its table are turned into Python strings for the per-page path."""
     if not distinct_auto_features(spec):
-        return fingerprint_batch(texts.to_pylist(), spec)
+        return fingerprint_batch(texts.to_pylist(), spec, signature)
     han, rest, slow = split_pages(texts)
     valid = np.asarray(texts.is_valid())
 
@@ -239,11 +243,12 @@ def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec()) -> tup
             else:
                 yield distinct_tokens(han[i], rest[i].split(), spec.segmenter), None
 
-    return _fingerprints(features(), spec)
+    return _fingerprints(features(), spec, signature)
 
 
-def _fingerprints(weighted, spec: FeatureSpec) -> tuple[np.ndarray, np.ndarray]:
-    """Fingerprints and feature counts from each text's (features, weights or None), None for a null text.
+def _fingerprints(weighted, spec: FeatureSpec, signature: SignatureSpec | None = None) -> tuple[np.ndarray, ...]:
+    """Fingerprints and feature counts (and signatures) from each text's (features, weights or None), None
+    for a null text. The signature is computed from the same hashes as the fingerprint: no second pass.
 
     A text's features are hashed as soon as they are made, while their str objects are still in the CPU's
     caches (looking them up after the whole batch costs about twice as much)."""
@@ -263,8 +268,11 @@ def _fingerprints(weighted, spec: FeatureSpec) -> tuple[np.ndarray, np.ndarray]:
     counts = np.asarray(lengths, dtype=np.int32)
     offsets = np.r_[0, np.cumsum(np.maximum(counts, 0), dtype=np.int64)]
     weights = np.concatenate([np.zeros(0, np.int64), *weight_parts]) if spec.weighting.startswith("tfidf") else None
-    fps = simhash_from_hashes(np.array(hashes, dtype=np.uint64), offsets, weights)
-    return to_signed(fps), counts
+    hash_array = np.array(hashes, dtype=np.uint64)
+    fps = simhash_from_hashes(hash_array, offsets, weights)
+    if signature is None:
+        return to_signed(fps), counts
+    return to_signed(fps), counts, oph_signatures(hash_array, offsets, signature)[0]
 
 
 def fingerprint_text(text: str, spec: FeatureSpec = FeatureSpec()) -> int | None:

@@ -11,28 +11,34 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
-from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from .fingerprint import FeatureSpec, fingerprint_arrow
 from .short_text import ShortTextSpec, short_fingerprints
+from .signature import SignatureSpec, to_arrow
 
 FINGERPRINT_FIELDS = [StructField("fingerprint", LongType(), True), StructField("n_features", IntegerType(), False)]
+SIGNATURE_FIELDS = [StructField("signature", BinaryType(), True)]
 SHORT_FIELDS = [StructField("short_fingerprint", LongType(), True), StructField("short_text", StringType(), True)]
 
 
 def fingerprint_record_batches(
-    batches: Iterator[pa.RecordBatch], text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None
+    batches: Iterator[pa.RecordBatch], text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None,
+    signature: SignatureSpec | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Each batch without `text_col`, plus `fingerprint` (int64, null when the text has no features) and
-    `n_features` (int32; -1 for a null text); with `short`, also `short_fingerprint` and `short_text` (the
+    `n_features` (int32; -1 for a null text); with `signature`, `signature` (binary, from the same feature
+    hashes, null with the fingerprint); with `short`, also `short_fingerprint` and `short_text` (the
     page's text), both null unless the page is short and has character n-grams."""
     for batch in batches:
         texts = batch.column(text_col)
-        fps, counts = fingerprint_arrow(texts, spec)
+        fps, counts, *sigs = fingerprint_arrow(texts, spec, signature)
         out = batch.drop_columns([text_col])
         out = out.append_column("fingerprint", pa.array(fps, mask=counts <= 0)).append_column(
             "n_features", pa.array(counts.astype(np.int32, copy=False))
         )
+        if signature is not None:
+            out = out.append_column("signature", to_arrow(sigs[0], counts > 0))
         if short is not None:
             short_fps, valid = np.zeros(len(texts), dtype=np.int64), np.zeros(len(texts), dtype=bool)
             lengths = pc.fill_null(pc.utf8_length(texts), short.max_chars).to_numpy()
@@ -45,9 +51,12 @@ def fingerprint_record_batches(
         yield out
 
 
-def with_fingerprints(docs: DataFrame, text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None) -> DataFrame:
-    """docs without `text_col`, plus `fingerprint` (bigint, nullable) and `n_features` (int); with `short`
+def with_fingerprints(docs: DataFrame, text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None,
+                      signature: SignatureSpec | None = None) -> DataFrame:
+    """docs without `text_col`, plus `fingerprint` (bigint, nullable) and `n_features` (int); with
+    `signature`, also `signature` (binary, nullable); with `short`
     (an enabled ShortTextSpec), also `short_fingerprint` (bigint) and `short_text` (string), null for long pages."""
-    fields = FINGERPRINT_FIELDS + (SHORT_FIELDS if short is not None else [])
+    fields = FINGERPRINT_FIELDS + (SIGNATURE_FIELDS if signature is not None else []) + (
+        SHORT_FIELDS if short is not None else [])
     schema = StructType([f for f in docs.schema.fields if f.name != text_col] + fields)
-    return docs.mapInArrow(lambda batches: fingerprint_record_batches(batches, text_col, spec, short), schema)
+    return docs.mapInArrow(lambda batches: fingerprint_record_batches(batches, text_col, spec, short, signature), schema)

@@ -65,12 +65,17 @@ class History:
         if stored is not None and stored != version:
             raise DedupError(
                 f"history {self.path} holds fingerprints of version {stored!r}, this run makes {version!r}: "
-                "use the same tokenizer/weighting/segmenter options as the history, or start a new --history"
+                "use the same tokenizer/weighting/segmenter options as the history; a history written by an older "
+                "version of simhash-dedup (without verification signatures, or another definition) cannot be "
+                "compared with this one: start a new --history directory (and re-run the earlier days into it "
+                "to keep checking against them)"
             )
 
     def earlier(self) -> tuple[DataFrame | None, list[str], list[str]]:
-        """Per distinct fingerprint of the runs before this run's date: (fingerprint, h_cluster, h_kept_date),
-        the best cluster holding it. Also the dates read and the dates skipped (this date and later)."""
+        """Per distinct fingerprint of the runs before this run's date: (fingerprint, h_cluster, h_kept_date,
+        signature, kept_signature): the best cluster holding it, the signature of its best row and the
+        signature of that cluster's kept page (null if the kept page has none). Also the dates read and the
+        dates skipped (this date and later)."""
         dates = self.run_dates()
         before = [d for d in dates if d < self.run_date]
         later = [d for d in dates if d >= self.run_date]
@@ -81,14 +86,18 @@ class History:
             .parquet(*[f"{self.path}/run_date={d}" for d in before])
             .where(F.col("fingerprint").isNotNull())
         )
-        best = F.min(F.struct(F.col("kept_run_date"), F.col("cluster_id")))
+        best = F.min(F.struct(F.col("kept_run_date"), F.col("cluster_id"), F.col("signature")))
         per_fp = rows.groupBy("fingerprint").agg(best.alias("b")).select(
-            "fingerprint", F.col("b.cluster_id").alias("h_cluster"), F.col("b.kept_run_date").alias("h_kept_date")
+            "fingerprint", F.col("b.cluster_id").alias("h_cluster"), F.col("b.kept_run_date").alias("h_kept_date"),
+            F.col("b.signature").alias("signature"),
         )
-        return per_fp, before, later
+        kept = rows.where(~F.col("is_duplicate")).groupBy(F.col("id").alias("h_cluster")).agg(
+            F.min("signature").alias("kept_signature"))
+        return per_fp.join(kept, "h_cluster", "left"), before, later
 
     def stage(self, rows: DataFrame, version: str) -> None:
-        """Write this run's rows (id, fingerprint, cluster_id, is_duplicate, kept_run_date) beside the history."""
+        """Write this run's rows (id, fingerprint, signature, cluster_id, is_duplicate, kept_run_date) beside
+        the history."""
         rows.write.parquet(self.staging)
         if self.stored_version() is None:
             stream = self.fs.create(self._Path(f"{self.path}/{VERSION_FILE}"), True)

@@ -97,25 +97,34 @@ def key_runs(rows: DataFrame, plan: TablePlan) -> DataFrame:
 
 def walk_groups(
     batches: Iterable[pa.RecordBatch],
-    per_groups: Callable[[np.ndarray, np.ndarray, np.ndarray], Iterator[pa.RecordBatch]],
+    per_groups: Callable[..., Iterator[pa.RecordBatch]],
+    extra: Callable[[pa.RecordBatch], np.ndarray] | None = None,
+    with_keys: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Hand the complete groups of sorted (table, key, fingerprint) batches to per_groups(members, offsets,
-    tables); a group still running at the end of a batch is carried into the next one, so the groups seen
-    do not depend on where the batches were cut."""
+    tables[, keys[, extras]]); a group still running at the end of a batch is carried into the next one, so
+    the groups seen do not depend on where the batches were cut. With `with_keys`, per_groups also gets each
+    group's key; with `extra` (a row-aligned array made from each batch, e.g. the signatures), the keys and
+    those rows."""
     carry = None
     for batch in batches:
-        table, key, fp = (batch.column(c).to_numpy(zero_copy_only=False) for c in ("table", "key", "fingerprint"))
+        cols = [batch.column(c).to_numpy(zero_copy_only=False) for c in ("table", "key", "fingerprint")]
+        if extra is not None:
+            cols.append(extra(batch))
         if carry is not None:
-            table, key, fp = (np.concatenate([c, x]) for c, x in zip(carry, (table, key, fp)))
+            cols = [np.concatenate([c, x]) for c, x in zip(carry, cols)]
+        table, key, fp = cols[:3]
         if not len(fp):
             continue
         starts = np.r_[0, np.flatnonzero((table[1:] != table[:-1]) | (key[1:] != key[:-1])) + 1]
         last = int(starts[-1])
-        carry = (table[last:], key[last:], fp[last:])
+        carry = [c[last:] for c in cols]
         if last:
-            yield from per_groups(fp[:last], np.r_[starts[:-1], last], table[starts[:-1]])
+            more = ((key[starts[:-1]],) if with_keys or extra else ()) + ((cols[3][:last],) if extra else ())
+            yield from per_groups(fp[:last], np.r_[starts[:-1], last], table[starts[:-1]], *more)
     if carry is not None and len(carry[2]):
-        yield from per_groups(carry[2], np.array([0, len(carry[2])]), carry[0][:1])
+        more = ((carry[1][:1],) if with_keys or extra else ()) + ((carry[3],) if extra else ())
+        yield from per_groups(carry[2], np.array([0, len(carry[2])]), carry[0][:1], *more)
 
 
 @contextmanager

@@ -18,11 +18,14 @@ from .config import DedupConfig
 from .corpus_idf import with_corpus_idf
 from .fingerprint_udf import with_fingerprints
 from .history import History, attach_history, related_block_rows
-from .pairs import block_rows, group_batches, group_edges
+from .pairs import block_rows, group_batches
+from .errors import DedupError
 from .read import check_columns, check_ids, input_error, read_input
 from .report_plots import write_plots
 from .resolve import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
 from .short_pairs import short_text_edges
+from .verified import BANDS, VerifySpec
+from .verified_pairs import group_members, unit_key, verified_clusters, verified_edges
 from .write import OutputDir
 
 log = logging.getLogger("simhash_dedup")
@@ -88,6 +91,7 @@ def stored_fingerprints(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
     """Rows of an `--input-format fingerprints` input (id, fingerprint) in the shape the fingerprint stage
     gives: the near-duplicate stages run unchanged, and stored fingerprints can be dedup'd again."""
     fp = F.col("fingerprint").cast("long")
+    signature = [F.col("signature").cast("binary")] if "signature" in raw.columns else []
     return raw.select(
         F.col(cfg.id_col).alias("id"),
         keep_rank(cfg.keep, cfg.id_col, None).alias("rank"),
@@ -96,26 +100,38 @@ def stored_fingerprints(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
         F.lit(False).alias("truncated"),
         fp.alias("fingerprint"),
         F.when(fp.isNull(), 0).otherwise(1).alias("n_features"),
+        *signature,
     )
 
 
 def near_duplicate_clusters(
     docs: DataFrame, k: int, blocks: int, max_rounds: int, timer: StageTimer, keep, history: DataFrame | None = None,
-    run_date: str = "", cluster_mode: str = "transitive", short_edges: DataFrame | None = None,
+    run_date: str = "", cluster_mode: str = "verified", short_edges: DataFrame | None = None,
+    verify: VerifySpec | None = None,
 ):
-    """Stages 3-7 on (id, fingerprint, rank) rows: exact collapse, blocks, candidates, components, resolve.
-    blocks = 0 lets the planner choose the tables from the number of distinct fingerprints.
+    """Stages 3-7 on (id, fingerprint, rank[, signature][, short_text]) rows: exact collapse, blocks,
+    candidates, verification, components, resolve. blocks = 0 lets the planner choose the tables from the
+    number of distinct fingerprints; verify = None (or no signature column) makes every candidate pair an edge.
 
     Returns the clusters (id, fingerprint, cluster_id, is_duplicate), the cluster-size histogram
     {size: clusters} and the pair statistics. `keep` persists a DataFrame and registers it for clean-up;
     component rounds are checkpointed into the SparkContext's checkpoint directory.
 
-    history: (fingerprint, h_cluster, h_kept_date) of earlier runs (history.py); its fingerprints that share a
-    key with this run's join the pair search, and pages that meet them become duplicates of their clusters
-    (the clusters then also carry kept_run_date, and the histogram counts this run's pages only)."""
+    history: (fingerprint, h_cluster, h_kept_date, signature, kept_signature) of earlier runs (history.py); its
+    fingerprints that share a key with this run's join the pair search, and pages that meet them become
+    duplicates of their clusters (in verified mode only if verified-similar to the cluster's kept page; the
+    clusters then also carry kept_run_date, and the histogram counts this run's pages only)."""
+    if "signature" not in docs.columns:
+        docs, verify = docs.withColumn("signature", F.lit(None).cast("binary")), None
+    if "short_text" not in docs.columns:
+        docs = docs.withColumn("short_text", F.lit(None).cast("string"))
     with timer("exact_collapse") as counts:
-        distinct = keep(docs.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct())
-        n_distinct = counts["distinct_fingerprints"] = distinct.count()
+        # units: pages with the same fingerprint, signature and short text, which verify alike
+        units = keep(docs.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint", "signature", "short_text")
+                     .agg(F.min(F.struct("rank", "id")).alias("best")))
+        fp_sigs = keep(units.groupBy("fingerprint").agg(F.min(F.struct("best", "signature")).alias("r"))
+                       .select("fingerprint", F.col("r.signature").alias("signature")))
+        n_distinct = counts["distinct_fingerprints"] = fp_sigs.count()
         n_history = history.count() if history is not None else 0
         if history is not None:
             counts["history_fingerprints"] = n_history
@@ -123,36 +139,46 @@ def near_duplicate_clusters(
     n_search = n_distinct + n_history  # fingerprints in the pair search
     plan = plan_tables(k, blocks) if blocks else choose_plan(n_search, k)
     with timer("blocks") as counts:
-        rows = block_rows(distinct, plan)
+        rows = block_rows(fp_sigs, plan)
+        search_sigs = fp_sigs
         if history is not None:
             related_rows = keep(related_block_rows(history, rows, plan))
             related = keep(history.join(related_rows.select("fingerprint").distinct(), "fingerprint", "left_semi"))
             n_related = related.count()
             rows = rows.union(related_rows)
+            search_sigs = fp_sigs.unionByName(
+                related.select("fingerprint", "signature").join(fp_sigs, "fingerprint", "left_anti"))
         counts["tables"] = len(plan.tables)
 
     with timer("candidates") as counts:  # the shuffle and sort that form the key groups happen here
-        edge_rows = keep(group_edges(rows, plan))
+        members = keep(group_members(rows, plan))
         with group_batches(docs.sparkSession):
-            pair_stats = edge_rows.agg(
+            pair_stats = members.agg(
                 F.sum("compared").alias("pairs_compared"),
                 F.sum("accepted").alias("pairs_accepted"),
-                F.count("src").alias("forest_edges"),
+                F.count("fingerprint").alias("members"),
                 F.sum("groups").alias("key_groups"),
             ).first()
         n_groups = counts["key_groups"] = int(pair_stats["key_groups"] or 0)
         by_distance = {
             int(r["distance"]): int(r["pairs"])
-            for r in edge_rows.where(F.col("distance").isNotNull()).groupBy("distance")
+            for r in members.where(F.col("distance").isNotNull()).groupBy("distance")
             .agg(F.sum("accepted").alias("pairs")).collect()
         }
-        counts.update(compared=int(pair_stats["pairs_compared"] or 0), accepted=int(pair_stats["pairs_accepted"] or 0),
-                      forest_edges=int(pair_stats["forest_edges"] or 0))
+        counts.update(compared=int(pair_stats["pairs_compared"] or 0), accepted=int(pair_stats["pairs_accepted"] or 0))
         chance = float(f"{chance_pairs(n_search, k):.4g}")
-        warning = chance_warning(chance, counts["accepted"], k, n_search)
+        warning = chance_warning(chance, counts["accepted"], k, n_search) if verify is None else None
         if warning:
             log.warning(warning)
+
+    with timer("verify") as counts:
+        edge_rows = keep(verified_edges(members.where(F.col("fingerprint").isNotNull()), search_sigs, plan, verify))
+        bands = {int(r["band"]): (int(r["v"]), int(r["r"])) for r in edge_rows.where(F.col("band").isNotNull())
+                 .groupBy("band").agg(F.sum("verified").alias("v"), F.sum("rejected").alias("r")).collect()}
+        n_verified, n_rejected = sum(v for v, _ in bands.values()), sum(r for _, r in bands.values())
+        counts.update(verified=n_verified, rejected=n_rejected)
         edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
+        n_edges = counts["forest_edges"] = edges.count()
         if short_edges is not None:
             edges = edges.unionByName(short_edges)
 
@@ -161,11 +187,19 @@ def near_duplicate_clusters(
         counts["rounds"] = rounds
 
     with timer("resolve") as counts:
-        if cluster_mode == "star":
-            clusters = star_clusters(docs.select("id", "fingerprint", "rank"), roots, k)
+        page_cols = docs.select("id", "fingerprint", "rank", "signature", "short_text")
+        if cluster_mode == "verified":
+            fixed = None
+            if history is not None:
+                fixed = related.where(F.col("kept_signature").isNotNull() | F.lit(verify is None)).select(
+                    "fingerprint", "h_cluster", "h_kept_date", F.col("kept_signature").alias("signature"))
+            assigned = verified_clusters(units, roots, verify, fixed)
+            clusters = resolve_verified(page_cols, assigned, run_date if history is not None else None)
+        elif cluster_mode == "star":
+            clusters = star_clusters(page_cols.select("id", "fingerprint", "rank"), roots, k)
         else:
-            clusters = resolve_clusters(docs.select("id", "fingerprint", "rank"), roots)
-        if history is not None:
+            clusters = resolve_clusters(page_cols.select("id", "fingerprint", "rank"), roots)
+        if history is not None and cluster_mode != "verified":
             clusters = attach_history(clusters, roots, related, run_date)
         clusters = keep(clusters)
         sizes = clusters.groupBy("cluster_id").count()
@@ -180,7 +214,13 @@ def near_duplicate_clusters(
         "key_groups": n_groups,
         "pairs_compared": int(pair_stats["pairs_compared"] or 0),
         "pairs_accepted": int(pair_stats["pairs_accepted"] or 0),
-        "forest_edges": int(pair_stats["forest_edges"] or 0),
+        "pairs_verified": n_verified,
+        "pairs_rejected": n_rejected,
+        "similarity_bands": {f"{b / BANDS:.1f}-{(b + 1) / BANDS:.1f}": {"verified": bands.get(b, (0, 0))[0],
+                                                                       "rejected": bands.get(b, (0, 0))[1]}
+                             for b in range(BANDS)} if verify is not None else None,
+        "verification": verify.describe() if verify is not None else None,
+        "forest_edges": n_edges,
         "pairs_accepted_by_distance": {str(d): by_distance.get(d, 0) for d in range(k + 1)},
         "component_rounds": rounds,
         "chance_pairs_uniform": chance,
@@ -191,6 +231,22 @@ def near_duplicate_clusters(
         stats["history_fingerprints"] = n_history
         stats["history_fingerprints_compared"] = n_related
     return clusters, histogram, stats
+
+
+def resolve_verified(pages: DataFrame, assigned: DataFrame, run_date: str | None) -> DataFrame:
+    """Each page's cluster from its unit's centre (verified_pairs.verified_clusters): the best page of the
+    centre unit, or an earlier run's cluster; pages without a fingerprint are clusters of their own. With a
+    run date (--history) also kept_run_date."""
+    keyed = pages.select("id", *unit_key(pages))
+    joined = keyed.join(assigned, ["fingerprint", "sig_key", "short_key"], "left")
+    id_type = dict(pages.dtypes)["id"]
+    earlier = F.col("h_cluster").isNotNull()
+    cluster_id = F.when(earlier, F.col("h_cluster").cast(id_type)).otherwise(F.coalesce("kept_id", "id"))
+    cols = [F.col("id"), F.col("fingerprint"), cluster_id.alias("cluster_id"),
+            (earlier | (F.col("id") != F.coalesce("kept_id", "id"))).alias("is_duplicate")]
+    if run_date is not None:
+        cols.append(F.when(earlier, F.col("h_kept_date")).otherwise(F.lit(run_date)).alias("kept_run_date"))
+    return joined.select(*cols)
 
 
 def run(cfg: DedupConfig, spark: SparkSession) -> dict:
@@ -207,7 +263,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
     persisted: list[DataFrame] = []
     history = History(spark, cfg.history, cfg.run_date) if cfg.history else None
     if history is not None:
-        history.check_version(cfg.features.version())
+        history.check_version(cfg.fingerprint_version())
 
     def keep(df: DataFrame) -> DataFrame:
         persisted.append(_persist(df))
@@ -219,6 +275,10 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
             if cfg.input_format == "fingerprints":
                 check_columns(raw, cfg.id_col, "fingerprint", extra, text_types=("bigint",))
+                if cfg.verify is not None and "signature" not in raw.columns:
+                    raise DedupError(
+                        f"input {cfg.input} has no signature column, which verification needs (clusters/ of this "
+                        "version has one): pass --min-similarity 0 to cluster by fingerprint distance alone")
             else:
                 check_columns(raw, cfg.id_col, cfg.text_col, extra)
             if cfg.input_partitions:
@@ -235,7 +295,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 prepared = prepare_documents(raw, cfg)
                 if cfg.weighting == "tfidf-corpus":  # one extra pass over the texts for the idf table
                     spec = with_corpus_idf(prepared, "text", spec)
-                docs = keep(with_fingerprints(prepared, "text", spec, None if short_off else cfg.short_text))
+                docs = keep(with_fingerprints(prepared, "text", spec, None if short_off else cfg.short_text, cfg.signature))
             doc_stats = docs.agg(
                 F.count(F.lit(1)).alias("input_rows"),
                 F.sum(F.col("text_null").cast("long")).alias("null_text"),
@@ -266,7 +326,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 short_report = {"enabled": True, **short_stats}
         clusters, histogram, near = near_duplicate_clusters(
             docs, cfg.k, cfg.blocks, cfg.max_component_rounds, timer, keep, earlier, history.run_date if history else "",
-            cfg.cluster_mode, short_edges,
+            cfg.cluster_mode, short_edges, cfg.verify,
         )
         if earlier is None:
             kept_rows = sum(histogram.values())  # one kept document per cluster
@@ -281,11 +341,14 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             history_report["history_fingerprints_compared"] = near.pop("history_fingerprints_compared")
 
         with timer("write") as counts:
-            clusters.select("id", "fingerprint", "cluster_id", "is_duplicate").write.parquet(out.staged("clusters"))
+            with_sig = clusters.join(docs.select("id", "signature"), "id", "left") if "signature" in docs.columns \
+                else clusters.withColumn("signature", F.lit(None).cast("binary"))
+            with_sig = keep(with_sig)
+            with_sig.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate").write.parquet(out.staged("clusters"))
             if history is not None:
-                rows = clusters if earlier is not None else clusters.withColumn("kept_run_date", F.lit(history.run_date))
-                history.stage(rows.select("id", "fingerprint", "cluster_id", "is_duplicate", "kept_run_date"),
-                              cfg.features.version())
+                rows = with_sig if earlier is not None else with_sig.withColumn("kept_run_date", F.lit(history.run_date))
+                history.stage(rows.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate", "kept_run_date"),
+                              cfg.fingerprint_version())
             kept_ids = clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
             kept_docs = raw.join(kept_ids, raw[cfg.id_col] == kept_ids["_kept_id"], "left_semi")
             kept_docs.write.parquet(out.staged("kept"))
@@ -298,7 +361,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             "simhash_dedup_version": __version__,
             "fingerprint_version": "as stored in the input"
             if cfg.input_format == "fingerprints"
-            else spec.version(),
+            else f"{spec.version()}+{cfg.signature.version()}",
             "input": cfg.input,
             "output": cfg.output,
             "input_rows": input_rows,

@@ -1,0 +1,150 @@
+"""Verified clusters, the pure part (numpy, no Spark): which candidate pairs become edges, and which page of
+a component each page is a duplicate of.
+
+Two pages are *verified-similar* when
+  - both are short pages (short-text mode) and the exact Jaccard index of their character n-gram shingle
+    sets is >= short_min_jaccard (the short-text check, shingles.py), or otherwise
+  - the estimated Jaccard index of their feature sets, from their signatures (signature.py), is
+    >= min_similarity (an integer comparison of agreeing bins: no rounding decides a pair).
+
+Edges: a candidate pair (within k bits and accepted in its first shared table, candidates.py) is an edge
+only if the two fingerprints' signatures verify; a key group then emits a spanning forest of its verified
+pairs. Clusters (`verified_centres`): inside a component, units (distinct fingerprint, signature and short
+text) in keep order; the first is a centre, every unit verified-similar to it joins it; the first unit left
+is the next centre, and so on. So every duplicate is verified-similar to the page kept for it, however the
+component was chained together, and the result depends only on the units and their order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .candidates import SMALL_GROUP, _small_group_pairs, bfs_forest, pair_filter, spanning_forest_edges
+from .shingles import jaccard, shingle_set
+from .signature import SignatureSpec, agreeing_bins, min_agreeing_bins, similarity
+
+BANDS = 10  # similarity bands of the report: [0, 0.1), ..., [0.9, 1.0]
+
+
+@dataclass(frozen=True)
+class VerifySpec:
+    min_similarity: float = 0.7  # estimated Jaccard of the feature sets a pair needs
+    signature: SignatureSpec = field(default_factory=SignatureSpec)
+    short_min_jaccard: float = 0.7  # exact shingle Jaccard two short pages need
+    short_ngram: int = 5
+
+    @property
+    def need(self) -> int:
+        """Agreeing bins a verified pair needs."""
+        return min_agreeing_bins(self.min_similarity, self.signature)
+
+    def describe(self) -> dict:
+        return {"min_similarity": self.min_similarity, "signature": self.signature.version(),
+                "agreeing_bins_needed": self.need, "bins": self.signature.bins,
+                "short_min_jaccard": self.short_min_jaccard}
+
+
+def band_of(sim: np.ndarray) -> np.ndarray:
+    return np.minimum((np.asarray(sim) * BANDS).astype(np.int64), BANDS - 1)
+
+
+@dataclass
+class VerifiedGroups:
+    src: np.ndarray  # forest edges (int64 fingerprints)
+    dst: np.ndarray
+    verified_by_band: np.ndarray  # accepted pairs by similarity band, verified ones
+    rejected_by_band: np.ndarray  # and the rejected ones
+
+
+def _check(sigs, i, j, spec: VerifySpec | None, verified: np.ndarray, rejected: np.ndarray) -> np.ndarray:
+    """Which accepted pairs (i, j) verify; their similarity bands are added to verified / rejected."""
+    if spec is None or sigs is None:  # no signatures: every accepted pair is an edge
+        verified[BANDS - 1] += len(i)
+        return np.ones(len(i), dtype=bool)
+    ok = agreeing_bins(sigs[i], sigs[j]) >= spec.need
+    band = band_of(similarity(sigs[i], sigs[j], spec.signature.bits))
+    verified += np.bincount(band[ok], minlength=BANDS)
+    rejected += np.bincount(band[~ok], minlength=BANDS)
+    return ok
+
+
+def verify_groups(members: np.ndarray, sigs: np.ndarray | None, offsets: np.ndarray, tables: np.ndarray,
+                  plan, spec: VerifySpec | None, small_group: int = SMALL_GROUP) -> VerifiedGroups:
+    """Verified spanning-forest edges of many key groups. members: fingerprints (int64/uint64) of all groups
+    one after another, sigs: their signatures (rows x bins) or None (then every accepted pair verifies, for
+    runs without signatures); group g owns offsets[g]:offsets[g+1] and is of table tables[g]. Small groups
+    compare all pairs at once; a large one is counted by blocks of rows and its forest found by breadth-first
+    search, so a hot key costs O(n) memory and at most n - 1 edges."""
+    u = np.asarray(members).view(np.uint64) if np.asarray(members).dtype == np.int64 else np.asarray(members, np.uint64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    tables = np.asarray(tables, dtype=np.int64)
+    starts, sizes = offsets[:-1], np.diff(offsets)
+    filt = pair_filter(plan)
+    verified, rejected = np.zeros(BANDS, np.int64), np.zeros(BANDS, np.int64)
+    small = (sizes >= 2) & (sizes <= small_group)
+    i, j = _small_group_pairs(u, starts[small], sizes[small], tables[small], filt)
+    ok = _check(sigs, i, j, spec, verified, rejected)
+    fi, fj = spanning_forest_edges(i[ok], j[ok])
+    src, dst = [u[fi]], [u[fj]]
+    for g in np.flatnonzero(sizes > small_group):
+        s, e = int(starts[g]), int(starts[g] + sizes[g])
+        fps, gs = u[s:e], None if sigs is None else sigs[s:e]
+        for a in range(0, e - s, 512):  # the bands of every accepted pair, by blocks of rows
+            b = min(a + 512, e - s)
+            ii, jj = np.nonzero(np.arange(a, b)[:, None] < np.arange(e - s)[None, :])
+            ii += a
+            acc = filt.accept(fps[ii] ^ fps[jj], int(tables[g]))
+            _check(gs, ii[acc], jj[acc], spec, verified, rejected)
+        verify = None
+        if spec is not None and gs is not None:
+            verify = lambda x, idx, gs=gs: agreeing_bins(gs[idx], gs[x]) >= spec.need  # noqa: E731
+        bi, bj = bfs_forest(fps, int(tables[g]), filt, verify)
+        src.append(fps[bi])
+        dst.append(fps[bj])
+    return VerifiedGroups(np.concatenate(src).view(np.int64), np.concatenate(dst).view(np.int64), verified, rejected)
+
+
+def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | None, spec: VerifySpec | None,
+                     fixed: int = 0) -> np.ndarray:
+    """The centre (an index) of each unit of one component, units in keep order (best first).
+
+    The first `fixed` units are centres given in advance (the kept pages of earlier runs' clusters, with
+    --history): they take what they verify first, in their order, and are never taken themselves. Then the
+    first unit left is a centre and takes every unit left that is verified-similar to it, and so on.
+    sigs: (units x bins) or None (no signatures: every unit verifies, as in transitive mode); short_texts:
+    each unit's short text (None for a page that is not short), or None when the mode is off."""
+    n = len(sigs) if sigs is not None else len(short_texts or [])
+    if spec is None or sigs is None:  # everyone joins the first centre
+        centre = np.zeros(n, dtype=np.int64)
+        centre[:fixed] = np.arange(fixed)
+        return centre
+    shingles = None
+    is_short = np.zeros(n, dtype=bool)
+    if short_texts is not None:
+        is_short = np.array([t is not None for t in short_texts], dtype=bool)
+        shingles = [shingle_set(t, spec.short_ngram) if t is not None else None for t in short_texts]
+    centre = np.full(n, -1, dtype=np.int64)
+    centre[:fixed] = np.arange(fixed)
+    open_ = np.arange(fixed, n)
+
+    def take(c: int) -> None:
+        nonlocal open_
+        if not len(open_):
+            return
+        near = agreeing_bins(sigs[open_], sigs[c]) >= spec.need
+        both_short = is_short[open_] & is_short[c]
+        if both_short.any():
+            for x in np.flatnonzero(both_short):
+                near[x] = jaccard(shingles[open_[x]], shingles[c]) >= spec.short_min_jaccard
+        centre[open_[near]] = c
+        open_ = open_[~near]
+
+    for c in range(fixed):
+        take(c)
+    while len(open_):
+        c = int(open_[0])
+        centre[c] = c
+        open_ = open_[1:]
+        take(c)
+    return centre
