@@ -124,6 +124,8 @@ def similarity(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
 def min_agreeing_bins(min_similarity: float, spec: SignatureSpec) -> int:
     """The number of agreeing bins at which the estimated similarity reaches min_similarity: the check is an
     integer comparison, so no rounding decides a pair."""
+    if min_similarity <= 0:
+        return 0
     chance = 2.0**-spec.bits
     need = (min_similarity * (1 - chance) + chance) * spec.bins
     return int(np.ceil(need - 1e-9))

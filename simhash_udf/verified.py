@@ -106,15 +106,16 @@ def verify_groups(members: np.ndarray, sigs: np.ndarray | None, offsets: np.ndar
 
 
 def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | None, spec: VerifySpec | None,
-                     fixed: int = 0) -> np.ndarray:
+                     fixed: int = 0, n: int | None = None) -> np.ndarray:
     """The centre (an index) of each unit of one component, units in keep order (best first).
 
     The first `fixed` units are centres given in advance (the kept pages of earlier runs' clusters, with
     --history): they take what they verify first, in their order, and are never taken themselves. Then the
     first unit left is a centre and takes every unit left that is verified-similar to it, and so on.
     sigs: (units x bins) or None (no signatures: every unit verifies, as in transitive mode); short_texts:
-    each unit's short text (None for a page that is not short), or None when the mode is off."""
-    n = len(sigs) if sigs is not None else len(short_texts or [])
+    each unit's short text (None for a page that is not short), or None when the mode is off; n: the number
+    of units when neither is given."""
+    n = len(sigs) if sigs is not None else len(short_texts) if short_texts is not None else n
     if spec is None or sigs is None:  # everyone joins the first centre
         centre = np.zeros(n, dtype=np.int64)
         centre[:fixed] = np.arange(fixed)

@@ -136,7 +136,7 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
             sigs = np.frombuffer(b"".join(pdf["signature"].tolist()), dtype=sig_spec.dtype).reshape(len(pdf), sig_spec.bins)
         texts = [t if isinstance(t, str) else None for t in pdf["short_text"].tolist()]
         centre = verified_centres(sigs, texts if any(t is not None for t in texts) else None, spec,
-                                  int(pdf["fixed"].sum()))
+                                  int(pdf["fixed"].sum()), len(pdf))
         pos = pdf["pos"].to_numpy()
         return pd.DataFrame({"comp": pdf["comp"].to_numpy(), "pos": pos, "centre_pos": pos[centre]})
 

@@ -116,3 +116,56 @@ def brute_force_short_pairs(ids, texts, fps, spec):
         return [], 0
     j = pair_jaccards([texts[a] for a, _ in candidates], [texts[b] for _, b in candidates], spec.char_ngram)
     return [c for c, ok in zip(candidates, j >= spec.min_jaccard) if ok], len(candidates)
+
+
+def agreeing(a, b) -> int:
+    """Bins on which two signatures (bytes) agree, one by one."""
+    return sum(x == y for x, y in zip(a, b))
+
+
+def brute_force_verified(ids, fps, sigs, k, need) -> dict:
+    """id -> kept id under the verified cluster policy, from its definition (verified.py), page by page.
+
+    Units: pages with the same (fingerprint, signature); a unit's best page is its smallest id. Each
+    fingerprint's signature is that of its unit with the smallest best id. Edges: fingerprint pairs within
+    k whose signatures agree on >= need bins. Components of the fingerprints; inside each, units by best
+    id; the first unit left is a centre and takes every unit left whose signature agrees with its own on
+    >= need bins."""
+    best = {}
+    for i, fp, s in zip(ids, fps, sigs):
+        best[(fp, s)] = min(best.get((fp, s), i), i)
+    rep = {}
+    for (fp, s), b in sorted(best.items(), key=lambda kv: kv[1]):
+        rep.setdefault(fp, s)
+    nodes = sorted(rep)
+    edges = [(nodes[a], nodes[b]) for a, b in within_k_pairs(nodes, k) if agreeing(rep[nodes[a]], rep[nodes[b]]) >= need]
+    comp = components_of(nodes, edges)
+    members: dict = {}
+    for unit, b in best.items():
+        members.setdefault(comp[unit[0]], []).append(unit)
+    kept = {}
+    for units in members.values():
+        units.sort(key=lambda u: best[u])
+        left = list(units)
+        while left:
+            c = left[0]
+            for u in list(left):
+                if agreeing(u[1], c[1]) >= need:
+                    kept[u] = best[c]
+                    left.remove(u)
+    return {i: kept[(fp, s)] for i, fp, s in zip(ids, fps, sigs)}
+
+
+def planted_signatures(rng: np.random.Generator, fps, bins: int = 128) -> list[bytes]:
+    """A signature per fingerprint: pages of one planted family share a random base signature of which a
+    random share (0 to 60%) of bins is redrawn, so some pairs verify and some do not; equal fingerprints
+    usually get equal signatures, sometimes not (the same fingerprint with another signature)."""
+    base: dict = {}
+    out = []
+    for fp in fps:
+        family = fp >> 40  # planted variants share their top bits with their centre most of the time
+        sig = base.setdefault(family, rng.integers(0, 256, bins, dtype=np.uint8)).copy()
+        redraw = rng.random(bins) < rng.choice([0.0, 0.0, 0.1, 0.3, 0.6])
+        sig[redraw] = rng.integers(0, 256, int(redraw.sum()), dtype=np.uint8)
+        out.append(sig.tobytes())
+    return out

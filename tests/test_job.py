@@ -92,6 +92,34 @@ def test_output_layout(sample_run, sample):
             assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
+    """The default cluster policy's promise on a whole run: each duplicate's signature (in clusters/) agrees
+    with its kept page's on enough bins, or both pages are short and their shingle Jaccard verifies."""
+    from reference import agreeing
+
+    from simhash_udf.shingles import jaccard, shingle_set
+    from simhash_udf.verified import VerifySpec
+
+    out, report = sample_run
+    rows = read_clusters(out)
+    assert report["config"]["cluster_mode"] == "verified"
+    texts = pd.read_json(sample, lines=True, dtype=False).set_index("id")["text"]
+    sig = rows.set_index("id")["signature"]
+    spec = VerifySpec(report["config"]["min_similarity"])
+    dups = rows[rows["is_duplicate"]]
+    by_text = 0
+    for i, c in zip(dups["id"], dups["cluster_id"]):
+        if sig[i] is not None and sig[c] is not None and agreeing(sig[i], sig[c]) >= spec.need:
+            continue
+        a, b = texts[i], texts[c]
+        assert len(a) < 140 and len(b) < 140 and jaccard(shingle_set(a), shingle_set(b)) >= spec.short_min_jaccard
+        by_text += 1
+    assert len(dups) > 100 and by_text < len(dups)
+    cand = report["candidates"]
+    assert cand["pairs_verified"] + cand["pairs_rejected"] == cand["pairs_accepted"]
+    assert sum(b["verified"] + b["rejected"] for b in cand["similarity_bands"].values()) == cand["pairs_accepted"]
+
+
 def test_progress_is_logged_per_stage_with_counts(spark, sample, tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="simhash_dedup")
     report = run_job(spark, "--input", sample, "--output", tmp_path / "out")

@@ -1,0 +1,148 @@
+"""Verified clusters: every duplicate is verified-similar to its kept page. The pure core against brute
+force (hypothesis), the Spark stages against a brute-force reference of the definition, chance immunity,
+and the promise checked on a whole job's output."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from reference import (agreeing, brute_force_clusters, brute_force_verified, components_of, planted_fingerprints,
+                       planted_signatures, within_k_pairs)
+from simhash_udf.blocks import plan_tables
+from simhash_udf.pipeline import StageTimer, near_duplicate_clusters
+from simhash_udf.shingles import jaccard, shingle_set
+from simhash_udf.verified import VerifySpec, verified_centres, verify_groups
+
+SPEC = VerifySpec(0.7)
+
+
+def _sig_matrix(sigs):
+    return np.frombuffer(b"".join(sigs), dtype=np.uint8).reshape(len(sigs), -1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), fixed=st.integers(0, 3), short=st.booleans())
+def test_verified_centres_equal_greedy_definition(seed, n, fixed, short):
+    rng = np.random.default_rng(seed)
+    fixed = min(fixed, n)
+    sigs = planted_signatures(rng, [int(x) << 40 for x in rng.integers(0, 3, n)])
+    words = ["alpha beta gamma delta", "alpha beta gamma delta epsilon", "zeta eta theta iota kappa", "alpha beta"]
+    texts = [words[int(rng.integers(0, 4))] if short and rng.random() < 0.5 and i >= fixed else None for i in range(n)]
+    centre = verified_centres(_sig_matrix(sigs), texts if short else None, SPEC, fixed)
+
+    def verified(a, b):
+        if short and texts[a] is not None and texts[b] is not None:
+            return jaccard(shingle_set(texts[a]), shingle_set(texts[b])) >= SPEC.short_min_jaccard
+        return agreeing(sigs[a], sigs[b]) >= SPEC.need
+
+    expect, left = [None] * n, list(range(fixed, n))
+    for c in range(fixed):
+        expect[c] = c
+        for u in [u for u in left if verified(u, c)]:
+            expect[u] = c
+            left.remove(u)
+    while left:
+        c = left[0]
+        for u in [u for u in left if u == c or verified(u, c)]:
+            expect[u] = c
+            left.remove(u)
+    assert centre.tolist() == expect
+    assert all(centre[u] == u or verified(u, centre[u]) for u in range(n))  # the promise itself
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 6), n=st.sampled_from([8, 60, 300]), small=st.sampled_from([4, 256]))
+def test_verify_groups_forest_spans_the_verified_pairs(seed, k, n, small):
+    """One key group of planted fingerprints (big ones take the breadth-first path when small = 4): the
+    forest connects exactly what the verified accepted pairs connect, and every accepted pair is counted in
+    one band, verified or rejected, as brute force says."""
+    rng = np.random.default_rng(seed)
+    fps = np.array(planted_fingerprints(rng, max(1, n // 3), k), dtype=np.int64)
+    fps = np.unique(fps)
+    plan = plan_tables(k, k + 1)
+    table0 = np.array([f for f in fps if True], dtype=np.int64)  # one group; the table rule applied as for table 0
+    sigs = planted_signatures(rng, [int(f) for f in table0])
+    out = verify_groups(table0, _sig_matrix(sigs), np.array([0, len(table0)]), np.array([0]), plan, SPEC, small)
+    from simhash_udf.candidates import pair_filter
+
+    filt = pair_filter(plan)
+    u = table0.view(np.uint64)
+    accepted = [(a, b) for a, b in within_k_pairs(table0, k) if filt.accept(np.array([u[a] ^ u[b]]), 0)[0]]
+    verified = [(a, b) for a, b in accepted if agreeing(sigs[a], sigs[b]) >= SPEC.need]
+    assert int(out.verified_by_band.sum()) == len(verified)
+    assert int(out.rejected_by_band.sum()) == len(accepted) - len(verified)
+    assert len(out.src) <= max(len(table0) - 1, 0)
+    index = {int(f): i for i, f in enumerate(table0)}
+    got = components_of(range(len(table0)), [(index[int(a)], index[int(b)]) for a, b in zip(out.src, out.dst)])
+    want = components_of(range(len(table0)), verified)
+    assert {i: got[i] == got[j] for i in range(len(table0)) for j in (0, len(table0) - 1)} == \
+        {i: want[i] == want[j] for i in range(len(table0)) for j in (0, len(table0) - 1)}
+    assert len(set(got.values())) == len(set(want.values()))
+
+
+@pytest.fixture(scope="module")
+def cluster(spark, tmp_path_factory):
+    spark.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("ckpt")))
+
+    def run(ids, fps, sigs, k, mode="verified", partitions=3, verify=SPEC):
+        df = spark.createDataFrame(list(zip(ids, fps, sigs)), "id long, fingerprint long, signature binary")
+        docs = df.repartition(partitions).withColumn("rank", F.struct(F.col("id").alias("i")))
+        persisted = []
+        clusters, _, stats = near_duplicate_clusters(
+            docs, k, 0, 50, StageTimer(), lambda d: persisted.append(d.cache()) or d.cache(), cluster_mode=mode,
+            verify=verify)
+        rows = {r.id: r.cluster_id for r in clusters.collect()}
+        for d in persisted:
+            d.unpersist()
+        return rows, stats
+
+    return run
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 6), partitions=st.sampled_from([1, 4]))
+def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partitions):
+    rng = np.random.default_rng(seed)
+    fps = planted_fingerprints(rng, 40, k, max_extra=k)  # chains: variants up to 2k from a centre
+    fps += fps[: len(fps) // 4]  # repeated fingerprints, some with another signature
+    sigs = planted_signatures(rng, fps)
+    ids = [int(i) for i in rng.permutation(len(fps)) + 1]
+    got, stats = cluster(ids, fps, sigs, k, partitions=partitions)
+    assert got == brute_force_verified(ids, fps, sigs, k, SPEC.need)
+    for i, c in got.items():  # every duplicate is verified-similar to its kept page
+        assert c == i or agreeing(sigs[ids.index(i)], sigs[ids.index(c)]) >= SPEC.need
+    assert stats["pairs_verified"] + stats["pairs_rejected"] == stats["pairs_accepted"]
+
+
+def test_chance_pairs_are_never_joined(cluster):
+    """Unrelated pages (independent signatures) whose fingerprints lie within k, and a chain of them: in
+    verified mode each stays its own cluster; without verification they are joined."""
+    rng = np.random.default_rng(5)
+    a = 0x0F0F0F0F0F0F0F0F
+    fps = [a, a ^ 0b111, a ^ 0b111 ^ (0b111 << 20), a ^ 0b111 ^ (0b111 << 20) ^ (0b11 << 50)]
+    fps = [f - (1 << 64) if f >= 1 << 63 else f for f in fps]
+    sigs = [rng.integers(0, 256, 128, dtype=np.uint8).tobytes() for _ in fps]
+    ids = [1, 2, 3, 4]
+    got, stats = cluster(ids, fps, sigs, 6)
+    assert got == {1: 1, 2: 2, 3: 3, 4: 4}
+    assert stats["pairs_accepted"] >= 3 and stats["pairs_verified"] == 0 and stats["forest_edges"] == 0
+    joined, _ = cluster(ids, fps, sigs, 6, mode="transitive", verify=None)
+    assert set(joined.values()) == {1}
+
+
+def test_a_verified_chain_is_cut_at_the_kept_page(cluster):
+    """A ~ B ~ C each verified, A and C not: C does not become a duplicate of A (transitive mode joins all)."""
+    rng = np.random.default_rng(1)
+    base = rng.integers(0, 256, 128, dtype=np.uint8)
+    b = base.copy()
+    b[:30] = rng.integers(0, 256, 30)  # A~B: 98 of 128 bins agree
+    c = b.copy()
+    c[30:60] = rng.integers(0, 256, 30)  # B~C: 98 agree, A~C: 68 agree
+    fps = [0, 0b111, 0b111 | 0b111 << 20]
+    sigs = [base.tobytes(), b.tobytes(), c.tobytes()]
+    got, _ = cluster([1, 2, 3], fps, sigs, 6)
+    assert got == {1: 1, 2: 1, 3: 3}
+    transitive, _ = cluster([1, 2, 3], fps, sigs, 6, mode="transitive")
+    assert transitive == {1: 1, 2: 1, 3: 1}
+    assert brute_force_clusters([1, 2, 3], fps, 6) == transitive
