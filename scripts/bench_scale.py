@@ -26,11 +26,14 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from simhash_udf.config import DedupConfig, load_config  # noqa: E402
 from simhash_udf.pipeline import run  # noqa: E402
 from simhash_udf.session import get_spark  # noqa: E402
+from simhash_udf.signature import SignatureSpec, to_arrow  # noqa: E402
 
 
 def synthetic_fingerprints(n: int, k: int, dup_share: float, seed: int = 0):
-    """(ids, fingerprints, group): random fingerprints; dup_share of the documents sit in groups of 2-5
-    whose members are within k bits of the group's first member (group = -1 for the rest)."""
+    """(ids, fingerprints, group, signatures): random fingerprints and signatures; dup_share of the documents
+    sit in groups of 2-5 whose members are within k bits of the group's first member and share its signature
+    but for up to 10% of its bins, redrawn (group = -1 for the rest): planted copies verify, chance pairs of
+    unrelated fingerprints do not."""
     rng = np.random.default_rng(seed)
     fps = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, size=n, dtype=np.int64, endpoint=True)
     group = np.full(n, -1, dtype=np.int64)
@@ -49,8 +52,14 @@ def synthetic_fingerprints(n: int, k: int, dup_share: float, seed: int = 0):
         for b in rng.choice(64, size=int(rng.integers(0, k + 1)), replace=False):
             v ^= np.uint64(1) << np.uint64(b)
         u[j] = v
+    spec = SignatureSpec()
+    sigs = rng.integers(0, 256, size=(n, spec.bins), dtype=np.uint8)
+    copies = np.flatnonzero(~is_centre)
+    sigs[copies] = sigs[starts[owner[copies]]]
+    redraw = rng.random((len(copies), spec.bins)) < rng.random((len(copies), 1)) * 0.1
+    sigs[copies] = np.where(redraw, rng.integers(0, 256, size=redraw.shape, dtype=np.uint8), sigs[copies])
     ids = rng.permutation(n).astype(np.int64)
-    return ids, fps, group
+    return ids, fps, group, sigs
 
 
 def jvm_peak_mb(spark) -> float:
@@ -68,6 +77,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=DedupConfig().k, help="default: the job's default k")
     ap.add_argument("--dup-share", type=float, default=0.1)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--job-args", default="", help="more job options, e.g. '--min-similarity 0'")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     work = args.workdir or tempfile.mkdtemp(prefix="bench_scale_")
@@ -76,13 +86,15 @@ def main() -> None:
     results = []
     for n in sizes:
         t0 = time.perf_counter()
-        ids, fps, group = synthetic_fingerprints(n, args.k, args.dup_share)
+        ids, fps, group, sigs = synthetic_fingerprints(n, args.k, args.dup_share)
         path = os.path.join(work, f"fps_{n}.parquet")
-        pq.write_table(pa.table({"id": ids, "fingerprint": fps, "group": group}), path)
+        pq.write_table(pa.table({"id": ids, "fingerprint": fps, "group": group,
+                                 "signature": to_arrow(sigs, np.ones(n, dtype=bool))}), path)
+        del sigs
         gen = time.perf_counter() - t0
         out = os.path.join(work, f"out_{n}")
         cfg = load_config(["--input", path, "--input-format", "fingerprints", "--output", out,
-                           "--k", str(args.k), "--overwrite"])
+                           "--k", str(args.k), "--overwrite", *args.job_args.split()])
         t0 = time.perf_counter()
         report = run(cfg, spark)
         wall = time.perf_counter() - t0
@@ -104,26 +116,27 @@ def main() -> None:
             "n": n, "wall": wall, "gen": gen, "seconds": report["seconds"],
             "rows": n and report["distinct_fingerprints"] * report["table_plan"]["tables"],
             "compared": report["candidates"]["pairs_compared"], "accepted": report["candidates"]["pairs_accepted"],
+            "verified": report["candidates"]["pairs_verified"],
             "rounds": report["candidates"]["component_rounds"], "tables": report["table_plan"]["tables"],
             "split": split_groups, "mixed": mixed, "jvm_mb": jvm_peak_mb(spark),
             "py_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         })
         r = results[-1]
-        # unrelated random fingerprints are within k by chance (blocks.chance_pairs, in the job's report):
-        # such pairs are correct joins for the job (it promises distance, not provenance)
+        # unrelated random fingerprints are within k by chance (blocks.chance_pairs, in the job's report): their
+        # signatures are independent, so verification rejects them (with --min-similarity 0 they are joined)
         r["chance"] = report["candidates"]["chance_pairs_uniform"]
         print(f"n={n:>10,}: {wall:7.1f} s  rows exploded {r['rows']:,}  pairs compared {r['compared']:,}  "
               f"groups split {split_groups}  clusters mixing {mixed} (chance pairs within k expected {r['chance']:.1f})",
               flush=True)
     spark.stop()
 
-    stages = list(results[0]["seconds"])
+    stages = list(dict.fromkeys(s for r in results for s in r["seconds"]))
     print("\n| N | " + " | ".join(stages) + " | total s | tables | rows exploded | pairs compared | pairs accepted "
-          "| rounds | planted groups split | mixed clusters | expected chance pairs | JVM peak MB |")
-    print("|" + "---|" * (len(stages) + 11))
+          "| pairs verified | rounds | planted groups split | mixed clusters | expected chance pairs | JVM peak MB |")
+    print("|" + "---|" * (len(stages) + 12))
     for r in results:
-        print(f"| {r['n']:,} | " + " | ".join(f"{r['seconds'][s]:.1f}" for s in stages)
-              + f" | {r['wall']:.1f} | {r['tables']} | {r['rows']:,} | {r['compared']:,} | {r['accepted']:,}"
+        print(f"| {r['n']:,} | " + " | ".join(f"{r['seconds'].get(s, 0):.1f}" for s in stages)
+              + f" | {r['wall']:.1f} | {r['tables']} | {r['rows']:,} | {r['compared']:,} | {r['accepted']:,} | {r['verified']:,}"
               f" | {r['rounds']} | {r['split']} | {r['mixed']} | {r['chance']:.1f} | {r['jvm_mb']:.0f} |")
     for a, b in zip(results, results[1:]):
         print(f"t({b['n']:,}) / t({a['n']:,}) = {b['wall'] / a['wall']:.2f}   (N ratio {b['n'] / a['n']:.0f})")

@@ -57,6 +57,7 @@ class DedupConfig:
     input_partitions: int = 0  # repartition the input (0 = as read); for tests and skewed inputs
     history: str = ""  # incremental mode: fingerprints and clusters of earlier runs, by run date
     run_date: str = ""  # this run's date in the history (YYYY-MM-DD); "" = today (UTC)
+    simulate_fingerprint_bits: int = 0  # benchmarks only: search on fingerprints cut to this many bits (0 = all 64)
 
     @property
     def features(self) -> FeatureSpec:
@@ -126,6 +127,8 @@ class DedupConfig:
         for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "arrow_batch_mb", "max_component_rounds"):
             if getattr(self, name) < 1:
                 raise bad(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
+        if self.simulate_fingerprint_bits and not self.k < self.simulate_fingerprint_bits <= 64:
+            raise bad(f"--simulate-fingerprint-bits must be 0 (off) or k+1..64 (got {self.simulate_fingerprint_bits})")
         for name in ("shuffle_partitions", "input_partitions"):
             if getattr(self, name) < 0:
                 raise bad(f"--{name.replace('_', '-')} must be 0 or more (got {getattr(self, name)})")
@@ -236,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", default=None, help="replace a finished output")
     p.add_argument("--history", help="incremental mode: directory of earlier runs' fingerprints (read, then appended)")
     p.add_argument("--run-date", help="this run's date in the history, YYYY-MM-DD (default: today, UTC)")
+    p.add_argument("--simulate-fingerprint-bits", type=int,
+                   help="benchmarks only: cut every fingerprint to this many bits (spread over the 64) before the "
+                   "pair search, so chance pairs are as frequent as in a far larger crawl (scripts/bench_chance.py)")
     return p
 
 

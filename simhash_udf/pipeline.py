@@ -25,7 +25,8 @@ from .report_plots import write_plots
 from .resolve import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
 from .short_pairs import short_text_edges
 from .verified import BANDS, VerifySpec
-from .verified_pairs import group_members, unit_key, verified_clusters, verified_edges
+from .verified_pairs import (fingerprint_signatures, group_members, units_of, verified_clusters, verified_edges,
+                             with_units)
 from .write import OutputDir
 
 log = logging.getLogger("simhash_dedup")
@@ -41,6 +42,14 @@ def chance_warning(chance: float, accepted: int, k: int, n: int) -> str | None:
     return (f"{chance:,.0f} of the {accepted:,} pairs within k = {k} are expected between unrelated pages by "
             f"chance alone ({n:,} fingerprints, even if they were uniformly random); transitive clusters can "
             f"chain through them: consider a smaller --k or --cluster-mode star")
+
+
+def simulation_mask(bits: int) -> int:
+    """A 64-bit mask (as int64) keeping `bits` bits spread evenly over the 64, so every block of every table
+    keeps about the same share: two random cut fingerprints are within k as often as two random `bits`-bit
+    ones (blocks.chance_pairs with f = bits)."""
+    mask = sum(1 << i for i in range(64) if (i + 1) * bits // 64 > i * bits // 64)
+    return mask - (1 << 64) if mask >= 1 << 63 else mask
 
 
 class StageTimer:
@@ -127,10 +136,9 @@ def near_duplicate_clusters(
         docs = docs.withColumn("short_text", F.lit(None).cast("string"))
     with timer("exact_collapse") as counts:
         # units: pages with the same fingerprint, signature and short text, which verify alike
-        units = keep(docs.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint", "signature", "short_text")
-                     .agg(F.min(F.struct("rank", "id")).alias("best")))
-        fp_sigs = keep(units.groupBy("fingerprint").agg(F.min(F.struct("best", "signature")).alias("r"))
-                       .select("fingerprint", F.col("r.signature").alias("signature")))
+        docs = keep(with_units(docs))
+        units = keep(units_of(docs))
+        fp_sigs = keep(fingerprint_signatures(units))
         n_distinct = counts["distinct_fingerprints"] = fp_sigs.count()
         n_history = history.count() if history is not None else 0
         if history is not None:
@@ -187,7 +195,7 @@ def near_duplicate_clusters(
         counts["rounds"] = rounds
 
     with timer("resolve") as counts:
-        page_cols = docs.select("id", "fingerprint", "rank", "signature", "short_text")
+        page_cols = docs.select("id", "fingerprint", "rank", "signature", "short_text", "unit")
         if cluster_mode == "verified":
             fixed = None
             if history is not None:
@@ -201,6 +209,8 @@ def near_duplicate_clusters(
             clusters = resolve_clusters(page_cols.select("id", "fingerprint", "rank"), roots)
         if history is not None and cluster_mode != "verified":
             clusters = attach_history(clusters, roots, related, run_date)
+        if cluster_mode != "verified":  # the signature goes into clusters/ with its page
+            clusters = clusters.join(page_cols.select("id", "signature"), "id")
         clusters = keep(clusters)
         sizes = clusters.groupBy("cluster_id").count()
         histogram = {
@@ -236,14 +246,13 @@ def near_duplicate_clusters(
 def resolve_verified(pages: DataFrame, assigned: DataFrame, run_date: str | None) -> DataFrame:
     """Each page's cluster from its unit's centre (verified_pairs.verified_clusters): the best page of the
     centre unit, or an earlier run's cluster; pages without a fingerprint are clusters of their own. With a
-    run date (--history) also kept_run_date."""
-    keyed = pages.select("id", *unit_key(pages))
-    joined = keyed.join(assigned, ["fingerprint", "sig_key", "short_key"], "left")
+    run date (--history) also kept_run_date. Keeps the page's signature (for clusters/ and the history)."""
+    joined = pages.join(assigned, pages["unit.id"] == assigned["unit_id"], "left")
     id_type = dict(pages.dtypes)["id"]
     earlier = F.col("h_cluster").isNotNull()
     cluster_id = F.when(earlier, F.col("h_cluster").cast(id_type)).otherwise(F.coalesce("kept_id", "id"))
     cols = [F.col("id"), F.col("fingerprint"), cluster_id.alias("cluster_id"),
-            (earlier | (F.col("id") != F.coalesce("kept_id", "id"))).alias("is_duplicate")]
+            (earlier | (F.col("id") != F.coalesce("kept_id", "id"))).alias("is_duplicate"), F.col("signature")]
     if run_date is not None:
         cols.append(F.when(earlier, F.col("h_kept_date")).otherwise(F.lit(run_date)).alias("kept_run_date"))
     return joined.select(*cols)
@@ -296,6 +305,9 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 if cfg.weighting == "tfidf-corpus":  # one extra pass over the texts for the idf table
                     spec = with_corpus_idf(prepared, "text", spec)
                 docs = keep(with_fingerprints(prepared, "text", spec, None if short_off else cfg.short_text, cfg.signature))
+            if cfg.simulate_fingerprint_bits:
+                docs = keep(docs.withColumn("fingerprint", F.col("fingerprint").bitwiseAND(
+                    F.lit(simulation_mask(cfg.simulate_fingerprint_bits)))))
             doc_stats = docs.agg(
                 F.count(F.lit(1)).alias("input_rows"),
                 F.sum(F.col("text_null").cast("long")).alias("null_text"),
@@ -341,9 +353,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             history_report["history_fingerprints_compared"] = near.pop("history_fingerprints_compared")
 
         with timer("write") as counts:
-            with_sig = clusters.join(docs.select("id", "signature"), "id", "left") if "signature" in docs.columns \
-                else clusters.withColumn("signature", F.lit(None).cast("binary"))
-            with_sig = keep(with_sig)
+            with_sig = clusters
             with_sig.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate").write.parquet(out.staged("clusters"))
             if history is not None:
                 rows = with_sig if earlier is not None else with_sig.withColumn("kept_run_date", F.lit(history.run_date))

@@ -6,7 +6,8 @@ import io
 import logging
 
 log = logging.getLogger("simhash_dedup")
-PLOTS = {"cluster_sizes.png": "cluster sizes", "pair_distances.png": "Hamming distances of accepted pairs"}
+PLOTS = {"cluster_sizes.png": "cluster sizes", "pair_distances.png": "Hamming distances of accepted pairs",
+         "pair_similarity.png": "candidate pairs by estimated similarity, verified and rejected"}
 
 
 def _bars(title: str, xlabel: str, ylabel: str, labels: list[str], values: list[int], log_y: bool) -> bytes:
@@ -30,6 +31,31 @@ def _bars(title: str, xlabel: str, ylabel: str, labels: list[str], values: list[
     ax.set_ylabel(ylabel)
     for x, v in enumerate(values):
         ax.annotate(f"{v:,}", (x, v), ha="center", va="bottom", fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _stacked(title: str, xlabel: str, labels: list[str], series: dict[str, list[int]], colours: list[str]) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 3.6), dpi=100)
+    ax = fig.subplots()
+    bottom = [0] * len(labels)
+    for (name, values), colour in zip(series.items(), colours):
+        ax.bar(range(len(labels)), values, bottom=bottom, color=colour, label=name)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    for x, v in enumerate(bottom):
+        ax.annotate(f"{v:,}", (x, v), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("pairs")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
@@ -62,6 +88,14 @@ def write_plots(report: dict, out) -> list[str]:
                 "Accepted pairs of distinct fingerprints (exact copies are merged before)", "Hamming distance", "pairs", list(distances), list(distances.values()), False
             ),
         }
+        bands = report["candidates"].get("similarity_bands")
+        if bands:
+            threshold = report["candidates"]["verification"]["min_similarity"]
+            pictures["pair_similarity.png"] = _stacked(
+                f"Candidate pairs (within k) by estimated similarity; edges need >= {threshold}",
+                "estimated Jaccard index of the feature sets", list(bands),
+                {"verified (edge)": [b["verified"] for b in bands.values()],
+                 "rejected": [b["rejected"] for b in bands.values()]}, ["#4472c4", "#c0504d"])
     except ImportError:
         log.warning("matplotlib is not installed: report.json is written without its pictures")
         return []

@@ -93,40 +93,63 @@ def verified_edges(members: DataFrame, fp_signatures: DataFrame | None, plan: Ta
     return runs.mapInArrow(lambda b: walk_groups(b, per_groups, extra=extra), VERIFIED_SCHEMA)
 
 
-def unit_key(df: DataFrame) -> list:
-    """Columns that identify a unit: pages with the same fingerprint, signature and short text verify alike."""
-    return [F.col("fingerprint"), F.coalesce(F.col("signature"), F.lit(b"")).alias("sig_key"),
-            F.coalesce(F.col("short_text"), F.lit("")).alias("short_key")]
+def with_units(docs: DataFrame) -> DataFrame:
+    """docs plus `unit`: the best (rank, id) of the pages with the same fingerprint, signature and short text,
+    which verify alike; its id names the unit. One shuffle by fingerprint serves this and fingerprint_signatures."""
+    w = Window.partitionBy("fingerprint", "signature", "short_text")
+    return docs.repartition("fingerprint").withColumn("unit", F.min(F.struct("rank", "id")).over(w))
+
+
+def units_of(docs_u: DataFrame) -> DataFrame:
+    """(fingerprint, signature, short_text, best): one row per unit (its best page's), fingerprint not null."""
+    return docs_u.where(F.col("fingerprint").isNotNull() & (F.col("id") == F.col("unit.id"))).select(
+        "fingerprint", "signature", "short_text", F.col("unit").alias("best"))
+
+
+def fingerprint_signatures(units: DataFrame) -> DataFrame:
+    """(fingerprint, signature): one per fingerprint, its best unit's (the one whose best page ranks first)."""
+    rep = F.min(F.struct("best", "signature")).over(Window.partitionBy("fingerprint"))
+    return units.withColumn("rep", rep).where(F.col("rep.best") == F.col("best")).select("fingerprint", "signature")
 
 
 def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | None,
                       fixed: DataFrame | None = None) -> DataFrame:
-    """units: (fingerprint, signature, short_text, best) with best = min (rank, id) of the
-    unit's pages; roots: (node, root) of the components; fixed (with --history): (fingerprint, h_cluster,
-    h_kept_date, signature) of the history fingerprints in the search, signature = that of their cluster's
-    kept page. Returns per unit (fingerprint, sig_key, short_key, kept_id, h_cluster, h_kept_date): kept_id
-    the best page of its centre unit, or h_cluster/h_kept_date when its centre is an earlier run's page."""
+    """units: (fingerprint, signature, short_text, best) with best = min (rank, id) of the unit's pages;
+    roots: (node, root) of the components; fixed (with --history): (fingerprint, h_cluster, h_kept_date,
+    signature) of the history fingerprints in the search, signature = that of their cluster's kept page.
+    Returns per unit (unit_id, kept_id, h_cluster, h_kept_date): unit_id = its best page's id, kept_id the
+    best page of its centre unit, or h_cluster/h_kept_date when its centre is an earlier run's kept page.
+
+    Most units are alone in their component and need no signature here: only components of two or more
+    units (or with earlier clusters) bring their signatures to one Python call."""
 
     def with_comp(df: DataFrame) -> DataFrame:
         return df.join(roots, df["fingerprint"] == roots["node"], "left").withColumn(
             "comp", F.coalesce("root", "fingerprint")).drop("node", "root")
 
-    u = with_comp(units.select("*", *unit_key(units)[1:]))
-    n_fixed = None
+    light = with_comp(units.select("fingerprint", "best", F.col("best.id").alias("unit_id")))
+    sizes = light.groupBy("comp").agg(F.count(F.lit(1)).alias("n"))
     if fixed is not None:
         f = with_comp(fixed).select("comp", "h_cluster", "h_kept_date", "signature").distinct()
+        f = f.join(light.select("comp").distinct(), "comp", "left_semi")
         f = f.withColumn("pos", F.row_number().over(Window.partitionBy("comp").orderBy("h_kept_date", "h_cluster")))
         n_fixed = f.groupBy("comp").agg(F.max("pos").alias("n_fixed"))
-        u = u.join(n_fixed, "comp", "left")
+        sizes = sizes.join(n_fixed, "comp", "left")
     else:
-        u = u.withColumn("n_fixed", F.lit(None).cast("int"))
-    u = u.withColumn("pos", F.coalesce("n_fixed", F.lit(0)) + F.row_number().over(Window.partitionBy("comp").orderBy("best")))
-    u = u.withColumn("n", F.count(F.lit(1)).over(Window.partitionBy("comp")) + F.coalesce("n_fixed", F.lit(0)))
-    many = u.where(F.col("n") > 1).select("comp", "pos", "signature", "short_text", F.lit(False).alias("fixed"))
+        sizes = sizes.withColumn("n_fixed", F.lit(None).cast("int"))
+    sizes = sizes.select("comp", (F.col("n") + F.coalesce("n_fixed", F.lit(0))).alias("n"),
+                         F.coalesce("n_fixed", F.lit(0)).alias("n_fixed"))
+    light = light.join(sizes, "comp")
+    single = light.where(F.col("n") == 1).select(
+        "unit_id", F.col("unit_id").alias("kept_id"),
+        F.lit(None).cast("string").alias("h_kept_date"))
+    multi = light.where(F.col("n") > 1).join(
+        units.select(F.col("best.id").alias("unit_id"), "signature", "short_text"), "unit_id")
+    multi = multi.withColumn("pos", F.col("n_fixed") + F.row_number().over(Window.partitionBy("comp").orderBy("best")))
+    rows = multi.select("comp", "pos", "signature", "short_text", F.lit(False).alias("fixed"))
     if fixed is not None:
-        in_use = f.join(u.select("comp").distinct(), "comp", "left_semi")
-        many = many.unionByName(in_use.select("comp", "pos", "signature", F.lit(None).cast("string").alias("short_text"),
-                                              F.lit(True).alias("fixed")))
+        rows = rows.unionByName(f.select("comp", "pos", "signature", F.lit(None).cast("string").alias("short_text"),
+                                         F.lit(True).alias("fixed")))
     sig_spec = spec.signature if spec is not None else None
 
     def centres(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -140,14 +163,17 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
         pos = pdf["pos"].to_numpy()
         return pd.DataFrame({"comp": pdf["comp"].to_numpy(), "pos": pos, "centre_pos": pos[centre]})
 
-    assigned = many.groupBy("comp").applyInPandas(centres, "comp long, pos int, centre_pos int")
-    single = u.where(F.col("n") == 1).select("comp", "pos", F.col("pos").alias("centre_pos"))
-    assigned = assigned.unionByName(single)
-    centre_unit = u.select("comp", F.col("pos").alias("centre_pos"), F.col("best.id").alias("kept_id"))
-    out = u.join(assigned, ["comp", "pos"]).join(centre_unit, ["comp", "centre_pos"], "left")
+    assigned = rows.groupBy("comp").applyInPandas(centres, "comp long, pos int, centre_pos int")
+    placed = multi.select("comp", "pos", "unit_id")
+    out = placed.join(assigned, ["comp", "pos"])
+    out = out.join(placed.select("comp", F.col("pos").alias("centre_pos"), F.col("unit_id").alias("kept_id")),
+                   ["comp", "centre_pos"], "left")
     if fixed is not None:
-        centre_fixed = f.select("comp", F.col("pos").alias("centre_pos"), "h_cluster", "h_kept_date")
-        out = out.join(centre_fixed, ["comp", "centre_pos"], "left")
+        out = out.join(f.select("comp", F.col("pos").alias("centre_pos"), "h_cluster", "h_kept_date"),
+                       ["comp", "centre_pos"], "left")
+        single = single.withColumn("h_cluster", F.lit(None).cast(dict(f.dtypes)["h_cluster"]))
     else:
         out = out.withColumn("h_cluster", F.lit(None)).withColumn("h_kept_date", F.lit(None).cast("string"))
-    return out.select("fingerprint", "sig_key", "short_key", "kept_id", "h_cluster", "h_kept_date")
+        single = single.withColumn("h_cluster", F.lit(None))
+    cols = ["unit_id", "kept_id", "h_cluster", "h_kept_date"]
+    return out.select(*cols).unionByName(single.select(*cols))

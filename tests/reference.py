@@ -169,3 +169,46 @@ def planted_signatures(rng: np.random.Generator, fps, bins: int = 128) -> list[b
         sig[redraw] = rng.integers(0, 256, int(redraw.sum()), dtype=np.uint8)
         out.append(sig.tobytes())
     return out
+
+
+def brute_force_verified_short(ids, texts, fps, sigs, k, need, spec, extra_edges) -> dict:
+    """id -> kept id under the verified policy with the short-text mode, from the definition: units are
+    pages with the same (fingerprint, signature, short text), the short text being the page's text when it
+    is short and has a short fingerprint; edges: fingerprint pairs within k whose representative signatures
+    agree on >= need bins, plus the short-text mode's verified pairs (extra_edges, index pairs); per
+    component, greedy centres in id order, a unit joining a centre when both are short and their shingle
+    Jaccard is >= spec.min_jaccard, or otherwise their signatures agree on >= need bins. Pages without a
+    fingerprint are their own cluster."""
+    from simhash_udf.shingles import jaccard, shingle_set
+    from simhash_udf.short_text import short_fingerprints
+
+    _, valid = short_fingerprints(texts, spec)
+    unit = {i: (fps[i], sigs[i], texts[i] if valid[i] else None) for i in range(len(ids)) if fps[i] is not None}
+    best = {}
+    for i, u in unit.items():
+        best[u] = min(best.get(u, ids[i]), ids[i])
+    rep = {}
+    for u, b in sorted(best.items(), key=lambda kv: kv[1]):
+        rep.setdefault(u[0], u[1])
+    nodes = sorted(rep)
+    edges = [(nodes[a], nodes[b]) for a, b in within_k_pairs(nodes, k) if agreeing(rep[nodes[a]], rep[nodes[b]]) >= need]
+    edges += [(fps[a], fps[b]) for a, b in extra_edges]
+    comp = components_of(nodes, edges)
+
+    def verified(u, c):
+        if u[2] is not None and c[2] is not None:
+            return jaccard(shingle_set(u[2], spec.char_ngram), shingle_set(c[2], spec.char_ngram)) >= spec.min_jaccard
+        return agreeing(u[1], c[1]) >= need
+
+    members: dict = {}
+    for u in best:
+        members.setdefault(comp[u[0]], []).append(u)
+    kept = {}
+    for units in members.values():
+        left = sorted(units, key=lambda u: best[u])
+        while left:
+            c = left[0]
+            for u in [u for u in left if u == c or verified(u, c)]:
+                kept[u] = best[c]
+                left.remove(u)
+    return {ids[i]: kept[unit[i]] if i in unit else ids[i] for i in range(len(ids))}

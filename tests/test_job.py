@@ -46,11 +46,12 @@ def test_output_layout(sample_run, sample):
     out, report = sample_run
     rows = pd.read_json(sample, lines=True)
     assert sorted(os.listdir(out)) == ["_SUCCESS", "cluster_sizes.png", "clusters", "kept", "pair_distances.png",
-                                       "report.json"]
+                                       "pair_similarity.png", "report.json"]
     assert not [p for p in os.listdir(os.path.dirname(out)) if "__staging" in p]
     schema = pq.ParquetDataset(os.path.join(out, "clusters")).schema
     assert [(f.name, str(f.type)) for f in schema] == [
-        ("id", "int64"), ("fingerprint", "int64"), ("cluster_id", "int64"), ("is_duplicate", "bool")]
+        ("id", "int64"), ("fingerprint", "int64"), ("signature", "binary"), ("cluster_id", "int64"),
+        ("is_duplicate", "bool")]
     clusters = read_clusters(out)
     assert sorted(clusters["id"]) == sorted(rows["id"])  # every input row exactly once
     kept_ids = set(clusters.loc[~clusters.is_duplicate, "id"])
@@ -64,7 +65,7 @@ def test_output_layout(sample_run, sample):
     assert on_disk["input_rows"] == len(rows) == report["input_rows"]
     assert on_disk["kept"] == len(kept_ids)
     assert on_disk["duplicates"] == on_disk["exact_duplicates"] + on_disk["near_duplicates"] == len(rows) - len(kept_ids)
-    assert on_disk["fingerprint_version"].startswith("sh64-1/")
+    assert on_disk["fingerprint_version"].startswith("sh64-1/") and on_disk["fingerprint_version"].endswith("+oph128x8")
     assert on_disk["table_plan"]["block_widths"] == plan_tables(DedupConfig().k).describe()["block_widths"]
     assert set(on_disk["seconds"]) >= {"read", "fingerprint", "exact_collapse", "blocks", "candidates",
                                        "components", "resolve", "write"}
@@ -80,7 +81,7 @@ def test_output_layout(sample_run, sample):
     d = np.concatenate([np.bitwise_count(fps[i] ^ fps[i + 1:]) for i in range(len(fps))])
     assert [by_distance[str(i)] for i in range(k + 1)] == [int((d == i).sum()) for i in range(k + 1)]
     assert on_disk["candidates"]["chance_pairs_uniform"] == pytest.approx(chance_pairs(len(fps), k), rel=1e-3)
-    assert on_disk["plots"] == ["cluster_sizes.png", "pair_distances.png"]
+    assert on_disk["plots"] == ["cluster_sizes.png", "pair_distances.png", "pair_similarity.png"]
     # chaining: per cluster with duplicates, the largest distance of a member to the kept page
     kept_fp = clusters.set_index("id")["fingerprint"]
     member = clusters[clusters.is_duplicate & clusters.fingerprint.notna()]
@@ -114,7 +115,7 @@ def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
         a, b = texts[i], texts[c]
         assert len(a) < 140 and len(b) < 140 and jaccard(shingle_set(a), shingle_set(b)) >= spec.short_min_jaccard
         by_text += 1
-    assert len(dups) > 100 and by_text < len(dups)
+    assert len(dups) > 50 and by_text < len(dups)
     cand = report["candidates"]
     assert cand["pairs_verified"] + cand["pairs_rejected"] == cand["pairs_accepted"]
     assert sum(b["verified"] + b["rejected"] for b in cand["similarity_bands"].values()) == cand["pairs_accepted"]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference import brute_force_short_pairs, components_of, planted_fingerprints, within_k_pairs
+from reference import brute_force_short_pairs, brute_force_verified_short, components_of, planted_fingerprints, within_k_pairs
 from simhash_udf.blocks import plan_tables
 from simhash_udf.candidates import candidate_pairs
 from simhash_udf.config import load_config
@@ -16,6 +16,7 @@ from simhash_udf.errors import DedupError
 from simhash_udf.fingerprint import fingerprint_text
 from simhash_udf.pipeline import run
 from simhash_udf.short_text import ShortTextSpec, pair_jaccards, short_fingerprints
+from simhash_udf.verified import VerifySpec
 from test_candidates import python_key_groups
 
 
@@ -87,8 +88,11 @@ def short_corpus(seed: int, n_base: int = 40) -> pd.DataFrame:
     return pd.DataFrame({"id": np.arange(len(rows), dtype=np.int64) * 7 % 1009, "text": rows})
 
 
-@pytest.mark.parametrize("seed,partitions", [(1, 1), (2, 3), (3, 5)])
-def test_job_equals_brute_force_reference(spark, tmp_path, seed, partitions):
+@pytest.mark.parametrize("seed,partitions,mode", [(1, 1, "verified"), (2, 3, "verified"), (3, 5, "verified"),
+                                                 (1, 2, "transitive")])
+def test_job_equals_brute_force_reference(spark, tmp_path, seed, partitions, mode):
+    """The short-text mode under the default (verified) policy and under transitive closure without
+    verification (its own definition: components of near pairs and verified short pairs)."""
     docs = short_corpus(seed)
     path = str(tmp_path / "docs.parquet")
     docs.to_parquet(path)
@@ -97,7 +101,8 @@ def test_job_equals_brute_force_reference(spark, tmp_path, seed, partitions):
     k = 3
     report = run(load_config(["--input", path, "--output", str(tmp_path / "out"), "--k", str(k),
                               "--short-k", str(spec.k), "--short-char-ngram", str(spec.char_ngram),
-                              "--short-min-jaccard", str(spec.min_jaccard), "--input-partitions", str(partitions)]), spark)
+                              "--short-min-jaccard", str(spec.min_jaccard), "--input-partitions", str(partitions),
+                              "--cluster-mode", mode] + (["--min-similarity", "0"] if mode == "transitive" else [])), spark)
     ids, texts = docs["id"].tolist(), docs["text"].tolist()
     clusters = pd.read_parquet(tmp_path / "out" / "clusters", dtype_backend="numpy_nullable").set_index("id")
     fps = [None if pd.isna(clusters.at[i, "fingerprint"]) else int(clusters.at[i, "fingerprint"]) for i in ids]
@@ -110,6 +115,11 @@ def test_job_equals_brute_force_reference(spark, tmp_path, seed, partitions):
     for i, c in comp.items():
         smallest[c] = min(smallest.get(c, ids[i]), ids[i])
     expect = {ids[i]: smallest[comp[i]] if fps[i] is not None else ids[i] for i in range(len(ids))}
+    if mode == "verified":
+        sigs = [None if s is None or pd.isna(fps[n]) else bytes(s) for n, s in enumerate(clusters.loc[ids, "signature"])]
+        verified = VerifySpec(report["config"]["min_similarity"], short_min_jaccard=spec.min_jaccard,
+                              short_ngram=spec.char_ngram)
+        expect = brute_force_verified_short(ids, texts, fps, sigs, k, verified.need, spec, short)
     assert clusters["cluster_id"].to_dict() == expect
     st_ = report["short_text"]
     assert st_["enabled"] and st_["candidate_pairs"] == n_candidates and st_["verified_pairs"] == len(short)
