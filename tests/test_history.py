@@ -110,6 +110,26 @@ def test_history_of_another_definition_is_refused(spark, days, incremental):
     assert not os.path.exists(root / "history" / "run_date=2026-03-04")
 
 
+def test_history_of_an_older_version_is_refused(spark, days, tmp_path):
+    """A history written before verification signatures (its version names no signature) is refused before
+    anything is written, with both versions and what to do."""
+    root, _ = days
+    old = tmp_path / "old-history"
+    os.makedirs(old / "run_date=2026-03-01")
+    from simhash_udf.config import load_config
+
+    cfg = load_config(["--input", str(root / f"{DAYS[2]}.parquet"), "--output", "x", "--k", "3", "--weighting", "tf",
+                       "--history", str(old), "--run-date", "2026-03-04"])
+    (old / "_fingerprint_version").write_text(cfg.features.version() + "\n")  # what the older job wrote
+    with pytest.raises(DedupError) as err:
+        job(spark, "--input", str(root / f"{DAYS[2]}.parquet"), "--output", str(tmp_path / "out"), "--k", "3",
+            "--weighting", "tf", "--history", str(old), "--run-date", "2026-03-04")
+    message = str(err.value)
+    assert repr(cfg.features.version()) in message and repr(cfg.fingerprint_version()) in message
+    assert "start a new --history" in message and "+oph128x8" in cfg.fingerprint_version()
+    assert not os.path.exists(tmp_path / "out") and not os.path.exists(old / "run_date=2026-03-04")
+
+
 @pytest.mark.parametrize("args,message", [
     (["--run-date", "2026-03-01"], "only means something with --history"),
     (["--history", "H", "--run-date", "03/01/2026"], "is not a date"),

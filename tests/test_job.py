@@ -300,14 +300,21 @@ def test_spark_submit_entry_point(sample, sample_run, tmp_path):
 
 
 def test_stored_fingerprints_dedup_again(spark, sample_run, tmp_path):
-    """--input-format fingerprints: the clusters output itself (id, fingerprint) as input gives the same
-    clusters without any text."""
+    """--input-format fingerprints: the clusters output itself (id, fingerprint, signature) as input gives the
+    same clusters without any text; without signatures verification is refused unless --min-similarity 0."""
     out, _ = sample_run
     stored = tmp_path / "fps.parquet"
-    read_clusters(out)[["id", "fingerprint"]].to_parquet(stored)
+    read_clusters(out)[["id", "fingerprint", "signature"]].to_parquet(stored)
     report = run_job(spark, "--input", stored, "--input-format", "fingerprints", "--output", tmp_path / "again")
     pd.testing.assert_frame_equal(read_clusters(tmp_path / "again"), read_clusters(out))
     assert report["fingerprint_version"] == "as stored in the input"
+    bare = tmp_path / "bare.parquet"
+    read_clusters(out)[["id", "fingerprint"]].to_parquet(bare)
+    with pytest.raises(DedupError, match="no signature column.*--min-similarity 0"):
+        run_job(spark, "--input", bare, "--input-format", "fingerprints", "--output", tmp_path / "bare-out")
+    report = run_job(spark, "--input", bare, "--input-format", "fingerprints", "--output", tmp_path / "bare-out",
+                     "--min-similarity", "0")
+    assert report["candidates"]["verification"] is None and report["input_rows"] == len(read_clusters(out))
 
 
 def test_cluster_size_buckets_keep_every_cluster():

@@ -85,14 +85,17 @@ def test_verify_groups_forest_spans_the_verified_pairs(seed, k, n, small):
 def cluster(spark, tmp_path_factory):
     spark.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("ckpt")))
 
-    def run(ids, fps, sigs, k, mode="verified", partitions=3, verify=SPEC):
+    def run(ids, fps, sigs, k, mode="verified", partitions=3, verify=SPEC, history=None):
         df = spark.createDataFrame(list(zip(ids, fps, sigs)), "id long, fingerprint long, signature binary")
         docs = df.repartition(partitions).withColumn("rank", F.struct(F.col("id").alias("i")))
+        if history is not None:
+            history = spark.createDataFrame(history, "fingerprint long, h_cluster long, h_kept_date string, "
+                                                     "signature binary, kept_signature binary")
         persisted = []
         clusters, _, stats = near_duplicate_clusters(
             docs, k, 0, 50, StageTimer(), lambda d: persisted.append(d.cache()) or d.cache(), cluster_mode=mode,
-            verify=verify)
-        rows = {r.id: r.cluster_id for r in clusters.collect()}
+            verify=verify, history=history, run_date="2026-11-23" if history is not None else "")
+        rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id for r in clusters.collect()}
         for d in persisted:
             d.unpersist()
         return rows, stats
@@ -146,3 +149,28 @@ def test_a_verified_chain_is_cut_at_the_kept_page(cluster):
     transitive, _ = cluster([1, 2, 3], fps, sigs, 6, mode="transitive")
     assert transitive == {1: 1, 2: 1, 3: 1}
     assert brute_force_clusters([1, 2, 3], fps, 6) == transitive
+
+
+
+def test_incremental_runs_verify_against_the_earlier_kept_page(cluster):
+    """History: cluster 100 (kept page K, 2026-11-20) with a member D near K. Today: T1 within k of K but
+    unrelated (chance) stays apart; T2 a true copy of K joins cluster 100; T3 a copy of D that is not similar
+    to K (chained through D) is not removed as a duplicate of K."""
+    rng = np.random.default_rng(3)
+    k_sig = rng.integers(0, 256, 128, dtype=np.uint8)
+    d_sig = k_sig.copy()
+    d_sig[:30] = rng.integers(0, 256, 30)  # D ~ K: 98 bins agree
+    t3_sig = d_sig.copy()
+    t3_sig[30:60] = rng.integers(0, 256, 30)  # T3 ~ D, not ~ K (68 bins)
+    t2_sig = k_sig.copy()
+    t2_sig[100:110] = rng.integers(0, 256, 10)
+    kf, df_ = 0x00FF00FF00FF00FF, 0x00FF00FF00FF00FF ^ 0b111
+    history = [(kf, 100, "2026-11-20", k_sig.tobytes(), k_sig.tobytes()),
+               (df_, 100, "2026-11-20", d_sig.tobytes(), k_sig.tobytes())]
+    ids = [1, 2, 3]
+    fps = [kf ^ (0b11 << 30), kf ^ (0b1 << 45), df_ ^ (0b111 << 20)]
+    sigs = [rng.integers(0, 256, 128, dtype=np.uint8).tobytes(), t2_sig.tobytes(), t3_sig.tobytes()]
+    got, _ = cluster(ids, fps, sigs, 6, history=history)
+    assert got == {1: (1, "2026-11-23"), 2: (100, "2026-11-20"), 3: (3, "2026-11-23")}
+    transitive, _ = cluster(ids, fps, sigs, 6, mode="transitive", verify=None, history=history)
+    assert transitive == {1: (100, "2026-11-20"), 2: (100, "2026-11-20"), 3: (100, "2026-11-20")}
