@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -93,6 +92,52 @@ def verified_edges(members: DataFrame, fp_signatures: DataFrame | None, plan: Ta
     return runs.mapInArrow(lambda b: walk_groups(b, per_groups, extra=extra), VERIFIED_SCHEMA)
 
 
+CENTRE_SCHEMA = StructType([StructField("comp", LongType(), False), StructField("pos", IntegerType(), False),
+                            StructField("centre_pos", IntegerType(), False)])
+_CENTRE_ARROW = pa.schema([pa.field("comp", pa.int64()), pa.field("pos", pa.int32()), pa.field("centre_pos", pa.int32())])
+
+
+def component_centres(batches: Iterator[pa.RecordBatch], spec: VerifySpec | None) -> Iterator[pa.RecordBatch]:
+    """Rows (comp, pos, signature, short_text, fixed) sorted by (comp, pos) -> (comp, pos, centre_pos) for
+    every unit: verified_centres of each component, many components per Arrow batch (a component still
+    running at the end of a batch is carried into the next)."""
+    pending = None  # rows of the last component seen, which may go on in the next batch
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        if pending is not None:
+            table = pa.concat_tables([pending, table])
+        if not table.num_rows:
+            continue
+        comp = table.column("comp").to_numpy()
+        change = np.flatnonzero(comp[1:] != comp[:-1])
+        last = int(change[-1] + 1) if len(change) else 0
+        if last:
+            yield from _centres_of(table.slice(0, last).combine_chunks(), spec)
+        pending = table.slice(last)
+    if pending is not None and pending.num_rows:
+        yield from _centres_of(pending.combine_chunks(), spec)
+
+
+def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordBatch]:
+    """(comp, pos, centre_pos) of complete components, rows sorted by (comp, pos)."""
+    if not table.num_rows:
+        return
+    comp, pos = table.column("comp").to_numpy(), table.column("pos").to_numpy()
+    fixed = table.column("fixed").to_numpy(zero_copy_only=False)
+    sig_col = table.column("signature").combine_chunks()
+    sigs = from_arrow(sig_col, spec.signature) if spec is not None and sig_col.null_count == 0 else None
+    texts = table.column("short_text").to_pylist()
+    starts = np.r_[0, np.flatnonzero(comp[1:] != comp[:-1]) + 1, len(comp)]
+    centre_pos = np.empty(len(comp), dtype=np.int32)
+    for a, b in zip(starts[:-1], starts[1:]):
+        t = texts[a:b]
+        centre = verified_centres(None if sigs is None else sigs[a:b], t if any(x is not None for x in t) else None,
+                                  spec, int(fixed[a:b].sum()), int(b - a))
+        centre_pos[a:b] = pos[a:b][centre]
+    yield pa.RecordBatch.from_arrays([pa.array(comp, pa.int64()), pa.array(pos.astype(np.int32)), pa.array(centre_pos)],
+                                     schema=_CENTRE_ARROW)
+
+
 def with_units(docs: DataFrame) -> DataFrame:
     """docs plus `unit`: the best (rank, id) of the pages with the same fingerprint, signature and short text,
     which verify alike; its id names the unit. One shuffle by fingerprint serves this and fingerprint_signatures."""
@@ -150,20 +195,8 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     if fixed is not None:
         rows = rows.unionByName(f.select("comp", "pos", "signature", F.lit(None).cast("string").alias("short_text"),
                                          F.lit(True).alias("fixed")))
-    sig_spec = spec.signature if spec is not None else None
-
-    def centres(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = pdf.sort_values("pos")
-        sigs = None
-        if spec is not None and pdf["signature"].notna().all():
-            sigs = np.frombuffer(b"".join(pdf["signature"].tolist()), dtype=sig_spec.dtype).reshape(len(pdf), sig_spec.bins)
-        texts = [t if isinstance(t, str) else None for t in pdf["short_text"].tolist()]
-        centre = verified_centres(sigs, texts if any(t is not None for t in texts) else None, spec,
-                                  int(pdf["fixed"].sum()), len(pdf))
-        pos = pdf["pos"].to_numpy()
-        return pd.DataFrame({"comp": pdf["comp"].to_numpy(), "pos": pos, "centre_pos": pos[centre]})
-
-    assigned = rows.groupBy("comp").applyInPandas(centres, "comp long, pos int, centre_pos int")
+    runs = rows.repartition("comp").sortWithinPartitions("comp", "pos")
+    assigned = runs.mapInArrow(lambda batches: component_centres(batches, spec), CENTRE_SCHEMA)
     placed = multi.select("comp", "pos", "unit_id")
     out = placed.join(assigned, ["comp", "pos"])
     out = out.join(placed.select("comp", F.col("pos").alias("centre_pos"), F.col("unit_id").alias("kept_id")),

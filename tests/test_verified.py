@@ -174,3 +174,31 @@ def test_incremental_runs_verify_against_the_earlier_kept_page(cluster):
     assert got == {1: (1, "2026-11-23"), 2: (100, "2026-11-20"), 3: (3, "2026-11-23")}
     transitive, _ = cluster(ids, fps, sigs, 6, mode="transitive", verify=None, history=history)
     assert transitive == {1: (100, "2026-11-20"), 2: (100, "2026-11-20"), 3: (100, "2026-11-20")}
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), cuts=st.lists(st.integers(1, 12), max_size=6))
+def test_component_walk_is_independent_of_batch_cuts(seed, cuts):
+    """The resolve walk hands verified_centres whole components whatever the Arrow batches look like."""
+    import pyarrow as pa
+
+    from simhash_udf.verified_pairs import component_centres
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 6, 8)
+    comp = np.repeat(np.arange(len(sizes)) * 7, sizes)
+    pos = np.concatenate([np.arange(1, n + 1) for n in sizes]).astype(np.int32)
+    sigs = planted_signatures(rng, [int(c) << 40 for c in comp])
+    table = pa.table({"comp": comp, "pos": pos, "signature": pa.array(sigs, pa.binary()),
+                      "short_text": pa.nulls(len(comp), pa.string()), "fixed": np.zeros(len(comp), bool)})
+    bounds = sorted({min(int(c), len(comp)) for c in np.cumsum([0] + cuts)} | {len(comp)})
+    pieces = [table.slice(a, b - a) for a, b in zip(bounds[:-1], bounds[1:])] + [table.slice(0, 0)]
+    batches = [b for piece in pieces for b in piece.to_batches()]
+    got = pa.Table.from_batches(list(component_centres(iter(batches), SPEC)))
+    expect = []
+    for c in np.unique(comp):
+        idx = np.flatnonzero(comp == c)
+        centre = verified_centres(_sig_matrix([sigs[i] for i in idx]), None, SPEC)
+        expect += list(zip([int(c)] * len(idx), pos[idx].tolist(), pos[idx][centre].tolist()))
+    assert sorted(zip(got.column("comp").to_pylist(), got.column("pos").to_pylist(),
+                      got.column("centre_pos").to_pylist())) == sorted(expect)
