@@ -104,15 +104,16 @@ def arrow_batches(texts: list[str], size: int = 2000) -> list:
     return [pa.array(texts[i : i + size], pa.string()) for i in range(0, len(texts), size)]
 
 
-def python_fingerprints(spec, texts):
-    """What the stage does to each Arrow batch of 2,000 pages, without Spark (the arrays are built before)."""
+def python_fingerprints(spec, texts, signature=None):
+    """What the stage does to each Arrow batch of 2,000 pages, without Spark (the arrays are built before);
+    with `signature`, the verification signature too (the job's default)."""
     from simhash_udf.fingerprint import fingerprint_arrow
 
     arrays = arrow_batches(texts)
 
     def run(_):
         for array in arrays:
-            fingerprint_arrow(array, spec)
+            fingerprint_arrow(array, spec, signature)
 
     return run
 
@@ -150,8 +151,11 @@ def spark_seconds(spark, texts, spec) -> dict[str, float]:
 
     df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "id long, text string").cache()
     df.count()
+    from simhash_udf.signature import SignatureSpec
+
     queries = {
         "udf": with_fingerprints(df, "text", spec).agg(F.count("fingerprint")),
+        "udf_sig": with_fingerprints(df, "text", spec, None, SignatureSpec()).agg(F.count("signature")),
         "bare": df.mapInArrow(cut_counts, "n long").agg(F.count("n")),
         "noop": df.mapInArrow(text_lengths, "n long").agg(F.count("n")),
     }
@@ -220,13 +224,19 @@ def measure(backend: str, megabytes: float, sweep: bool = False) -> list[dict]:
         texts, source = corpus(lang, megabytes)
         size = mb(texts)
         in_spark = spark_seconds(spark, texts, spec)
+        from simhash_udf.signature import SignatureSpec
+
         bare, python = bare_segmentation(backend), python_fingerprints(spec, texts)
-        in_python = best_of({"bare": lambda: bare(texts), "python": lambda: python(texts)})
+        python_sig = python_fingerprints(spec, texts, SignatureSpec())
+        in_python = best_of({"bare": lambda: bare(texts), "python": lambda: python(texts),
+                             "python_sig": lambda: python_sig(texts)})
         rows.append({
             "backend": backend, "lang": lang, "source": source, "docs": len(texts), "mb": size,
             "bare": size / in_python["bare"],
             "python": size / in_python["python"],
             "udf": size / in_spark["udf"],
+            "udf_sig": size / in_spark["udf_sig"],
+            "python_sig": size / in_python["python_sig"],
             "bare_spark": size / in_spark["bare"],
             "noop": size / in_spark["noop"],
             "per_page": per_page_count(texts),
@@ -287,12 +297,14 @@ def main() -> None:
                               capture_output=True, text=True, check=True)
         rows += json.loads(proc.stdout.split("RESULT ", 1)[1])
     print("| backend | text | docs | MB | bare cut, Python MB/s | fingerprint, Python MB/s | fingerprint / bare, Python "
-          "| bare cut in Spark MB/s | fingerprint stage in Spark MB/s | stage / bare cut, in Spark | no-op in Spark MB/s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| bare cut in Spark MB/s | fingerprint stage in Spark MB/s | stage / bare cut, in Spark | no-op in Spark MB/s "
+          "| with signature, Python MB/s | with / without, Python | stage with signature, Spark MB/s | with / without, Spark |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['backend']} | {r['lang']} | {r['docs']:,} | {r['mb']:.1f} | {r['bare']:.2f} | {r['python']:.2f} "
               f"| {r['python'] / r['bare']:.2f} | {r['bare_spark']:.2f} | {r['udf']:.2f} | {r['udf'] / r['bare_spark']:.2f} "
-              f"| {r['noop']:.2f} |")
+              f"| {r['noop']:.2f} | {r['python_sig']:.2f} | {r['python_sig'] / r['python']:.2f} | {r['udf_sig']:.2f} "
+              f"| {r['udf_sig'] / r['udf']:.2f} |")
     print(f"\n(one core each: Python timings in one process, the Spark queries in local[1] over the same cached "
           f"DataFrame with the job's Arrow batch limits; best of {REPEATS} rounds in which the runs take turns; bare cut is the backend's cut() of "
           "the raw page, in Spark inside a mapInArrow like the stage's; the no-op only reads the pages into Python)")
