@@ -247,7 +247,13 @@ def resolve_verified(pages: DataFrame, assigned: DataFrame, run_date: str | None
     """Each page's cluster from its unit's centre (verified_pairs.verified_clusters): the best page of the
     centre unit, or an earlier run's cluster; pages without a fingerprint are clusters of their own. With a
     run date (--history) also kept_run_date. Keeps the page's signature (for clusters/ and the history)."""
-    joined = pages.join(assigned, pages["unit.id"] == assigned["unit_id"], "left")
+    # joined on the fingerprint alone, then the unit: pages are partitioned by fingerprint (with_units), so
+    # only the per-unit assignments move, not the pages and their signatures
+    with_fp = pages.where(F.col("fingerprint").isNotNull()).join(assigned, "fingerprint").where(
+        F.col("unit.id") == F.col("unit_id"))
+    without = pages.where(F.col("fingerprint").isNull()).select(
+        *pages.columns, *[F.lit(None).cast(t).alias(c) for c, t in assigned.dtypes if c != "fingerprint"])
+    joined = with_fp.unionByName(without)
     id_type = dict(pages.dtypes)["id"]
     earlier = F.col("h_cluster").isNotNull()
     cluster_id = F.when(earlier, F.col("h_cluster").cast(id_type)).otherwise(F.coalesce("kept_id", "id"))

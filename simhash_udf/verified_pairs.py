@@ -162,7 +162,7 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     """units: (fingerprint, signature, short_text, best) with best = min (rank, id) of the unit's pages;
     roots: (node, root) of the components; fixed (with --history): (fingerprint, h_cluster, h_kept_date,
     signature) of the history fingerprints in the search, signature = that of their cluster's kept page.
-    Returns per unit (unit_id, kept_id, h_cluster, h_kept_date): unit_id = its best page's id, kept_id the
+    Returns per unit (fingerprint, unit_id, kept_id, h_cluster, h_kept_date): unit_id = its best page's id, kept_id the
     best page of its centre unit, or h_cluster/h_kept_date when its centre is an earlier run's kept page.
 
     Most units are alone in their component and need no signature here: only components of two or more
@@ -186,10 +186,12 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
                          F.coalesce("n_fixed", F.lit(0)).alias("n_fixed"))
     light = light.join(sizes, "comp")
     single = light.where(F.col("n") == 1).select(
-        "unit_id", F.col("unit_id").alias("kept_id"),
+        "fingerprint", "unit_id", F.col("unit_id").alias("kept_id"),
         F.lit(None).cast("string").alias("h_kept_date"))
-    multi = light.where(F.col("n") > 1).join(
-        units.select(F.col("best.id").alias("unit_id"), "signature", "short_text"), "unit_id")
+    # joined on the fingerprint alone: units are partitioned by it already (with_units), so only the few
+    # units of multi-unit components move, not every signature
+    sig_of = units.select("fingerprint", F.col("best.id").alias("sig_unit"), "signature", "short_text")
+    multi = light.where(F.col("n") > 1).join(sig_of, "fingerprint").where(F.col("sig_unit") == F.col("unit_id"))
     multi = multi.withColumn("pos", F.col("n_fixed") + F.row_number().over(Window.partitionBy("comp").orderBy("best")))
     rows = multi.select("comp", "pos", "signature", "short_text", F.lit(False).alias("fixed"))
     if fixed is not None:
@@ -197,7 +199,7 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
                                          F.lit(True).alias("fixed")))
     runs = rows.repartition("comp").sortWithinPartitions("comp", "pos")
     assigned = runs.mapInArrow(lambda batches: component_centres(batches, spec), CENTRE_SCHEMA)
-    placed = multi.select("comp", "pos", "unit_id")
+    placed = multi.select("comp", "pos", "unit_id", "fingerprint")
     out = placed.join(assigned, ["comp", "pos"])
     out = out.join(placed.select("comp", F.col("pos").alias("centre_pos"), F.col("unit_id").alias("kept_id")),
                    ["comp", "centre_pos"], "left")
@@ -206,7 +208,8 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
                        ["comp", "centre_pos"], "left")
         single = single.withColumn("h_cluster", F.lit(None).cast(dict(f.dtypes)["h_cluster"]))
     else:
-        out = out.withColumn("h_cluster", F.lit(None)).withColumn("h_kept_date", F.lit(None).cast("string"))
-        single = single.withColumn("h_cluster", F.lit(None))
-    cols = ["unit_id", "kept_id", "h_cluster", "h_kept_date"]
+        id_type = dict(light.dtypes)["unit_id"]
+        out = out.withColumn("h_cluster", F.lit(None).cast(id_type)).withColumn("h_kept_date", F.lit(None).cast("string"))
+        single = single.withColumn("h_cluster", F.lit(None).cast(id_type))
+    cols = ["fingerprint", "unit_id", "kept_id", "h_cluster", "h_kept_date"]
     return out.select(*cols).unionByName(single.select(*cols))
