@@ -201,7 +201,7 @@ def near_duplicate_clusters(
             if history is not None:
                 fixed = related.where(F.col("kept_signature").isNotNull() | F.lit(verify is None)).select(
                     "fingerprint", "h_cluster", "h_kept_date", F.col("kept_signature").alias("signature"))
-            assigned = verified_clusters(units, roots, verify, fixed)
+            assigned = verified_clusters(units, roots, verify, fixed, keep)
             clusters = resolve_verified(page_cols, assigned, run_date if history is not None else None)
         elif cluster_mode == "star":
             clusters = star_clusters(page_cols.select("id", "fingerprint", "rank"), roots, k)

@@ -12,6 +12,7 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
@@ -92,14 +93,10 @@ def verified_edges(members: DataFrame, fp_signatures: DataFrame | None, plan: Ta
     return runs.mapInArrow(lambda b: walk_groups(b, per_groups, extra=extra), VERIFIED_SCHEMA)
 
 
-CENTRE_SCHEMA = StructType([StructField("comp", LongType(), False), StructField("pos", IntegerType(), False),
-                            StructField("centre_pos", IntegerType(), False)])
-_CENTRE_ARROW = pa.schema([pa.field("comp", pa.int64()), pa.field("pos", pa.int32()), pa.field("centre_pos", pa.int32())])
-
-
 def component_centres(batches: Iterator[pa.RecordBatch], spec: VerifySpec | None) -> Iterator[pa.RecordBatch]:
-    """Rows (comp, pos, signature, short_text, fixed) sorted by (comp, pos) -> (comp, pos, centre_pos) for
-    every unit: verified_centres of each component, many components per Arrow batch (a component still
+    """Rows (comp, pos, signature, short_text, fixed, fingerprint, unit_id, h_cluster, h_kept_date) sorted by
+    (comp, pos) -> (fingerprint, unit_id, kept_id, h_cluster, h_kept_date) for every unit (_centres_of):
+    verified_centres of each component, many components per Arrow batch (a component still
     running at the end of a batch is carried into the next)."""
     pending = None  # rows of the last component seen, which may go on in the next batch
     for batch in batches:
@@ -119,23 +116,34 @@ def component_centres(batches: Iterator[pa.RecordBatch], spec: VerifySpec | None
 
 
 def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordBatch]:
-    """(comp, pos, centre_pos) of complete components, rows sorted by (comp, pos)."""
+    """Complete components, rows sorted by (comp, pos): each unit row (fixed false) with its centre's
+    unit_id as kept_id, or the centre's h_cluster and h_kept_date when the centre is an earlier run's page."""
     if not table.num_rows:
         return
-    comp, pos = table.column("comp").to_numpy(), table.column("pos").to_numpy()
+    comp = table.column("comp").to_numpy()
     fixed = table.column("fixed").to_numpy(zero_copy_only=False)
     sig_col = table.column("signature").combine_chunks()
     sigs = from_arrow(sig_col, spec.signature) if spec is not None and sig_col.null_count == 0 else None
     texts = table.column("short_text").to_pylist()
     starts = np.r_[0, np.flatnonzero(comp[1:] != comp[:-1]) + 1, len(comp)]
-    centre_pos = np.empty(len(comp), dtype=np.int32)
+    centre_row = np.empty(len(comp), dtype=np.int64)
     for a, b in zip(starts[:-1], starts[1:]):
         t = texts[a:b]
         centre = verified_centres(None if sigs is None else sigs[a:b], t if any(x is not None for x in t) else None,
                                   spec, int(fixed[a:b].sum()), int(b - a))
-        centre_pos[a:b] = pos[a:b][centre]
-    yield pa.RecordBatch.from_arrays([pa.array(comp, pa.int64()), pa.array(pos.astype(np.int32)), pa.array(centre_pos)],
-                                     schema=_CENTRE_ARROW)
+        centre_row[a:b] = a + centre
+    units = np.flatnonzero(~fixed)
+    centre = pa.array(centre_row[units])
+    by_fixed = pa.array(fixed[centre_row[units]])
+    kept = table.column("unit_id").take(centre)
+    out = pa.table({
+        "fingerprint": table.column("fingerprint").take(pa.array(units)),
+        "unit_id": table.column("unit_id").take(pa.array(units)),
+        "kept_id": pa.compute.if_else(by_fixed, pa.scalar(None, kept.type), kept),
+        "h_cluster": table.column("h_cluster").take(centre),
+        "h_kept_date": table.column("h_kept_date").take(centre),
+    })
+    yield from out.combine_chunks().to_batches()
 
 
 def with_units(docs: DataFrame) -> DataFrame:
@@ -158,10 +166,11 @@ def fingerprint_signatures(units: DataFrame) -> DataFrame:
 
 
 def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | None,
-                      fixed: DataFrame | None = None) -> DataFrame:
+                      fixed: DataFrame | None = None, keep=lambda df: df) -> DataFrame:
     """units: (fingerprint, signature, short_text, best) with best = min (rank, id) of the unit's pages;
     roots: (node, root) of the components; fixed (with --history): (fingerprint, h_cluster, h_kept_date,
-    signature) of the history fingerprints in the search, signature = that of their cluster's kept page.
+    signature) of the history fingerprints in the search, signature = that of their cluster's kept page;
+    keep persists what is read more than once.
     Returns per unit (fingerprint, unit_id, kept_id, h_cluster, h_kept_date): unit_id = its best page's id, kept_id the
     best page of its centre unit, or h_cluster/h_kept_date when its centre is an earlier run's kept page.
 
@@ -184,7 +193,7 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
         sizes = sizes.withColumn("n_fixed", F.lit(None).cast("int"))
     sizes = sizes.select("comp", (F.col("n") + F.coalesce("n_fixed", F.lit(0))).alias("n"),
                          F.coalesce("n_fixed", F.lit(0)).alias("n_fixed"))
-    light = light.join(sizes, "comp")
+    light = keep(light.join(sizes, "comp"))  # read twice below
     single = light.where(F.col("n") == 1).select(
         "fingerprint", "unit_id", F.col("unit_id").alias("kept_id"),
         F.lit(None).cast("string").alias("h_kept_date"))
@@ -193,23 +202,19 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     sig_of = units.select("fingerprint", F.col("best.id").alias("sig_unit"), "signature", "short_text")
     multi = light.where(F.col("n") > 1).join(sig_of, "fingerprint").where(F.col("sig_unit") == F.col("unit_id"))
     multi = multi.withColumn("pos", F.col("n_fixed") + F.row_number().over(Window.partitionBy("comp").orderBy("best")))
-    rows = multi.select("comp", "pos", "signature", "short_text", F.lit(False).alias("fixed"))
+    id_type = dict(light.dtypes)["unit_id"]
+    h_type = dict(f.dtypes)["h_cluster"] if fixed is not None else id_type
+    rows = multi.select("comp", "pos", "signature", "short_text", F.lit(False).alias("fixed"), "fingerprint", "unit_id",
+                        F.lit(None).cast(h_type).alias("h_cluster"), F.lit(None).cast("string").alias("h_kept_date"))
     if fixed is not None:
         rows = rows.unionByName(f.select("comp", "pos", "signature", F.lit(None).cast("string").alias("short_text"),
-                                         F.lit(True).alias("fixed")))
+                                         F.lit(True).alias("fixed"), F.lit(None).cast("long").alias("fingerprint"),
+                                         F.lit(None).cast(id_type).alias("unit_id"), "h_cluster", "h_kept_date"))
     runs = rows.repartition("comp").sortWithinPartitions("comp", "pos")
-    assigned = runs.mapInArrow(lambda batches: component_centres(batches, spec), CENTRE_SCHEMA)
-    placed = multi.select("comp", "pos", "unit_id", "fingerprint")
-    out = placed.join(assigned, ["comp", "pos"])
-    out = out.join(placed.select("comp", F.col("pos").alias("centre_pos"), F.col("unit_id").alias("kept_id")),
-                   ["comp", "centre_pos"], "left")
-    if fixed is not None:
-        out = out.join(f.select("comp", F.col("pos").alias("centre_pos"), "h_cluster", "h_kept_date"),
-                       ["comp", "centre_pos"], "left")
-        single = single.withColumn("h_cluster", F.lit(None).cast(dict(f.dtypes)["h_cluster"]))
-    else:
-        id_type = dict(light.dtypes)["unit_id"]
-        out = out.withColumn("h_cluster", F.lit(None).cast(id_type)).withColumn("h_kept_date", F.lit(None).cast("string"))
-        single = single.withColumn("h_cluster", F.lit(None).cast(id_type))
+    out_schema = StructType([runs.schema[c] for c in ("fingerprint", "unit_id")]
+                            + [StructField("kept_id", runs.schema["unit_id"].dataType, True)]
+                            + [runs.schema[c] for c in ("h_cluster", "h_kept_date")])
+    assigned = runs.mapInArrow(lambda batches: component_centres(batches, spec), out_schema)
+    single = single.withColumn("h_cluster", F.lit(None).cast(h_type))
     cols = ["fingerprint", "unit_id", "kept_id", "h_cluster", "h_kept_date"]
-    return out.select(*cols).unionByName(single.select(*cols))
+    return assigned.select(*cols).unionByName(single.select(*cols))

@@ -189,8 +189,11 @@ def test_component_walk_is_independent_of_batch_cuts(seed, cuts):
     comp = np.repeat(np.arange(len(sizes)) * 7, sizes)
     pos = np.concatenate([np.arange(1, n + 1) for n in sizes]).astype(np.int32)
     sigs = planted_signatures(rng, [int(c) << 40 for c in comp])
+    unit = np.arange(len(comp), dtype=np.int64) * 3 + 5
     table = pa.table({"comp": comp, "pos": pos, "signature": pa.array(sigs, pa.binary()),
-                      "short_text": pa.nulls(len(comp), pa.string()), "fixed": np.zeros(len(comp), bool)})
+                      "short_text": pa.nulls(len(comp), pa.string()), "fixed": np.zeros(len(comp), bool),
+                      "fingerprint": comp, "unit_id": unit, "h_cluster": pa.nulls(len(comp), pa.int64()),
+                      "h_kept_date": pa.nulls(len(comp), pa.string())})
     bounds = sorted({min(int(c), len(comp)) for c in np.cumsum([0] + cuts)} | {len(comp)})
     pieces = [table.slice(a, b - a) for a, b in zip(bounds[:-1], bounds[1:])] + [table.slice(0, 0)]
     batches = [b for piece in pieces for b in piece.to_batches()]
@@ -199,6 +202,5 @@ def test_component_walk_is_independent_of_batch_cuts(seed, cuts):
     for c in np.unique(comp):
         idx = np.flatnonzero(comp == c)
         centre = verified_centres(_sig_matrix([sigs[i] for i in idx]), None, SPEC)
-        expect += list(zip([int(c)] * len(idx), pos[idx].tolist(), pos[idx][centre].tolist()))
-    assert sorted(zip(got.column("comp").to_pylist(), got.column("pos").to_pylist(),
-                      got.column("centre_pos").to_pylist())) == sorted(expect)
+        expect += list(zip(unit[idx].tolist(), unit[idx][centre].tolist()))
+    assert sorted(zip(got.column("unit_id").to_pylist(), got.column("kept_id").to_pylist())) == sorted(expect)
