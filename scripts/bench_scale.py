@@ -32,7 +32,7 @@ from simhash_udf.signature import SignatureSpec, to_arrow  # noqa: E402
 def synthetic_fingerprints(n: int, k: int, dup_share: float, seed: int = 0):
     """(ids, fingerprints, group, signatures): random fingerprints and signatures; dup_share of the documents
     sit in groups of 2-5 whose members are within k bits of the group's first member and share its signature
-    but for up to 10% of its bins, redrawn (group = -1 for the rest): planted copies verify, chance pairs of
+    but for up to 5% of its bins, redrawn (group = -1 for the rest): planted copies verify, chance pairs of
     unrelated fingerprints do not."""
     rng = np.random.default_rng(seed)
     fps = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, size=n, dtype=np.int64, endpoint=True)
@@ -56,7 +56,9 @@ def synthetic_fingerprints(n: int, k: int, dup_share: float, seed: int = 0):
     sigs = rng.integers(0, 256, size=(n, spec.bins), dtype=np.uint8)
     copies = np.flatnonzero(~is_centre)
     sigs[copies] = sigs[starts[owner[copies]]]
-    redraw = rng.random((len(copies), spec.bins)) < rng.random((len(copies), 1)) * 0.1
+    # up to 5% of the bins redrawn: two copies of a group then stay within ~15% of each other, well inside the
+    # default threshold (with 10%, two copies could be ~30% apart and a copy not verified against another)
+    redraw = rng.random((len(copies), spec.bins)) < rng.random((len(copies), 1)) * 0.05
     sigs[copies] = np.where(redraw, rng.integers(0, 256, size=redraw.shape, dtype=np.uint8), sigs[copies])
     ids = rng.permutation(n).astype(np.int64)
     return ids, fps, group, sigs
