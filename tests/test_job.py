@@ -121,6 +121,23 @@ def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
     assert sum(b["verified"] + b["rejected"] for b in cand["similarity_bands"].values()) == cand["pairs_accepted"]
 
 
+def test_simulated_fingerprint_width():
+    """--simulate-fingerprint-bits keeps b of the 64 bits, spread so that every block keeps its share, and two
+    random cut fingerprints are within k as often as two random b-bit ones."""
+    from simhash_udf.pipeline import simulation_mask
+
+    for bits in (7, 45, 48, 64):
+        mask = simulation_mask(bits) & (2**64 - 1)
+        assert bin(mask).count("1") == bits
+        assert all(abs(bin((mask >> (8 * b)) & 0xFF).count("1") - bits / 8) <= 1 for b in range(8))
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(0, 2**64, 200_000, dtype=np.uint64).view(np.int64) & simulation_mask(16) for _ in range(2))
+    within = float((np.bitwise_count((a ^ b).view(np.uint64)) <= 3).mean()) - 2.0**-16  # chance_pairs leaves out d = 0
+    assert within == pytest.approx(chance_pairs(2, 3, 16), rel=0.1)
+    with pytest.raises(DedupError, match="--simulate-fingerprint-bits"):
+        load_config(["--input", ROOT, "--output", "x", "--simulate-fingerprint-bits", "5"])
+
+
 def test_progress_is_logged_per_stage_with_counts(spark, sample, tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="simhash_dedup")
     report = run_job(spark, "--input", sample, "--output", tmp_path / "out")

@@ -103,7 +103,7 @@ def cluster(spark, tmp_path_factory):
     return run
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 6), partitions=st.sampled_from([1, 4]))
 def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partitions):
     rng = np.random.default_rng(seed)
