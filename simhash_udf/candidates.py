@@ -55,6 +55,15 @@ def pair_filter(plan: TablePlan) -> PairFilter:
     return PairFilter(plan)
 
 
+def key_groups(members, offsets, tables) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The arrays of many key groups in the forms the comparisons use: members as uint64, the table of each
+    group, each group's start and size."""
+    members = np.asarray(members)
+    members = members.view(np.uint64) if members.dtype == np.int64 else members.astype(np.uint64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    return members, np.asarray(tables, dtype=np.int64), offsets[:-1], np.diff(offsets)
+
+
 def spanning_forest_edges(i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The pairs (i, j) that join two trees when added in order (union-find): a spanning forest."""
     parent: dict[int, int] = {}
@@ -130,11 +139,7 @@ def accepted_members(members: np.ndarray, offsets: np.ndarray, tables: np.ndarra
     """Which members of many key groups have at least one accepted pair in their group (a mask), the pairs
     compared and the accepted pairs by Hamming distance 0..k: the first pass of the verified search, which
     sends on only those members (with their group) to be verified."""
-    members = np.asarray(members)
-    members = members.view(np.uint64) if members.dtype == np.int64 else members.astype(np.uint64)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    tables = np.asarray(tables, dtype=np.int64)
-    starts, sizes = offsets[:-1], np.diff(offsets)
+    members, tables, starts, sizes = key_groups(members, offsets, tables)
     filt = pair_filter(plan)
     small = (sizes >= 2) & (sizes <= small_group)
     i, j = _small_group_pairs(members, starts[small], sizes[small], tables[small], filt)
@@ -183,11 +188,7 @@ def candidate_edges(
     members: the distinct fingerprints (int64 or uint64) of all groups one after another; offsets: group g
     owns members[offsets[g]:offsets[g+1]]; tables: the table index of each group.
     """
-    members = np.asarray(members)
-    members = members.view(np.uint64) if members.dtype == np.int64 else members.astype(np.uint64)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    tables = np.asarray(tables, dtype=np.int64)
-    starts, sizes = offsets[:-1], np.diff(offsets)
+    members, tables, starts, sizes = key_groups(members, offsets, tables)
     filt = pair_filter(plan)
     compared = int((sizes * (sizes - 1) // 2).sum())
 
@@ -219,11 +220,7 @@ def candidate_pairs(
     """Every accepted pair of many key groups (not a forest): for callers that check each pair again, like
     the short-text mode's Jaccard verification. Same inputs as candidate_edges; returns (src, dst, compared)
     with src < dst as unsigned fingerprints, each pair once across all tables."""
-    members = np.asarray(members)
-    members = members.view(np.uint64) if members.dtype == np.int64 else members.astype(np.uint64)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    tables = np.asarray(tables, dtype=np.int64)
-    starts, sizes = offsets[:-1], np.diff(offsets)
+    members, tables, starts, sizes = key_groups(members, offsets, tables)
     filt = pair_filter(plan)
     small = (sizes >= 2) & (sizes <= small_group)
     i, j = _small_group_pairs(members, starts[small], sizes[small], tables[small], filt)

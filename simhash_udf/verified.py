@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .candidates import SMALL_GROUP, _small_group_pairs, bfs_forest, pair_filter, spanning_forest_edges
+from .candidates import SMALL_GROUP, _small_group_pairs, bfs_forest, key_groups, pair_filter, spanning_forest_edges
 from .shingles import jaccard, shingle_set
 from .signature import SignatureSpec, agreeing_bins, min_agreeing_bins, similarity
 
@@ -76,10 +76,7 @@ def verify_groups(members: np.ndarray, sigs: np.ndarray | None, offsets: np.ndar
     runs without signatures); group g owns offsets[g]:offsets[g+1] and is of table tables[g]. Small groups
     compare all pairs at once; a large one is counted by blocks of rows and its forest found by breadth-first
     search, so a hot key costs O(n) memory and at most n - 1 edges."""
-    u = np.asarray(members).view(np.uint64) if np.asarray(members).dtype == np.int64 else np.asarray(members, np.uint64)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    tables = np.asarray(tables, dtype=np.int64)
-    starts, sizes = offsets[:-1], np.diff(offsets)
+    u, tables, starts, sizes = key_groups(members, offsets, tables)
     filt = pair_filter(plan)
     verified, rejected = np.zeros(BANDS, np.int64), np.zeros(BANDS, np.int64)
     small = (sizes >= 2) & (sizes <= small_group)
