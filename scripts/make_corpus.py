@@ -29,7 +29,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--source", choices=("generated", "manpages"), default="generated")
     args = p.parse_args(argv)
     if args.source == "manpages" and not glob.glob("/usr/share/man/zh_CN/man*/*.gz") and os.geteuid() == 0:
-        subprocess.run(["apt-get", "install", "-y", "-qq", "manpages-zh"], capture_output=True)
+        for cmd in (["apt-get", "install", "-y", "-qq", "manpages-zh"], ["apt-get", "update", "-qq"],
+                    ["apt-get", "install", "-y", "-qq", "manpages-zh"]):  # a fresh machine's package list is empty
+            if subprocess.run(cmd, capture_output=True).returncode == 0 and "install" in cmd:
+                break
+    if args.source == "manpages" and not glob.glob("/usr/share/man/zh_CN/man*/*.gz"):
+        print("warning: Debian's manpages-zh is not installed, so the corpus has few Chinese pages "
+              "(apt-get install manpages-zh)", file=sys.stderr)
     start = time.perf_counter()
     rows = make_corpus(args.n, args.seed, args.source)
     docs, truth = write_corpus(rows, args.out)
