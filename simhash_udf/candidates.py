@@ -105,17 +105,6 @@ def _small_group_pairs(members, starts, sizes, tables, filt: PairFilter):
     return np.concatenate(out_i), np.concatenate(out_j)
 
 
-def count_accepted(fps: np.ndarray, table: int, filt: PairFilter, rows_per_chunk: int = 512) -> np.ndarray:
-    """Exact number of accepted pairs in one (large) group by Hamming distance 0..k, by blocks of rows."""
-    total = np.zeros(filt.k + 1, dtype=np.int64)
-    n = len(fps)
-    for a in range(0, n, rows_per_chunk):
-        b = min(a + rows_per_chunk, n)
-        x = (fps[a:b, None] ^ fps[None, a:])[np.arange(a, b)[:, None] < np.arange(a, n)[None, :]]
-        total += np.bincount(np.bitwise_count(x[filt.accept(x, table)]), minlength=filt.k + 1)[: filt.k + 1]
-    return total
-
-
 def big_group_accepted(fps: np.ndarray, table: int, filt: PairFilter, rows_per_chunk: int = 512):
     """One large group's accepted pairs counted by Hamming distance, and which members have one (a mask):
     by blocks of rows, so memory stays O(n * rows_per_chunk) however many pairs are accepted."""
@@ -201,7 +190,7 @@ def candidate_edges(
 
     for g in np.flatnonzero(sizes > small_group):
         fps = members[starts[g] : starts[g] + sizes[g]]
-        by_distance += count_accepted(fps, int(tables[g]), filt)
+        by_distance += big_group_accepted(fps, int(tables[g]), filt)[0]
         bi, bj = bfs_forest(fps, int(tables[g]), filt)
         src.append(fps[bi])
         dst.append(fps[bj])

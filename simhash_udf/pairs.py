@@ -1,5 +1,6 @@
-"""Spark stages 4 and 5: explode distinct fingerprints into (table, key) rows, then compare inside each
-key group and emit spanning-forest edges. Keys are SQL expressions; the comparison is candidates.py.
+"""Spark stages 4 and 5: explode distinct fingerprints into (table, key) rows and form the key groups that
+the candidate and verify stages walk (verified_pairs.py, short_pairs.py). Keys are SQL expressions; the
+comparison is candidates.py.
 
 Groups are formed by a sort, not by an aggregation: the rows are shuffled by key and sorted within each
 partition, so every group is one contiguous run, and a mapInArrow walks the runs over flat Arrow columns
@@ -16,23 +17,9 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from .blocks import F as FP_BITS
 from .blocks import TablePlan
-from .candidates import candidate_edges
-
-EDGE_SCHEMA = StructType(
-    [
-        StructField("src", LongType(), True),
-        StructField("dst", LongType(), True),
-        StructField("compared", LongType(), True),
-        StructField("accepted", LongType(), True),
-        StructField("distance", IntegerType(), True),
-        StructField("groups", LongType(), True),
-    ]
-)
-_EDGE_ARROW = pa.schema([pa.field(f.name, pa.int32() if f.name == "distance" else pa.int64()) for f in EDGE_SCHEMA])
 
 # Rows per Arrow batch of the group walk: rows are two longs, so 2^18 rows are ~4 MB; bigger batches mean
 # fewer Python calls per partition (the session's batch size is tuned for page text, not for this).
@@ -141,25 +128,3 @@ def group_batches(spark: SparkSession, rows: int | None = None):
             spark.conf.unset(key)
         else:
             spark.conf.set(key, before)
-
-
-def group_edges(rows: DataFrame, plan: TablePlan) -> DataFrame:
-    """Edges (src, dst) of a spanning forest of each group's accepted pairs, plus k + 1 statistics rows per
-    call (src and dst null): accepted pairs at each Hamming distance, compared pairs and groups of two or
-    more members on distance 0."""
-
-    def per_groups(members, offsets, tables):
-        edges = candidate_edges(members, offsets, tables, plan)
-        n = len(edges.src)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(edges.src, pa.int64()), pa.array(edges.dst, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()),
-             pa.nulls(n, pa.int32()), pa.nulls(n, pa.int64())], schema=_EDGE_ARROW)
-        d = len(edges.by_distance)
-        groups = int((np.diff(offsets) >= 2).sum())
-        yield pa.RecordBatch.from_arrays(
-            [pa.nulls(d, pa.int64()), pa.nulls(d, pa.int64()), pa.array([edges.compared] + [0] * (d - 1), pa.int64()),
-             pa.array(edges.by_distance, pa.int64()), pa.array(np.arange(d, dtype=np.int32)),
-             pa.array([groups] + [0] * (d - 1), pa.int64())], schema=_EDGE_ARROW)
-
-    return key_runs(rows, plan).mapInArrow(lambda batches: walk_groups(batches, per_groups), EDGE_SCHEMA)
-

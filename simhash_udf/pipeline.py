@@ -164,7 +164,6 @@ def near_duplicate_clusters(
             pair_stats = members.agg(
                 F.sum("compared").alias("pairs_compared"),
                 F.sum("accepted").alias("pairs_accepted"),
-                F.count("fingerprint").alias("members"),
                 F.sum("groups").alias("key_groups"),
             ).first()
         n_groups = counts["key_groups"] = int(pair_stats["key_groups"] or 0)
@@ -359,10 +358,9 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             history_report["history_fingerprints_compared"] = near.pop("history_fingerprints_compared")
 
         with timer("write") as counts:
-            with_sig = clusters
-            with_sig.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate").write.parquet(out.staged("clusters"))
+            clusters.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate").write.parquet(out.staged("clusters"))
             if history is not None:
-                rows = with_sig if earlier is not None else with_sig.withColumn("kept_run_date", F.lit(history.run_date))
+                rows = clusters if earlier is not None else clusters.withColumn("kept_run_date", F.lit(history.run_date))
                 history.stage(rows.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate", "kept_run_date"),
                               cfg.fingerprint_version())
             kept_ids = clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
