@@ -83,7 +83,7 @@ def test_cluster_run_equals_local(cluster, pyfiles, crawl, local_clusters, tmp_p
     out = str(tmp_path / "out")
     proc = subprocess.run(
         submit_command(cluster, pyfiles, os.path.join(ROOT, "jobs", "dedup_job.py"), "--input", crawl,
-                       "--output", out, "--input-partitions", "6"),
+                       "--output", out, "--input-partitions", "6", "--shuffle-partitions", "6"),
         capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
