@@ -126,5 +126,10 @@ if dag is not None:
         gates=[outcome(lambda c=c: gate(c)) for c in spec.get("gates", [])],
         callbacks=outcome(callbacks) if spec.get("callbacks") else None,
     )
+out["other_folders"] = {}
+for name, folder in spec.get("other_folders", {}).items():
+    other = DagBag(dag_folder=folder)
+    out["other_folders"][name] = {"import_errors": {k: str(v) for k, v in other.import_errors.items()},
+                                  "dag_ids": sorted(other.dag_ids)}
 out["cli"] = {line: parse_cli(line) for line in spec.get("cli", [])}
 print("RESULT " + json.dumps(out, default=str))
