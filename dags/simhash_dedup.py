@@ -123,7 +123,7 @@ class DedupSparkSubmitOperator(SparkSubmitOperator):
 
     def render_template_fields(self, context, jinja_env=None) -> None:
         super().render_template_fields(context, jinja_env)
-        self.conf = {**ops.spark_conf(context["params"]), **(self.conf or {})}
+        self.conf = {**ops.spark_conf(context["params"]), **(self.conf or {})}  # a conf= given here would win
 
 
 with DAG(
