@@ -1,61 +1,182 @@
 """Airflow DAG: near-duplicate detection of each day's crawl with simhash-dedup, against every earlier day.
+Loads on Airflow 2.x (2.11, with apache-airflow-providers-apache-spark >= 6) and 3.x.
 
-One task a day: spark-submit jobs/dedup_job.py on CRAWL_ROOT/<ds>/, writing DEDUP_ROOT/<ds>/ and appending the
-day to the incremental history DEDUP_ROOT/history (run_date=<ds>). The history must be written in date order,
-so runs wait for the previous day (depends_on_past, one active run at a time); missed days are caught up in
-order (`airflow dags backfill`).
+Three tasks a day (the day is {{ ds }}, the data interval that just ended):
+  wait_for_input  the day's input CRAWL_ROOT/<ds>/ (and its marker file, if one is named) exists; waits until the
+                  day's end + input_wait_hours, then fails at once with what to do (no retries)
+  dedup           spark-submit jobs/dedup_job.py on it, writing DEDUP_ROOT/<ds>/ and appending the day to the
+                  history DEDUP_ROOT/history (run_date=<ds>)
+  check_result    reads DEDUP_ROOT/<ds>/report.json; fails with the numbers when the run read 0 rows or its
+                  duplicate rate is outside [min_duplicate_rate, max_duplicate_rate]; otherwise hands the summary
+                  downstream as XCom (return_value) and as the extra of an event of the Asset (Airflow 2: Dataset)
+                  DEDUP_ROOT
+The history must be written in date order: `dedup` waits for the previous day's `dedup` and `check_result`
+(depends_on_past + wait_for_downstream) and one run is active at a time, so a missing or rejected day holds
+the later days back until an operator acts (README, "Airflow").
 
-Settings (environment of the DAG processor / scheduler, read when the file is parsed; no database access):
+Settings (environment of the DAG processor / scheduler and the workers, read when the file is parsed; no
+database access):
   SIMHASH_DEDUP_HOME        checkout or install of simhash-dedup (jobs/, dist/simhash_udf.zip); default: this repo
-  SIMHASH_DEDUP_CRAWL_ROOT  where the crawler puts each day's pages (one directory per date), e.g. hdfs:///crawl
-  SIMHASH_DEDUP_DEDUP_ROOT  where each day's output and the history go, e.g. hdfs:///dedup
   SIMHASH_DEDUP_SPARK_CONN  Airflow connection of the Spark master (default spark_default)
-The three paths are also DAG params, so a manual run can point elsewhere.
+  SIMHASH_DEDUP_ON_FAILURE  module:function called with the context when a task fails (default: log an ERROR)
+  SIMHASH_DEDUP_HADOOP_FS   command for paths that are not local (default "hdfs dfs")
+  SIMHASH_DEDUP_<PARAM>     default of each DAG param below (e.g. SIMHASH_DEDUP_CRAWL_ROOT=hdfs:///crawl,
+                            SIMHASH_DEDUP_SPARK_CONF='{"spark.yarn.queue": "crawl"}'); a manual run can override them
 """
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta
+import sys
+from datetime import datetime, timedelta, timezone
 
+from airflow import __version__ as AIRFLOW_VERSION
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, Param
+
+AIRFLOW_3 = int(AIRFLOW_VERSION.split(".")[0]) >= 3
+if AIRFLOW_3:
+    from airflow.providers.standard.operators.python import PythonOperator
+    from airflow.providers.standard.sensors.python import PythonSensor
+    from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param
+    from airflow.sdk.exceptions import AirflowFailException
+else:  # Airflow 2.x: the same things under their older names
+    from airflow.datasets import Dataset
+    from airflow.exceptions import AirflowFailException
+    from airflow.models.dag import DAG
+    from airflow.models.param import Param
+    from airflow.operators.python import PythonOperator
+    from airflow.sensors.python import PythonSensor
+    from airflow.timetables.interval import CronDataIntervalTimetable
+
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # Airflow puts the DAG folder there; a bare DagBag may not
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import simhash_dedup_ops as ops  # noqa: E402
 
 HOME = os.environ.get("SIMHASH_DEDUP_HOME", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def optional(name: str, kind=str, **schema) -> Param:
+    types = {str: "string", int: "integer", float: "number"}
+    return Param(ops.param_default(name, None, kind), type=["null", types[kind]], **schema)
+
+
+PARAMS = {
+    "crawl_root": Param(ops.param_default("crawl_root", "/data/crawl"), type="string",
+                        description="one directory per day under it: <crawl_root>/<ds>"),
+    "dedup_root": Param(ops.param_default("dedup_root", "/data/dedup"), type="string",
+                        description="each day's output <dedup_root>/<ds> and the history <dedup_root>/history"),
+    "input_marker": Param(ops.param_default("input_marker", ""), type="string",
+                          description="file the crawler writes last into the day's directory (e.g. _SUCCESS); "
+                                      "empty: the directory itself"),
+    "input_wait_hours": Param(ops.param_default("input_wait_hours", 6.0, float), type="number", minimum=0, maximum=48,
+                              description="how long after the day's end its input may still come"),
+    "min_duplicate_rate": Param(ops.param_default("min_duplicate_rate", 0.0, float), type="number", minimum=0, maximum=1,
+                                description="check_result fails below this duplicates / input rows"),
+    "max_duplicate_rate": Param(ops.param_default("max_duplicate_rate", 0.9, float), type="number", minimum=0, maximum=1,
+                                description="check_result fails above this duplicates / input rows"),
+    "spark_conf": Param(ops.param_default("spark_conf", {}, dict), type="object",
+                        description="Spark properties for spark-submit --conf"),
+    "archives": optional("archives", description="spark.archives, e.g. a packed venv: hdfs:///envs/dedup.tar.gz#env"),
+    "executor_memory": optional("executor_memory", description="spark.executor.memory, e.g. 8g"),
+    "executor_cores": optional("executor_cores", int, minimum=1, description="spark.executor.cores"),
+    "num_executors": optional("num_executors", int, minimum=1, description="spark.executor.instances"),
+    "driver_memory": optional("driver_memory", description="spark.driver.memory, e.g. 4g"),
+}
+INPUT = "{{ params.crawl_root }}/{{ ds }}"
+OUTPUT = "{{ params.dedup_root }}/{{ ds }}"
+
+
+def asset_uri(root: str) -> str:
+    return "file://" + os.path.abspath(root) if ops.local_path(root) == root else root
+
+
+_DEDUP_ROOT = PARAMS["dedup_root"].value
+OUTPUT_ASSET = (Asset(name="simhash_dedup_output", uri=asset_uri(_DEDUP_ROOT)) if AIRFLOW_3
+                else Dataset(asset_uri(_DEDUP_ROOT)))
+
+
+def wait_for_input(input_path: str, marker: str, wait_hours: str, data_interval_end=None) -> bool:
+    """PythonSensor callable: True when the day's input is there; after its deadline a failure without retries."""
+    now = datetime.now(timezone.utc)
+    try:
+        return ops.check_input(input_path, marker or None, ops.input_deadline(data_interval_end, float(wait_hours), now), now)
+    except ops.InputMissing as e:
+        raise AirflowFailException(str(e)) from e
+
+
+def check_result(output_dir: str, params, ds: str, outlet_events=None) -> dict:
+    """PythonOperator callable: the result gate. A rejected result fails without retries (re-reading the same
+    report gives the same numbers); the summary it returns is the task's XCom and the Asset event's extra."""
+    try:
+        summary = ops.judge_result(ops.read_report(output_dir), output_dir,
+                                   params["min_duplicate_rate"], params["max_duplicate_rate"])
+    except ops.ResultRejected as e:
+        raise AirflowFailException(str(e)) from e
+    summary["run_date"] = ds
+    if outlet_events is not None:
+        outlet_events[OUTPUT_ASSET].extra.update(summary)
+    return summary
+
+
+class DedupSparkSubmitOperator(SparkSubmitOperator):
+    """SparkSubmitOperator whose --conf properties come from the run's DAG params (ops.spark_conf), set while
+    the templates are rendered so the UI's rendered view shows them."""
+
+    def render_template_fields(self, context, jinja_env=None) -> None:
+        super().render_template_fields(context, jinja_env)
+        self.conf = {**ops.spark_conf(context["params"]), **(self.conf or {})}  # a conf= given here would win
+
 
 with DAG(
     dag_id="simhash_dedup",
     description="Near-duplicate pages of the day's crawl, against all earlier days (simhash-dedup)",
-    schedule="@daily",
-    start_date=datetime(2026, 1, 1),
+    # Data intervals on both versions: the run that starts at midnight UTC processes the day that just ended
+    # ({{ ds }}). A plain "@daily" means that on Airflow 2 but the day that starts on Airflow 3.
+    schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
+    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,  # the history is appended to in date order
-    params={
-        "crawl_root": Param(os.environ.get("SIMHASH_DEDUP_CRAWL_ROOT", "/data/crawl"), type="string"),
-        "dedup_root": Param(os.environ.get("SIMHASH_DEDUP_DEDUP_ROOT", "/data/dedup"), type="string"),
-    },
+    params=PARAMS,
     default_args={
         "owner": "crawl",
-        "depends_on_past": True,
         "retries": 2,
         "retry_delay": timedelta(minutes=10),
         "retry_exponential_backoff": True,
-        "execution_timeout": timedelta(hours=6),
+        "on_failure_callback": ops.failure_callback(),
     },
     tags=["crawl", "dedup"],
 ) as dag:
-    SparkSubmitOperator(
+    wait = PythonSensor(
+        task_id="wait_for_input",
+        python_callable=wait_for_input,
+        op_kwargs={"input_path": INPUT, "marker": "{{ params.input_marker }}",
+                   "wait_hours": "{{ params.input_wait_hours }}"},
+        mode="reschedule",  # frees the worker slot between looks
+        poke_interval=timedelta(minutes=10),
+        timeout=timedelta(hours=49),  # a backstop only: the callable fails at its own deadline (input_wait_hours <= 48)
+    )
+    dedup = DedupSparkSubmitOperator(
         task_id="dedup",
         conn_id=os.environ.get("SIMHASH_DEDUP_SPARK_CONN", "spark_default"),
         application=os.path.join(HOME, "jobs", "dedup_job.py"),
         py_files=os.path.join(HOME, "dist", "simhash_udf.zip"),
         name="simhash-dedup-{{ ds }}",
         application_args=[
-            "--input", "{{ params.crawl_root }}/{{ ds }}",
-            "--output", "{{ params.dedup_root }}/{{ ds }}",
+            "--input", INPUT,
+            "--output", OUTPUT,
             "--history", "{{ params.dedup_root }}/history",
             "--run-date", "{{ ds }}",
             # A retry or a cleared task recomputes the day: the job is deterministic, reads only the history
             # before {{ ds }} and replaces the day's history partition, so replacing the output is safe.
             "--overwrite",
         ],
+        depends_on_past=True,
+        wait_for_downstream=True,  # and the previous day's result passed check_result
+        execution_timeout=timedelta(hours=6),
     )
+    gate = PythonOperator(
+        task_id="check_result",
+        python_callable=check_result,
+        op_kwargs={"output_dir": OUTPUT},
+        outlets=[OUTPUT_ASSET],
+    )
+    wait >> dedup >> gate

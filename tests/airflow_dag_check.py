@@ -1,35 +1,135 @@
-"""Run by tests/test_airflow.py with the Python of .venv-airflow (real Airflow): load dags/ with a DagBag and
-print, as JSON, what the test checks. Not a test module itself (Airflow is not in the job's environment)."""
+"""Run by tests/test_airflow.py with the Python of an Airflow environment (.venv-airflow: 3.x, .venv-airflow2: 2.x),
+never by pytest itself (Airflow is not in the job's environment):
+
+    python tests/airflow_dag_check.py SPEC.json
+
+Loads the DAG folder with a DagBag, then does with real Airflow what the spec asks and prints, after "RESULT ",
+one JSON object: the DAG's shape, the spark-submit command the provider's hook builds for each render, the
+result of each poke of the input sensor, of each execution of the result gate (return value = the XCom, and
+the extra of the Asset event), of the failure callback, and of parsing each CLI command with Airflow's own
+argument parser. Each task is rendered and run on a copy, with a context built here (no metadata database)."""
+import contextlib
+import copy
+import io
 import json
-import os
 import sys
+from datetime import datetime, timedelta, timezone
 
-from airflow.dag_processing.dagbag import DagBag
-from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow import __version__ as AIRFLOW_VERSION
 
-dag_folder, logical_date = sys.argv[1], sys.argv[2]
-bag = DagBag(dag_folder=dag_folder)
-out = {"import_errors": {k: str(v) for k, v in bag.import_errors.items()}, "dag_ids": sorted(bag.dag_ids)}
+if int(AIRFLOW_VERSION.split(".")[0]) >= 3:
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+else:
+    from airflow.models.dagbag import DagBag
+    from airflow.utils.context import OutletEventAccessors
+
+spec = json.load(open(sys.argv[1]))
+day = spec["day"]
+bag = DagBag(dag_folder=spec["dag_folder"])  # AIRFLOW__CORE__LOAD_EXAMPLES=False: only our folder
+out = {"airflow_version": AIRFLOW_VERSION,
+       "import_errors": {k: str(v) for k, v in bag.import_errors.items()}, "dag_ids": sorted(bag.dag_ids)}
 dag = bag.dags.get("simhash_dedup")  # (get_dag would ask the metadata database)
-if dag is not None:
+
+
+def day_start(ds):
+    return datetime.fromisoformat(ds).replace(tzinfo=timezone.utc)
+
+
+def context_for(task, overrides, ds=day, **extra):
+    params = copy.deepcopy(dag.params)
+    params.update(overrides or {})  # as a triggered run's conf does
+    ctx = {"ds": ds, "params": params.validate(), "task": task, "dag": dag,
+           "data_interval_start": day_start(ds), "data_interval_end": day_start(ds) + timedelta(days=1)}
+    ctx.update(extra)
+    return ctx
+
+
+def rendered(task_id, overrides, **extra):
+    task = copy.deepcopy(dag.get_task(task_id))
+    ctx = context_for(task, overrides, **extra)
+    task.render_template_fields(ctx)
+    return task, ctx
+
+
+def scheduler_timetable(timetable):
+    """The timetable as the scheduler uses it (Airflow 3 parses an SDK definition into a core timetable)."""
+    if hasattr(timetable, "infer_manual_data_interval"):
+        return timetable
+    from airflow.serialization.decoders import decode_timetable
+    from airflow.serialization.encoders import encode_timetable
+    return decode_timetable(encode_timetable(timetable))
+
+
+def outcome(fn):
+    try:
+        return {"ok": fn()}
+    except Exception as e:  # noqa: BLE001 - reported to the test, which checks type and message
+        return {"error": type(e).__name__, "message": str(e)}
+
+
+def command(overrides):
+    task, _ = rendered("dedup", overrides)
+    return task._get_hook()._build_spark_submit_command(task.application)
+
+
+def poke(case):
+    end = case.get("data_interval_end")
+    extra = {"data_interval_end": datetime.fromisoformat(end)} if end else {}
+    task, ctx = rendered("wait_for_input", case.get("params"), **extra)
+    return bool(task.poke(ctx))
+
+
+def gate(case):
+    events = OutletEventAccessors()
+    task, ctx = rendered("check_result", case.get("params"), ds=case.get("ds", day), outlet_events=events)
+    summary = task.execute(ctx)
+    return {"xcom": summary, "asset_extra": dict(events[task.outlets[0]].extra)}
+
+
+def callbacks():
     task = dag.get_task("dedup")
-    context = {"ds": logical_date, "params": dag.params.dump()}
-    env = dag.get_template_env()
-    args = task.render_template(task.application_args, context, jinja_env=env)
-    name = task.render_template(task.name, context, jinja_env=env)
-    hook = SparkSubmitHook(conn_id=task._conn_id, py_files=task.py_files, name=name, application_args=args)
+    hooks = task.on_failure_callback
+    for hook in hooks if isinstance(hooks, list) else [hooks]:
+        hook({"ds": day, "task_instance": None, "exception": RuntimeError("spark-submit exited 1")})
+    return len(hooks) if isinstance(hooks, list) else 1
+
+
+def parse_cli(line):
+    from airflow.cli.cli_parser import get_parser
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            args = get_parser().parse_args(line.split()[1:])
+    except SystemExit as e:
+        return {"error": f"exit {e.code}: {err.getvalue().strip()[-500:]}"}
+    return {"ok": args.func.__name__ if hasattr(args.func, "__name__") else str(args.func)}
+
+
+if dag is not None:
+    interval = scheduler_timetable(dag.timetable).infer_manual_data_interval(run_after=day_start(day) + timedelta(days=1, hours=1))
     out.update(
-        task_ids=[t.task_id for t in dag.tasks],
-        operator=type(task).__name__,
-        schedule=str(dag.schedule),
+        task_ids=sorted(t.task_id for t in dag.tasks),
+        upstream={t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks},
+        operators={t.task_id: [c.__name__ for c in type(t).__mro__] for t in dag.tasks},
+        timetable=type(scheduler_timetable(dag.timetable)).__name__,
+        data_interval=[interval.start.date().isoformat(), interval.end.date().isoformat()],
         max_active_runs=dag.max_active_runs,
         catchup=dag.catchup,
-        retries=task.retries,
-        depends_on_past=task.depends_on_past,
-        conn_id=task._conn_id,
-        application=task.application,
-        py_files=task.py_files,
-        args=args,
-        command=hook._build_spark_submit_command(task.application),
+        tasks={t.task_id: {"retries": t.retries, "depends_on_past": t.depends_on_past,
+                           "wait_for_downstream": t.wait_for_downstream,
+                           "mode": getattr(t, "mode", None),
+                           "outlets": [getattr(o, "uri", None) for o in t.outlets]} for t in dag.tasks},
+        conn_id=dag.get_task("dedup")._conn_id,
+        commands=[outcome(lambda o=o: command(o)) for o in spec.get("renders", [])],
+        pokes=[outcome(lambda c=c: poke(c)) for c in spec.get("pokes", [])],
+        gates=[outcome(lambda c=c: gate(c)) for c in spec.get("gates", [])],
+        callbacks=outcome(callbacks) if spec.get("callbacks") else None,
     )
-print("RESULT " + json.dumps(out))
+out["other_folders"] = {}
+for name, folder in spec.get("other_folders", {}).items():
+    other = DagBag(dag_folder=folder)
+    out["other_folders"][name] = {"import_errors": {k: str(v) for k, v in other.import_errors.items()},
+                                  "dag_ids": sorted(other.dag_ids)}
+out["cli"] = {line: parse_cli(line) for line in spec.get("cli", [])}
+print("RESULT " + json.dumps(out, default=str))

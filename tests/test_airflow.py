@@ -1,8 +1,15 @@
-"""The Airflow DAG, loaded by real Airflow (installed by scripts/airflow_env.sh into .venv-airflow, apart from
-the job's environment): no import errors, one SparkSubmitOperator task whose rendered spark-submit command
-carries the dated input, output, history and run date, retries and the shipped code."""
+"""The Airflow DAG, loaded and run piece by piece by real Airflow 3.x and 2.x (each in its own environment, made by
+scripts/airflow_env.sh, apart from the job's): it loads without import errors, the scheduler's timetable gives
+the day that just ended, the spark-submit command the provider's hook builds carries the dated paths and the
+Spark settings of the params, the input sensor finds, waits for or gives up on the day's input, the result gate
+passes a report.json on as XCom and Asset event or fails with its numbers, the failure callback hook is
+called, the README's backfill commands are accepted by the installed Airflow's own command line parser, and a
+broken DAG file shows up as an import error. Both Airflow checks run at the same time, one subprocess each
+(tests/airflow_dag_check.py)."""
 import json
 import os
+import re
+import shutil
 import subprocess
 
 import pytest
@@ -11,56 +18,219 @@ from simhash_udf.config import load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DAY = "2026-11-21"
+VERSIONS = ("3", "2")
 
 
-@pytest.fixture(scope="module")
-def airflow_python():
-    proc = subprocess.run(["bash", os.path.join(ROOT, "scripts", "airflow_env.sh")], capture_output=True, text=True,
-                          timeout=1200)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout.strip().splitlines()[-1]
-
-
-def load_dags(airflow_python, dag_folder, tmp_path):
-    env = dict(
+def airflow_env(base, version, **extra):
+    return dict(
         os.environ,
-        AIRFLOW_HOME=str(tmp_path / "airflow-home"),
+        AIRFLOW_HOME=str(base / f"airflow-home-{version}"),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         SIMHASH_DEDUP_HOME="/opt/simhash-dedup",
         SIMHASH_DEDUP_CRAWL_ROOT="hdfs:///crawl",
         SIMHASH_DEDUP_DEDUP_ROOT="hdfs:///dedup",
         SIMHASH_DEDUP_SPARK_CONN="spark_crawl",
         AIRFLOW_CONN_SPARK_CRAWL="spark://127.0.0.1:7077",
+        **extra,
     )
-    proc = subprocess.run([airflow_python, os.path.join(ROOT, "tests", "airflow_dag_check.py"), str(dag_folder), DAY],
-                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def start_check(python, spec, spec_path, env):
+    spec_path.write_text(json.dumps(spec))
+    return subprocess.Popen([python, os.path.join(ROOT, "tests", "airflow_dag_check.py"), str(spec_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def finish_check(proc):
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.split("RESULT ", 1)[1])
+
+
+def job_args(crawl_root, dedup_root):
+    """What the DAG's dedup task passes to the job for DAY."""
+    return ["--input", f"{crawl_root}/{DAY}", "--output", f"{dedup_root}/{DAY}", "--history", f"{dedup_root}/history",
+            "--run-date", DAY, "--overwrite"]
+
+
+def readme_backfill_commands():
+    """The backfill command lines of the README's Airflow section, each marked `# Airflow N`."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    section = text.split("\n## Airflow\n", 1)[1].split("\n## ", 1)[0]
+    found = re.findall(r"^\s*(airflow [^#\n]*backfill[^#\n]*?)\s*#\s*Airflow ([23])", section, flags=re.M)
+    return {version: [cmd for cmd, v in found if v == version] for version in VERSIONS}
+
+
+@pytest.fixture(scope="module")
+def airflow_pythons():
+    """Both Airflow environments, installed at the same time (uv), or reused when their pins are unchanged."""
+    proc = subprocess.run(["bash", os.path.join(ROOT, "scripts", "airflow_env.sh"), *VERSIONS], capture_output=True,
+                          text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.split("RESULT ", 1)[1])
+    return dict(zip(VERSIONS, proc.stdout.strip().splitlines()[-len(VERSIONS):]))
 
 
-def test_dag_loads_and_submits_the_dated_job(airflow_python, tmp_path):
-    got = load_dags(airflow_python, os.path.join(ROOT, "dags"), tmp_path)
-    assert got["import_errors"] == {}
-    assert got["dag_ids"] == ["simhash_dedup"] and got["task_ids"] == ["dedup"]
-    assert got["operator"] == "SparkSubmitOperator"
-    assert got["schedule"] == "@daily" and got["max_active_runs"] == 1 and got["depends_on_past"]
-    assert got["retries"] == 2 and got["conn_id"] == "spark_crawl"
-    expected_args = ["--input", f"hdfs:///crawl/{DAY}", "--output", f"hdfs:///dedup/{DAY}",
-                     "--history", "hdfs:///dedup/history", "--run-date", DAY, "--overwrite"]
-    assert got["args"] == expected_args
-    assert got["command"] == [
+def write_day_output(folder, finished=True, **counts):
+    """DIR as the job leaves it: report.json (the job's summary keys among others) and _SUCCESS."""
+    folder.mkdir(parents=True)
+    report = {"input_rows": 1200, "kept": 900, "duplicates": 300, "exact_duplicates": 100, "near_duplicates": 200,
+              "bad_rows": {"null_text": 0}, "fingerprint_version": "sh64-1"}
+    report.update(counts)
+    (folder / "report.json").write_text(json.dumps(report))
+    if finished:
+        (folder / "_SUCCESS").touch()
+    return report
+
+
+@pytest.fixture(scope="module")
+def day(tmp_path_factory):
+    """The crawl's day directory and the day's output (a finished one, an empty one, an unfinished one), and a
+    failure hook module. (The job itself is not run here: a run costs more than all these checks.)"""
+    base = tmp_path_factory.mktemp("airflow-day")
+    crawl, dedup = base / "crawl", base / "dedup"
+    (crawl / DAY).mkdir(parents=True)
+    (crawl / DAY / "pages.jsonl").write_text(json.dumps({"id": 1, "text": "a page"}) + "\n")
+    report = write_day_output(dedup / DAY)
+    write_day_output(base / "unfinished" / DAY, finished=False)
+    write_day_output(base / "empty" / DAY, input_rows=0, kept=0, duplicates=0, exact_duplicates=0, near_duplicates=0)
+    hooks = base / "hooks"
+    hooks.mkdir()
+    (hooks / "crawl_alerts.py").write_text(
+        "import json, os\n"
+        "def record(context):\n"
+        "    with open(os.environ['ALERTS_FILE'], 'a') as f:\n"
+        "        f.write(json.dumps({'ds': context['ds'], 'error': str(context['exception'])}) + '\\n')\n")
+    return {"base": base, "crawl": str(crawl), "dedup": str(dedup), "report": report, "hooks": str(hooks)}
+
+
+@pytest.fixture(scope="module")
+def checks(airflow_pythons, day):
+    base = day["base"]
+    rate = day["report"]["duplicates"] / day["report"]["input_rows"]
+    missing = str(base / "no-crawl")
+    spec = {
+        "dag_folder": os.path.join(ROOT, "dags"),
+        "day": DAY,
+        "renders": [
+            {},
+            {"crawl_root": day["crawl"], "dedup_root": day["dedup"]},
+            {"archives": "hdfs:///envs/simhash-dedup.tar.gz#env", "executor_memory": "8g", "num_executors": 40,
+             "executor_cores": 4, "driver_memory": "4g", "spark_conf": {"spark.pyspark.python": "./env/bin/python"}},
+            {"executor_memory": "8g", "spark_conf": {"spark.executor.memory": "4g"}},
+        ],
+        "pokes": [
+            {"params": {"crawl_root": day["crawl"]}},
+            {"params": {"crawl_root": missing}, "data_interval_end": "2099-01-01T00:00:00+00:00"},
+            {"params": {"crawl_root": missing}, "data_interval_end": "2000-01-01T00:00:00+00:00"},
+            {"params": {"crawl_root": day["crawl"], "input_marker": "_CRAWL_DONE"},
+             "data_interval_end": "2099-01-01T00:00:00+00:00"},
+        ],
+        "gates": [
+            {"params": {"dedup_root": day["dedup"]}},
+            {"params": {"dedup_root": day["dedup"], "max_duplicate_rate": round(rate / 2, 4)}},
+            {"params": {"dedup_root": str(base / "empty")}},
+            {"params": {"dedup_root": str(base / "unfinished")}},
+        ],
+        "callbacks": True,
+        "cli": sorted(cmd for cmds in readme_backfill_commands().values() for cmd in cmds),
+    }
+    broken = base / "broken-dags"  # a DAG file with a bad operator argument
+    shutil.copytree(os.path.join(ROOT, "dags"), broken)
+    source = (broken / "simhash_dedup.py").read_text()
+    (broken / "simhash_dedup.py").write_text(source.replace("    dedup = DedupSparkSubmitOperator(\n",
+                                                            "    dedup = DedupSparkSubmitOperator(\n        bogus=1,\n"))
+    spec["other_folders"] = {"broken": str(broken)}
+    procs = {}
+    for version, python in airflow_pythons.items():
+        env = airflow_env(base, version, SIMHASH_DEDUP_ON_FAILURE="crawl_alerts:record", PYTHONPATH=day["hooks"],
+                          ALERTS_FILE=str(base / f"alerts-{version}.jsonl"))
+        procs[version] = start_check(python, spec, base / f"spec-{version}.json", env)
+    return {version: finish_check(proc) for version, proc in procs.items()}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_dag_loads_with_the_day_that_just_ended(checks, version):
+    got = checks[version]
+    assert got["airflow_version"].startswith(version + ".")
+    assert got["import_errors"] == {} and got["dag_ids"] == ["simhash_dedup"]
+    assert got["upstream"] == {"wait_for_input": [], "dedup": ["wait_for_input"], "check_result": ["dedup"]}
+    assert "SparkSubmitOperator" in got["operators"]["dedup"] and "BaseSensorOperator" in got["operators"]["wait_for_input"]
+    # "@daily" alone gives Airflow 3 the day that starts (CronTriggerTimetable): the input would not exist yet
+    assert got["timetable"] == "CronDataIntervalTimetable" and got["data_interval"] == [DAY, "2026-11-22"]
+    assert got["max_active_runs"] == 1 and got["conn_id"] == "spark_crawl"
+    tasks = got["tasks"]
+    assert tasks["dedup"]["depends_on_past"] and tasks["dedup"]["wait_for_downstream"] and tasks["dedup"]["retries"] == 2
+    assert not tasks["wait_for_input"]["depends_on_past"] and tasks["wait_for_input"]["mode"] == "reschedule"
+    assert tasks["check_result"]["outlets"] and tasks["check_result"]["outlets"][0].startswith("hdfs:")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_spark_submit_command_with_settings_from_params(checks, day, version):
+    default, local, tuned, contradictory = checks[version]["commands"]
+    expected_args = job_args("hdfs:///crawl", "hdfs:///dedup")
+    assert default["ok"] == [
         "spark-submit", "--master", "spark://127.0.0.1:7077", "--py-files", "/opt/simhash-dedup/dist/simhash_udf.zip",
         "--name", f"simhash-dedup-{DAY}", "/opt/simhash-dedup/jobs/dedup_job.py", *expected_args,
     ]
-    # the job accepts exactly these arguments
-    cfg = load_config(got["args"])
-    assert (cfg.history, cfg.run_date, cfg.overwrite) == ("hdfs:///dedup/history", DAY, True)
+    assert load_config(expected_args).history == "hdfs:///dedup/history"
+    # local roots: the same arguments, which the job accepts
+    assert local["ok"][-len(expected_args):] == job_args(day["crawl"], day["dedup"])
+    assert load_config(job_args(day["crawl"], day["dedup"])).output == f"{day['dedup']}/{DAY}"
+    confs = [tuned["ok"][i + 1] for i, a in enumerate(tuned["ok"]) if a == "--conf"]
+    assert sorted(confs) == sorted([
+        "spark.pyspark.python=./env/bin/python", "spark.archives=hdfs:///envs/simhash-dedup.tar.gz#env",
+        "spark.executor.memory=8g", "spark.executor.instances=40", "spark.executor.cores=4", "spark.driver.memory=4g"])
+    assert contradictory["error"] == "ValueError" and "contradicts spark_conf spark.executor.memory" in contradictory["message"]
 
 
-def test_a_broken_dag_is_reported(airflow_python, tmp_path):
-    folder = tmp_path / "dags"
-    folder.mkdir()
-    source = open(os.path.join(ROOT, "dags", "simhash_dedup.py")).read()
-    (folder / "simhash_dedup.py").write_text(source.replace("SparkSubmitOperator(\n", "SparkSubmitOperator(\n  bogus=1,\n"))
-    got = load_dags(airflow_python, folder, tmp_path)
-    assert "simhash_dedup" not in got["dag_ids"] and list(got["import_errors"]) != []
+@pytest.mark.parametrize("version", VERSIONS)
+def test_input_sensor_finds_waits_for_or_gives_up_on_the_day(checks, day, version):
+    present, not_yet, past_deadline, no_marker = checks[version]["pokes"]
+    assert present == {"ok": True} and not_yet == {"ok": False} and no_marker == {"ok": False}
+    assert past_deadline["error"] == "AirflowFailException"  # fails without retries
+    assert f"no-crawl/{DAY} does not exist" in past_deadline["message"] and "depends_on_past" in past_deadline["message"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_result_gate_on_a_real_report(checks, day, version):
+    accepted, too_many, empty, unfinished = checks[version]["gates"]
+    report = day["report"]
+    numbers = {k: report[k] for k in ("input_rows", "kept", "duplicates", "exact_duplicates", "near_duplicates")}
+    summary = accepted["ok"]["xcom"]
+    assert summary == {**numbers, "duplicate_rate": round(report["duplicates"] / report["input_rows"], 6),
+                       "output": f"{day['dedup']}/{DAY}", "run_date": DAY}
+    assert accepted["ok"]["asset_extra"] == summary
+    assert too_many["error"] == "AirflowFailException"
+    assert (f"{report['duplicates']} duplicates ({report['exact_duplicates']} exact, {report['near_duplicates']} near) "
+            f"of {report['input_rows']} rows") in too_many["message"] and "above max_duplicate_rate" in too_many["message"]
+    assert empty["error"] == "AirflowFailException" and "read 0 rows" in empty["message"]
+    assert unfinished["error"] == "AirflowFailException" and "no _SUCCESS" in unfinished["message"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_failure_callback_hook_is_called(checks, day, version):
+    assert checks[version]["callbacks"] == {"ok": 1}
+    lines = (day["base"] / f"alerts-{version}.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [{"ds": DAY, "error": "spark-submit exited 1"}]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_readme_backfill_command_of_each_airflow(checks, version):
+    """Each version's command is accepted by its own CLI parser and refused by the other's (Airflow 3 removed
+    `airflow dags backfill`; Airflow 2 has no `airflow backfill`), so the README must name both."""
+    commands = readme_backfill_commands()
+    assert commands[version], "the README's Airflow section names no backfill command for Airflow " + version
+    parsed = checks[version]["cli"]
+    for cmd in commands[version]:
+        assert "ok" in parsed[cmd], parsed[cmd]
+    for other in VERSIONS:
+        if other != version:
+            for cmd in commands[other]:
+                assert "error" in parsed[cmd] and "exit 2" in parsed[cmd]["error"], parsed[cmd]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_broken_dag_is_reported(checks, version):
+    got = checks[version]["other_folders"]["broken"]
+    assert got["dag_ids"] == [] and len(got["import_errors"]) == 1
+    assert "bogus" in next(iter(got["import_errors"].values()))

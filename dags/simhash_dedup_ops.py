@@ -1,0 +1,243 @@
+"""What the simhash_dedup Airflow DAG does around spark-submit, in plain Python with no Airflow import: the check
+that the day's input is there, the gate on the day's result, the Spark settings built from the DAG params and
+the failure callback. Kept apart from dags/simhash_dedup.py so the same code runs on Airflow 2.x and 3.x and is
+unit-tested in the job's own environment (tests/test_dag_ops.py) without an Airflow installation.
+
+Paths: a plain path or a file: URI is checked on the local disk of the Airflow worker (os.path); any other
+scheme (hdfs://, viewfs://, s3a://, ...) with the Hadoop client, ``hdfs dfs -test -e`` / ``hdfs dfs -cat``,
+because a Spark gateway that runs spark-submit has that client and its configuration for exactly the file
+systems the job itself reads. SIMHASH_DEDUP_HADOOP_FS replaces the command (e.g. ``hadoop fs``).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import re
+import shlex
+import subprocess
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
+
+HADOOP_FS_ENV = "SIMHASH_DEDUP_HADOOP_FS"
+ON_FAILURE_ENV = "SIMHASH_DEDUP_ON_FAILURE"
+COMMAND_TIMEOUT_S = 300
+
+
+class InputMissing(Exception):
+    """The day's input is still not there at its deadline: fail now, without retries (waiting longer is the
+    operator's decision, see the message)."""
+
+
+class ResultRejected(Exception):
+    """The job finished but its result is implausible (0 rows, or a duplicate rate outside the bounds)."""
+
+
+class PathCheckError(Exception):
+    """A path could not be checked at all (no Hadoop client, or the client failed): retried like any error."""
+
+
+# --- paths on any file system ------------------------------------------------------------------------------
+def local_path(path: str) -> str | None:
+    """The local file name of a plain path or a file: URI; None for any other scheme."""
+    parts = urlsplit(path)
+    if parts.scheme == "" or (len(parts.scheme) == 1 and os.name == "nt"):
+        return path
+    if parts.scheme == "file":
+        return parts.path
+    return None
+
+
+def join(root: str, *names: str) -> str:
+    return "/".join([root.rstrip("/"), *(n.strip("/") for n in names if n)])
+
+
+def hadoop_fs_command() -> list[str]:
+    return shlex.split(os.environ.get(HADOOP_FS_ENV) or "hdfs dfs")
+
+
+def _hadoop_fs(args: list[str], path: str) -> subprocess.CompletedProcess:
+    command = [*hadoop_fs_command(), *args, path]
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    except FileNotFoundError:
+        raise PathCheckError(
+            f"cannot check {path}: {command[0]!r} is not on the PATH of the Airflow worker; install the Hadoop "
+            f"client there or set {HADOOP_FS_ENV} to a command that takes `-test -e PATH` (e.g. 'hadoop fs')") from None
+    except subprocess.TimeoutExpired:
+        raise PathCheckError(f"cannot check {path}: {shlex.join(command)} did not answer in {COMMAND_TIMEOUT_S} s") from None
+
+
+def _client_errors(stderr: str) -> list[str]:
+    """What the Hadoop client said besides its log lines: `-test` exits 1 both for "no such path" (silently) and
+    for a failure ("test: No FileSystem for scheme ...", a Java exception), so the message tells them apart."""
+    return [line for line in stderr.splitlines() if line.strip() and not re.search(r"\b(WARN|INFO|DEBUG)\b", line)]
+
+
+def hadoop_path_exists(path: str) -> bool:
+    proc = _hadoop_fs(["-test", "-e"], path)
+    if proc.returncode == 0:
+        return True
+    if proc.returncode == 1 and not _client_errors(proc.stderr):  # 1 and silence: no such path
+        return False
+    raise PathCheckError(f"cannot check {path}: {shlex.join(hadoop_fs_command())} -test -e exited "
+                         f"{proc.returncode}: {proc.stderr.strip()[-2000:]}")
+
+
+def hadoop_read_text(path: str) -> str:
+    proc = _hadoop_fs(["-cat"], path)
+    if proc.returncode != 0:
+        raise PathCheckError(f"cannot read {path}: {shlex.join(hadoop_fs_command())} -cat exited "
+                             f"{proc.returncode}: {proc.stderr.strip()[-2000:]}")
+    return proc.stdout
+
+
+def path_exists(path: str) -> bool:
+    local = local_path(path)
+    return os.path.exists(local) if local is not None else hadoop_path_exists(path)
+
+
+def read_text(path: str) -> str:
+    local = local_path(path)
+    if local is None:
+        return hadoop_read_text(path)
+    with open(local, encoding="utf-8") as f:
+        return f.read()
+
+
+# --- the day's input -----------------------------------------------------------------------------------------
+def input_deadline(data_interval_end: datetime | None, wait_hours: float, now: datetime) -> datetime:
+    """The day's pages are due when its data interval ends; the check waits ``wait_hours`` beyond that. A run of
+    a day long past (a backfill, a cleared run) has its deadline behind it, so a missing day fails at the first
+    look instead of waiting."""
+    return (data_interval_end or now) + timedelta(hours=float(wait_hours))
+
+
+def check_input(input_path: str, marker: str | None, deadline: datetime, now: datetime) -> bool:
+    """True when the day's input (and its marker file, if one is named) exists; False while it may still come;
+    InputMissing once the deadline has passed, with what to do."""
+    target = join(input_path, marker) if marker else input_path
+    if path_exists(target):
+        log.info("input ready: %s", target)
+        return True
+    if now < deadline:
+        log.info("input not there yet: %s (waiting until %s)", target, deadline.isoformat())
+        return False
+    raise InputMissing(
+        f"input {target} does not exist (deadline {deadline.isoformat()} passed). Later days wait for this one, "
+        "because the history is written in date order (dedup has depends_on_past). Either deliver the day's pages "
+        "and clear this task with its downstream tasks (the day then runs and the later days follow), or, if the "
+        "day will never come, mark this run's `dedup` and `check_result` tasks as success so the next day runs.")
+
+
+# --- the day's result ----------------------------------------------------------------------------------------
+SUMMARY_KEYS = ("input_rows", "kept", "duplicates", "exact_duplicates", "near_duplicates")
+
+
+def read_report(output_dir: str) -> dict:
+    """The finished run's report.json; a DIR without _SUCCESS is not a finished run."""
+    if not path_exists(join(output_dir, "_SUCCESS")):
+        raise ResultRejected(f"{output_dir} has no _SUCCESS: the job did not finish a run there")
+    return json.loads(read_text(join(output_dir, "report.json")))
+
+
+def judge_result(report: dict, output_dir: str, min_rate: float, max_rate: float) -> dict:
+    """The summary handed downstream, or ResultRejected with the numbers when the day read nothing or its
+    duplicate rate (duplicates / input rows) lies outside [min_rate, max_rate]."""
+    missing = [k for k in SUMMARY_KEYS if k not in report]
+    if missing:
+        raise ResultRejected(f"{output_dir}/report.json lacks {', '.join(missing)}: not a simhash-dedup report")
+    summary = {k: int(report[k]) for k in SUMMARY_KEYS}
+    rows = summary["input_rows"]
+    summary["duplicate_rate"] = round(summary["duplicates"] / rows, 6) if rows else None
+    summary["output"] = output_dir
+    numbers = (f"{summary['duplicates']} duplicates ({summary['exact_duplicates']} exact, "
+               f"{summary['near_duplicates']} near) of {rows} rows, {summary['kept']} kept")
+    if rows == 0:
+        raise ResultRejected(f"the run read 0 rows ({output_dir}/report.json): check the day's input")
+    rate = summary["duplicates"] / rows
+    if not float(min_rate) <= rate <= float(max_rate):
+        side = "below min_duplicate_rate" if rate < float(min_rate) else "above max_duplicate_rate"
+        bound = min_rate if rate < float(min_rate) else max_rate
+        raise ResultRejected(
+            f"duplicate rate {rate:.4f} is {side} {float(bound):g}: {numbers} ({output_dir}). Check the day's input "
+            "(a partial or a repeated crawl). If the result is right, mark this task as success, or widen the bounds "
+            "(params min_duplicate_rate / max_duplicate_rate; their defaults come from SIMHASH_DEDUP_MIN_DUPLICATE_RATE "
+            "/ SIMHASH_DEDUP_MAX_DUPLICATE_RATE) and clear it.")
+    log.info("result accepted: %s, duplicate rate %.4f", numbers, rate)
+    return summary
+
+
+# --- Spark settings ------------------------------------------------------------------------------------------
+SPARK_SETTING_PARAMS = {  # DAG param -> Spark property (the same as spark-submit's flag of that name)
+    "archives": "spark.archives",
+    "executor_memory": "spark.executor.memory",
+    "executor_cores": "spark.executor.cores",
+    "num_executors": "spark.executor.instances",
+    "driver_memory": "spark.driver.memory",
+}
+
+
+def spark_conf(params: dict) -> dict[str, str]:
+    """The --conf properties of spark-submit from the DAG params: ``spark_conf`` (any properties) plus the
+    named settings, each as its Spark property. The named settings go through --conf rather than the
+    operator's own arguments because those are not templated (a DAG param could not reach them); spark-submit
+    treats ``--conf spark.executor.memory=4g`` and ``--executor-memory 4g`` alike."""
+    conf = {str(k): str(v) for k, v in (params.get("spark_conf") or {}).items()}
+    for name, prop in SPARK_SETTING_PARAMS.items():
+        value = params.get(name)
+        if value is None or value == "":
+            continue
+        if prop in conf and conf[prop] != str(value):
+            raise ValueError(f"param {name}={value!r} contradicts spark_conf {prop}={conf[prop]!r}: set one of them")
+        conf[prop] = str(value)
+    return conf
+
+
+# --- settings ------------------------------------------------------------------------------------------------
+def param_default(name: str, default, kind=str):
+    """The default of DAG param ``name``: SIMHASH_DEDUP_<NAME> when set (JSON for an object), else ``default``; a
+    value that does not parse stops the DAG file with the variable's name (an import error in the UI)."""
+    var = "SIMHASH_DEDUP_" + name.upper()
+    raw = os.environ.get(var, "").strip()
+    if not raw:
+        return default
+    try:
+        value = json.loads(raw) if kind is dict else kind(raw)
+    except ValueError as e:
+        raise ValueError(f"{var}={raw!r} is not a valid {kind.__name__}: {e}") from e
+    if not isinstance(value, kind):
+        raise ValueError(f"{var}={raw!r} is not a JSON object")
+    return value
+
+
+# --- failure callback ----------------------------------------------------------------------------------------
+def load_callable(spec: str):
+    """``package.module:function`` (or ``package.module.function``) -> the function, importable on the scheduler and
+    the workers."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep:
+        module_name, _, attr = spec.rpartition(".")
+    try:
+        fn = getattr(importlib.import_module(module_name), attr) if module_name and attr else None
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"{ON_FAILURE_ENV}={spec!r}: cannot import it ({e}); give module:function") from e
+    if not callable(fn):
+        raise ValueError(f"{ON_FAILURE_ENV}={spec!r} is not a callable; give module:function")
+    return fn
+
+
+def log_failure(context) -> None:
+    """The default failure callback: one ERROR line with the task, the day and the error (Airflow's own alerting,
+    e.g. email_on_failure, still applies)."""
+    ti = context.get("task_instance") or context.get("ti")
+    log.error("simhash_dedup: task %s of day %s failed: %s", getattr(ti, "task_id", "?"), context.get("ds"),
+              context.get("exception"))
+
+
+def failure_callback():
+    spec = os.environ.get(ON_FAILURE_ENV, "").strip()
+    return load_callable(spec) if spec else log_failure

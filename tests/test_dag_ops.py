@@ -1,0 +1,171 @@
+"""dags/simhash_dedup_ops.py, the DAG's own logic without Airflow: the input check, the result gate, the Spark
+settings from DAG params, param defaults from the environment and the failure callback. Paths on other file
+systems go through the real Hadoop client (FsShell from pyspark's jars, what `hdfs dfs` runs) on file: URIs.
+tests/test_airflow.py runs the same functions inside real Airflow 2.x and 3.x."""
+import glob
+import importlib.util
+import json
+import logging
+import os
+import shlex
+import shutil
+from datetime import datetime, timedelta, timezone
+
+import pyspark
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.util.spec_from_file_location("simhash_dedup_ops", os.path.join(ROOT, "dags", "simhash_dedup_ops.py"))
+ops = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ops)
+
+NOW = datetime(2026, 11, 22, 3, 0, tzinfo=timezone.utc)
+DAY_END = datetime(2026, 11, 22, tzinfo=timezone.utc)
+
+
+def write_report(folder, finished=True, **counts):
+    os.makedirs(folder, exist_ok=True)
+    report = {"input_rows": 1000, "kept": 700, "duplicates": 300, "exact_duplicates": 120, "near_duplicates": 180}
+    report.update(counts)
+    with open(os.path.join(folder, "report.json"), "w") as f:
+        json.dump(report, f)
+    if finished:
+        open(os.path.join(folder, "_SUCCESS"), "w").close()
+    return str(folder)
+
+
+def test_local_paths_and_file_uris_are_checked_on_disk(tmp_path):
+    (tmp_path / "day").mkdir()
+    assert ops.local_path("hdfs:///crawl/x") is None and ops.local_path("s3a://b/x") is None
+    assert ops.local_path(f"file://{tmp_path}/day") == f"{tmp_path}/day"
+    assert ops.path_exists(str(tmp_path / "day")) and ops.path_exists(f"file://{tmp_path}/day")
+    assert not ops.path_exists(str(tmp_path / "other")) and not ops.path_exists(f"file:{tmp_path}/other")
+
+
+def test_input_check_waits_until_the_deadline_then_fails_with_what_to_do(tmp_path):
+    day = tmp_path / "2026-11-21"
+    deadline = ops.input_deadline(DAY_END, 6, NOW)
+    assert deadline == DAY_END + timedelta(hours=6)
+    assert ops.check_input(str(day), None, deadline, NOW) is False  # not there yet, 3 h before the deadline
+    with pytest.raises(ops.InputMissing) as e:
+        ops.check_input(str(day), None, deadline, deadline)
+    assert str(day) in str(e.value) and "depends_on_past" in str(e.value) and "mark this run" in str(e.value)
+    day.mkdir()
+    assert ops.check_input(str(day), "", deadline, NOW) is True
+    # with a marker the directory alone is not enough: the crawler may still be writing into it
+    assert ops.check_input(str(day), "_SUCCESS", deadline, NOW) is False
+    (day / "_SUCCESS").touch()
+    assert ops.check_input(str(day), "_SUCCESS", deadline, NOW) is True
+
+
+def test_a_day_long_past_fails_at_the_first_look():
+    """A backfill or cleared run of an old day: its deadline is behind it, so a missing day does not wait."""
+    old_end = datetime(2026, 3, 2, tzinfo=timezone.utc)
+    with pytest.raises(ops.InputMissing, match="2026-03-01"):
+        ops.check_input("/nonexistent/crawl/2026-03-01", None, ops.input_deadline(old_end, 6, NOW), NOW)
+    assert ops.input_deadline(None, 2, NOW) == NOW + timedelta(hours=2)  # no data interval: wait from now
+
+
+@pytest.fixture(scope="module")
+def hadoop_fs(tmp_path_factory):
+    """SIMHASH_DEDUP_HADOOP_FS for the real Hadoop client (FsShell) from pyspark's jars: only the jars it needs and
+    the quick JIT keep each call near 1.5 s; an empty core-site.xml, which the shaded client insists on."""
+    java = shutil.which("java", path=os.path.join(os.environ.get("JAVA_HOME", ""), "bin")) or shutil.which("java")
+    if java is None:
+        pytest.skip("no java")
+    conf = tmp_path_factory.mktemp("hadoop-conf")
+    (conf / "core-site.xml").write_text('<?xml version="1.0"?>\n<configuration/>\n')
+    jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    needed = ["hadoop-client-api", "hadoop-client-runtime", "slf4j-api", "log4j-slf4j2-impl", "log4j-api", "log4j-core",
+              "jcl-over-slf4j"]
+    classpath = [str(conf)] + [glob.glob(os.path.join(jars, f"{name}-[0-9]*.jar"))[0] for name in needed]
+    return shlex.join([java, "-XX:TieredStopAtLevel=1", "-cp", ":".join(classpath), "org.apache.hadoop.fs.FsShell"])
+
+
+def test_other_file_systems_go_through_the_hadoop_client(hadoop_fs, tmp_path, monkeypatch):
+    monkeypatch.setenv(ops.HADOOP_FS_ENV, hadoop_fs)
+    out = write_report(tmp_path / "out")
+    assert ops.hadoop_path_exists(f"file://{tmp_path}/out/_SUCCESS") is True
+    assert ops.hadoop_path_exists(f"file://{tmp_path}/nothing") is False
+    assert json.loads(ops.hadoop_read_text(f"file://{out}/report.json"))["kept"] == 700
+    # the client exits 1 for "no such path" and for its own failures: the message tells them apart
+    with pytest.raises(ops.PathCheckError, match="No FileSystem for scheme"):
+        ops.path_exists("nosuchfs://crawl/2026-11-21")
+
+
+def test_a_missing_hadoop_client_says_what_to_install(monkeypatch):
+    monkeypatch.setenv(ops.HADOOP_FS_ENV, "/nonexistent/bin/hdfs dfs")
+    with pytest.raises(ops.PathCheckError, match=f"not on the PATH.*{ops.HADOOP_FS_ENV}"):
+        ops.path_exists("hdfs:///crawl/2026-11-21")
+
+
+def test_result_gate_hands_on_the_summary(tmp_path):
+    out = write_report(tmp_path / "day")
+    summary = ops.judge_result(ops.read_report(out), out, 0.1, 0.5)
+    assert summary == {"input_rows": 1000, "kept": 700, "duplicates": 300, "exact_duplicates": 120,
+                       "near_duplicates": 180, "duplicate_rate": 0.3, "output": out}
+    json.dumps(summary)  # an XCom and an Asset event's extra must be JSON
+
+
+@pytest.mark.parametrize("bounds, counts, message", [
+    ((0.0, 0.2), {}, r"duplicate rate 0\.3000 is above max_duplicate_rate 0\.2: 300 duplicates \(120 exact, 180 near\) "
+                     r"of 1000 rows, 700 kept"),
+    ((0.4, 0.9), {}, r"duplicate rate 0\.3000 is below min_duplicate_rate 0\.4: 300 duplicates"),
+    ((0.0, 0.9), {"input_rows": 0, "kept": 0, "duplicates": 0, "exact_duplicates": 0, "near_duplicates": 0},
+     r"read 0 rows"),
+])
+def test_result_gate_rejects_with_the_numbers(tmp_path, bounds, counts, message):
+    out = write_report(tmp_path / "day", **counts)
+    with pytest.raises(ops.ResultRejected, match=message):
+        ops.judge_result(ops.read_report(out), out, *bounds)
+
+
+def test_result_gate_needs_a_finished_run(tmp_path):
+    out = write_report(tmp_path / "day", finished=False)
+    with pytest.raises(ops.ResultRejected, match="no _SUCCESS"):
+        ops.read_report(out)
+    with pytest.raises(ops.ResultRejected, match="lacks near_duplicates"):
+        ops.judge_result({"input_rows": 1, "kept": 1, "duplicates": 0, "exact_duplicates": 0}, out, 0, 1)
+
+
+def test_spark_settings_from_params():
+    params = {"spark_conf": {"spark.pyspark.python": "./env/bin/python", "spark.executor.memory": "8g"},
+              "archives": "hdfs:///envs/dedup.tar.gz#env", "executor_memory": "8g", "num_executors": 40,
+              "executor_cores": None, "driver_memory": ""}
+    assert ops.spark_conf(params) == {
+        "spark.pyspark.python": "./env/bin/python", "spark.executor.memory": "8g",
+        "spark.archives": "hdfs:///envs/dedup.tar.gz#env", "spark.executor.instances": "40"}
+    assert ops.spark_conf({}) == {}
+    with pytest.raises(ValueError, match="executor_memory='4g' contradicts spark_conf spark.executor.memory='8g'"):
+        ops.spark_conf({**params, "executor_memory": "4g"})
+
+
+def test_param_defaults_from_the_environment(monkeypatch):
+    assert ops.param_default("max_duplicate_rate", 0.9, float) == 0.9
+    monkeypatch.setenv("SIMHASH_DEDUP_MAX_DUPLICATE_RATE", "0.6")
+    monkeypatch.setenv("SIMHASH_DEDUP_SPARK_CONF", '{"spark.yarn.queue": "crawl"}')
+    assert ops.param_default("max_duplicate_rate", 0.9, float) == 0.6
+    assert ops.param_default("spark_conf", {}, dict) == {"spark.yarn.queue": "crawl"}
+    monkeypatch.setenv("SIMHASH_DEDUP_SPARK_CONF", '["not", "an object"]')
+    with pytest.raises(ValueError, match="SIMHASH_DEDUP_SPARK_CONF"):
+        ops.param_default("spark_conf", {}, dict)
+    monkeypatch.setenv("SIMHASH_DEDUP_NUM_EXECUTORS", "many")
+    with pytest.raises(ValueError, match="SIMHASH_DEDUP_NUM_EXECUTORS='many' is not a valid int"):
+        ops.param_default("num_executors", None, int)
+
+
+def test_failure_callback_is_configurable(tmp_path, monkeypatch, caplog):
+    monkeypatch.delenv(ops.ON_FAILURE_ENV, raising=False)
+    assert ops.failure_callback() is ops.log_failure
+    with caplog.at_level(logging.ERROR):
+        ops.log_failure({"ds": "2026-11-21", "exception": RuntimeError("spark-submit exited 1")})
+    assert "day 2026-11-21 failed: spark-submit exited 1" in caplog.text
+    (tmp_path / "crawl_alerts.py").write_text("def page(context):\n    return 'paged ' + context['ds']\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(ops.ON_FAILURE_ENV, "crawl_alerts:page")
+    assert ops.failure_callback()({"ds": "2026-11-21"}) == "paged 2026-11-21"
+    monkeypatch.setenv(ops.ON_FAILURE_ENV, "crawl_alerts.page")
+    assert ops.failure_callback()({"ds": "d"}) == "paged d"
+    monkeypatch.setenv(ops.ON_FAILURE_ENV, "crawl_alerts:nothing")
+    with pytest.raises(ValueError, match="SIMHASH_DEDUP_ON_FAILURE='crawl_alerts:nothing': cannot import it"):
+        ops.failure_callback()
