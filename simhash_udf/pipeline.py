@@ -424,6 +424,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         report["plots"] = write_plots(report, out)
         out.write_report(report)
         termination.check()  # a SIGTERM from here on lets the commit finish
+        out.check_still_owner()  # before the history too
         if history is not None:
             history.publish()  # before _SUCCESS: a run killed in between is re-run, and reads the same history
         out.commit()

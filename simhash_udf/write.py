@@ -10,10 +10,12 @@ first takes over the dead run's lock; a live run's are never touched (it holds t
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from .errors import DedupError
@@ -37,9 +39,26 @@ def exit_after_env(step: str) -> None:
         os._exit(EXIT_AFTER_CODE)
 
 
+def output_errors(method):
+    """A file-system error while checking or locking the output (no connector for its scheme, no permission
+    to list or create) becomes a DedupError that names --output, not a Java traceback."""
+
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Py4JJavaError as exc:
+            raise DedupError(f"cannot use --output {self.path} ({java_message(exc)}): check the path and its "
+                             "permissions, or (another scheme) that its file system's connector is on the classpath, "
+                             "e.g. s3a:// needs hadoop-aws") from None
+
+    return checked
+
+
 class OutputDir:
     """The job's output directory on any Hadoop file system (local, HDFS, S3A, ...)."""
 
+    @output_errors
     def __init__(self, spark: SparkSession | None, path: str, *, fs: HadoopFS | None = None, token: str | None = None):
         self.path = path.rstrip("/") or path
         self.fs = fs or HadoopFS.for_spark(spark, self.path)
@@ -51,6 +70,7 @@ class OutputDir:
 
     # --- checks before anything is written -------------------------------------------------------------
 
+    @output_errors
     def refuse_overlap(self, input_path: str, history: str = "") -> None:
         """Refuse an output that is, contains or lies inside the input or the history, compared as the file
         systems resolve them (scheme, relative paths, `.`/`..`, trailing `/`, symbolic links on local disks),
@@ -75,6 +95,7 @@ class OutputDir:
     def is_finished(self) -> bool:
         return self.fs.exists(self.path + "/_SUCCESS")
 
+    @output_errors
     def check_writable(self, overwrite: bool) -> None:
         """Refuse what this run must not replace: a file, another program's files (even with --overwrite),
         a finished or unfinished run of this job without --overwrite; an output under a file. Nothing is
@@ -118,6 +139,7 @@ class OutputDir:
 
     # --- ownership ---------------------------------------------------------------------------------------
 
+    @output_errors
     def acquire(self, stale_seconds: float) -> None:
         """Take the output's lock (DedupError naming the run holding it), then remove what dead runs left."""
         self.lock = acquire(self.fs, self.lock_path, Owner.this_process(self.token, self.path), stale_seconds,
@@ -141,6 +163,15 @@ class OutputDir:
         if removed:
             log.warning("removed what dead runs left beside the output: %s", ", ".join(removed))
         return removed
+
+    def check_still_owner(self) -> None:
+        """Refuse to publish anything once another run has taken this run's lock over (as stale)."""
+        if self.lock is not None and not self.lock.held():
+            other = self.lock.current()
+            raise DedupError(
+                f"this run's lock {self.lock_path} was taken over by another run ({other.describe() if other else 'unknown'})"
+                f" while it ran (no heartbeat for --lock-stale-minutes?): its result is not moved into {self.path}; "
+                "run it again when the other run has finished")
 
     def release(self) -> None:
         if self.lock is not None:
@@ -175,12 +206,7 @@ class OutputDir:
         A failure in 1-4 puts the old output back as it was; a kill leaves DIR without _SUCCESS (or absent,
         or finished with the new run) and the next run removes the rest. `after_step(name)` runs after each
         step (COMMIT_STEPS), for tests."""
-        if self.lock is not None and not self.lock.held():
-            other = self.lock.current()
-            raise DedupError(
-                f"this run's lock {self.lock_path} was taken over by another run ({other.describe() if other else 'unknown'})"
-                f" while it ran (no heartbeat for --lock-stale-minutes?): its result is not moved into {self.path}; "
-                "run it again when the other run has finished")
+        self.check_still_owner()
         after_step("begin")
         success = self.path + "/_SUCCESS"
         old_exists = self.fs.status(self.path) is not None

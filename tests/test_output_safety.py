@@ -171,6 +171,12 @@ def test_output_under_a_file_is_a_clear_error(spark, runs, tmp_path):
     assert (tmp_path / "afile").read_text() == "x"
 
 
+def test_output_on_a_file_system_without_its_connector_is_a_clear_error(spark, runs):
+    """Old code: exit 1 and a traceback (UnsupportedFileSystemException from getFileSystem)."""
+    with pytest.raises(DedupError, match=r"cannot use --output s3a://bucket/out \(.*s3a.*\).*hadoop-aws"):
+        job(spark, "--input", runs["in_a"], "--output", "s3a://bucket/out")
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders: chmod cannot make this case here")
 def test_output_under_a_read_only_folder_is_a_clear_error(spark, runs, tmp_path):
     ro = tmp_path / "ro"
@@ -339,6 +345,21 @@ def test_a_live_lock_is_not_taken_over(spark, runs, tmp_path):
                                          r".*out.__lock\): wait for it to finish"):
         job(spark, "--input", runs["in_a"], "--output", out)
     assert leftovers(out) == ["out.__lock", "out.__staging-beef00000000"]
+
+
+def test_a_run_whose_lock_was_taken_over_does_not_commit(spark, runs, tmp_path):
+    out = tmp_path / "out"
+    stage_replacement(runs, out, "f00000000002")
+    target = OutputDir(spark, str(out), token="f00000000002")
+    target.acquire(600)
+    try:
+        _owner_file(tmp_path / "out.__lock", 1, host="elsewhere", token="beef00000001")  # as a takeover leaves it
+        with pytest.raises(DedupError, match=r"lock .*out.__lock was taken over by another run \(pid 1 on elsewhere"):
+            target.commit()
+    finally:
+        target.release()
+    assert is_complete_copy(out, runs["a"])
+    assert leftovers(out) == ["out.__lock", "out.__staging-f00000000002"]  # the other run's lock is left alone
 
 
 def _wait_for(predicate, proc, timeout=300):
