@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             spark.stop()
     if termination.requested():
-        print("simhash-dedup: SIGTERM arrived during the final commit, which was completed", file=sys.stderr)
+        print("simhash-dedup: SIGTERM arrived once the output was being committed; the run completed", file=sys.stderr)
     summary = {k: report[k] for k in ("input_rows", "kept", "duplicates", "exact_duplicates", "near_duplicates")}
     print("simhash-dedup: done " + json.dumps(summary) + f" -> {cfg.output}")
     return 0

@@ -196,8 +196,9 @@ def acquire(fs: HadoopFS, path: str, owner: Owner, stale_seconds: float, what: s
         except FileExists:
             pass
         except Exception as exc:
-            raise DedupError(f"cannot create the lock file {path} beside {what} ({java_message(exc)}): choose an "
-                             "--output in a directory this job can write to, or fix that directory's permissions") from None
+            raise DedupError(f"cannot create the lock file {path} beside {what} ({java_message(exc)}): choose "
+                             "an --output in a directory this job can write to, or fix that directory's permissions"
+                             ) from None
         other, why = judge(fs, path, stale_seconds)
         if why is None and other is None and fs.exists(path):
             time.sleep(1)  # created this instant, not yet written: look again

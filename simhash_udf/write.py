@@ -168,10 +168,11 @@ class OutputDir:
         """Refuse to publish anything once another run has taken this run's lock over (as stale)."""
         if self.lock is not None and not self.lock.held():
             other = self.lock.current()
+            who = other.describe() if other else "unknown"
             raise DedupError(
-                f"this run's lock {self.lock_path} was taken over by another run ({other.describe() if other else 'unknown'})"
-                f" while it ran (no heartbeat for --lock-stale-minutes?): its result is not moved into {self.path}; "
-                "run it again when the other run has finished")
+                f"this run's lock {self.lock_path} was taken over by another run ({who}) while it ran (no heartbeat "
+                f"for --lock-stale-minutes?): its result is not moved into {self.path}; run it again when the other "
+                "run has finished")
 
     def release(self) -> None:
         if self.lock is not None:

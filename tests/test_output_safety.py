@@ -142,6 +142,18 @@ def test_output_over_input_or_history_is_refused(spark, tmp_path, case, overwrit
     assert not [n for _, dirs, files in os.walk(tmp_path) for n in dirs + files if ".__" in n]
 
 
+def test_cli_exits_2_and_keeps_the_input_when_output_is_its_parent(tmp_path):
+    """The issue's probe, on the command line: `--input /x/crawl --output /x --overwrite` exited 0 with crawl/
+    gone."""
+    crawl = write_input(str(tmp_path / "x" / "crawl"), 3)
+    proc = subprocess.run([sys.executable, "-m", "simhash_udf.cli", "--input", crawl, "--output", str(tmp_path / "x"),
+                           "--overwrite"], env=ENV, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert f"error: --output {tmp_path / 'x'} contains the input {crawl}" in proc.stderr
+    assert "choose an --output outside the input" in proc.stderr and "Traceback" not in proc.stderr
+    assert os.listdir(tmp_path / "x") == ["crawl"] and os.listdir(crawl) == ["pages.jsonl"]
+
+
 def test_foreign_files_are_not_replaced_even_with_overwrite(spark, runs, tmp_path):
     """Old code: the refusal said "remove it, or pass --overwrite", and --overwrite deleted the files."""
     out = tmp_path / "out"
