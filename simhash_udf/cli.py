@@ -1,10 +1,14 @@
-"""Command line: `spark-submit jobs/dedup_job.py ...`, `python -m simhash_udf.cli ...` or `simhash-dedup ...`."""
+"""Command line: `spark-submit jobs/dedup_job.py ...`, `python -m simhash_udf.cli ...` or `simhash-dedup ...`.
+
+Exit codes: 0 done; 2 a problem the user can fix (the message says what to change); 143 stopped by SIGTERM
+(the output left as it was); anything else a bug (with its traceback)."""
 from __future__ import annotations
 
 import json
 import logging
 import sys
 
+from . import termination
 from .config import load_config
 from .errors import DedupError
 
@@ -19,14 +23,23 @@ def main(argv: list[str] | None = None) -> int:
     from .pipeline import run
     from .session import get_spark
 
-    spark = get_spark()
-    try:
-        report = run(cfg, spark)
-    except DedupError as exc:
-        print(f"simhash-dedup: error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        spark.stop()
+    with termination.handle_sigterm():
+        spark = get_spark()
+        try:
+            report = run(cfg, spark)
+        except BaseException as exc:
+            if termination.requested():  # whatever the cancelled job raised on its way out
+                print(f"simhash-dedup: stopped by SIGTERM: the run was aborted, its staging directory removed and its "
+                      f"lock released; {cfg.output} is as it was before this run", file=sys.stderr)
+                return termination.EXIT_CODE
+            if isinstance(exc, DedupError):
+                print(f"simhash-dedup: error: {exc}", file=sys.stderr)
+                return 2
+            raise
+        finally:
+            spark.stop()
+    if termination.requested():
+        print("simhash-dedup: SIGTERM arrived once the output was being committed; the run completed", file=sys.stderr)
     summary = {k: report[k] for k in ("input_rows", "kept", "duplicates", "exact_duplicates", "near_duplicates")}
     print("simhash-dedup: done " + json.dumps(summary) + f" -> {cfg.output}")
     return 0

@@ -54,6 +54,7 @@ class DedupConfig:
     max_component_rounds: int = 200
     checkpoint_dir: str = ""
     overwrite: bool = False
+    lock_stale_minutes: int = 10  # another host's lock (or history staging owner) without a heartbeat this long is dead
     input_partitions: int = 0  # repartition the input (0 = as read); for tests and skewed inputs
     history: str = ""  # incremental mode: fingerprints and clusters of earlier runs, by run date
     run_date: str = ""  # this run's date in the history (YYYY-MM-DD); "" = today (UTC)
@@ -124,7 +125,8 @@ class DedupConfig:
             raise bad(f"--min-similarity must be in 0..1 (an estimated Jaccard index; 0 = no verification), got {self.min_similarity}")
         if self.cluster_mode == "star" and self.history:
             raise bad("--cluster-mode star cannot be combined with --history yet: use the transitive mode")
-        for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "arrow_batch_mb", "max_component_rounds"):
+        for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "arrow_batch_mb", "max_component_rounds",
+                     "lock_stale_minutes"):
             if getattr(self, name) < 1:
                 raise bad(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
         if self.simulate_fingerprint_bits and not self.k < self.simulate_fingerprint_bits <= 64:
@@ -237,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-component-rounds", type=int)
     p.add_argument("--checkpoint-dir")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace a finished output")
+    p.add_argument("--lock-stale-minutes", type=int,
+                   help="a lock on the output held from another host is taken over after this many minutes without "
+                   "a heartbeat (default 10; on the same host as soon as its process is gone)")
     p.add_argument("--history", help="incremental mode: directory of earlier runs' fingerprints (read, then appended)")
     p.add_argument("--run-date", help="this run's date in the history, YYYY-MM-DD (default: today, UTC)")
     p.add_argument("--simulate-fingerprint-bits", type=int,

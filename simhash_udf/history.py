@@ -42,7 +42,9 @@ class History:
         self._Path = jvm.org.apache.hadoop.fs.Path
         self.fs = self._Path(self.path).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
         self.staging = f"{self.path}/_staging-{uuid.uuid4().hex[:12]}"  # "_": hidden from Spark's readers
+        self._staging_owner = None  # ownership.OwnerFile of the staging directory while it exists
         self.partition = f"{self.path}/run_date={self.run_date}"
+        self._stale_seconds = 600.0  # of owner files (--lock-stale-minutes), set by remove_stale_staging
 
     def run_dates(self) -> list[str]:
         if not self.fs.exists(self._Path(self.path)):
@@ -98,6 +100,7 @@ class History:
     def stage(self, rows: DataFrame, version: str) -> None:
         """Write this run's rows (id, fingerprint, signature, cluster_id, is_duplicate, kept_run_date) beside
         the history."""
+        self._claim_staging()
         rows.write.parquet(self.staging)
         if self.stored_version() is None:
             stream = self.fs.create(self._Path(f"{self.path}/{VERSION_FILE}"), True)
@@ -113,12 +116,65 @@ class History:
             self.fs.delete(target, True)
         if not self.fs.rename(self._Path(self.staging), target):
             raise DedupError(f"could not move {self.staging} to {self.partition}: check permissions on the history")
+        self._release_staging()
 
     def abort(self) -> None:
         try:
             self.fs.delete(self._Path(self.staging), True)
         except Exception:  # the original error matters more than a failed clean-up
             pass
+        self._release_staging()
+
+    # Staging directories of dead runs. Several runs (of different dates and outputs) may write into one
+    # history, so a staging directory's owner is an owner file beside it, `_staging-X.owner`, created before
+    # the directory and removed after it (ownership.py: pid, host, heartbeat).
+
+    def _claim_staging(self) -> None:
+        from .hadoop_fs import HadoopFS
+        from .ownership import Owner, OwnerFile
+
+        token = self.staging.rsplit("-", 1)[-1]
+        self._staging_owner = OwnerFile(HadoopFS.for_spark(self.spark, self.path), f"{self.staging}.owner",
+                                        Owner.this_process(token, self.staging), self._stale_seconds)
+        self._staging_owner.create()
+
+    def _release_staging(self) -> None:
+        if self._staging_owner is not None:
+            self._staging_owner.release()
+            self._staging_owner = None
+
+    def remove_stale_staging(self, stale_seconds: float) -> list[str]:
+        """Remove `_staging-*` directories (and owner files) of dead runs: no owner file (a run of a version
+        before owner files, or one killed between removing its directory and its owner file), or an owner
+        that is dead (ownership.stale_reason). Returns the paths removed."""
+        from .hadoop_fs import HadoopFS
+        from .ownership import judge
+
+        self._stale_seconds = stale_seconds
+        fs = HadoopFS.for_spark(self.spark, self.path)
+        entries = dict(fs.list(self.path))
+        removed = []
+        for name in sorted(entries):
+            if not name.startswith("_staging-") or name.endswith(".owner"):
+                continue
+            path = f"{self.path}/{name}"
+            owner_path = f"{path}.owner"
+            if name + ".owner" in entries:
+                owner, why = judge(fs, owner_path, stale_seconds)
+                if why is None and (owner is not None or fs.exists(owner_path)):
+                    continue  # a live run's
+            fs.delete(path)
+            fs.delete(owner_path)
+            removed.append(path)
+        for name in entries:  # owner files whose directory is gone already
+            if name.startswith("_staging-") and name.endswith(".owner") and name[: -len(".owner")] not in entries:
+                owner, why = judge(fs, f"{self.path}/{name}", stale_seconds)
+                if why is not None:
+                    fs.delete(f"{self.path}/{name}")
+                    removed.append(f"{self.path}/{name}")
+        if removed:
+            log.warning("removed staging directories of dead runs from the history: %s", ", ".join(removed))
+        return removed
 
 
 def related_block_rows(history: DataFrame, today_rows: DataFrame, plan) -> DataFrame:

@@ -11,7 +11,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import __version__
+from . import __version__, termination
 from .blocks import chance_pairs, choose_plan, plan_cost, plan_tables
 from .components import connected_components
 from .config import DedupConfig
@@ -62,6 +62,7 @@ class StageTimer:
 
     @contextmanager
     def __call__(self, name: str):
+        termination.check()  # SIGTERM: stop between stages too (running Spark jobs are cancelled at once)
         log.info("stage %s: started", name)
         start = time.perf_counter()
         counts: dict = {}
@@ -267,13 +268,10 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
     """Run the job for a validated configuration; returns the report (also written to DIR/report.json)."""
     started = time.time()
     timer = StageTimer()
+    termination.check()
     out = OutputDir(spark, cfg.output)
-    out.check_writable(cfg.overwrite)
-    if cfg.shuffle_partitions:
-        spark.conf.set("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_size))
-    spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(cfg.arrow_batch_mb << 20))
-    spark.sparkContext.setCheckpointDir(cfg.checkpoint_dir or out.staged("_checkpoints"))
+    out.refuse_overlap(cfg.input, cfg.history)
+    out.check_writable(cfg.overwrite)  # refused before anything is written, the lock included
     persisted: list[DataFrame] = []
     history = History(spark, cfg.history, cfg.run_date) if cfg.history else None
     if history is not None:
@@ -283,7 +281,16 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         persisted.append(_persist(df))
         return persisted[-1]
 
+    out.acquire(cfg.lock_stale_minutes * 60)  # one run at a time onto DIR; dead runs' leftovers removed
     try:
+        out.check_writable(cfg.overwrite)  # again: a run that held the lock may have finished DIR meanwhile
+        if history is not None:
+            history.remove_stale_staging(cfg.lock_stale_minutes * 60)
+        if cfg.shuffle_partitions:
+            spark.conf.set("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.arrow_batch_size))
+        spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(cfg.arrow_batch_mb << 20))
+        spark.sparkContext.setCheckpointDir(cfg.checkpoint_dir or out.staged("_checkpoints"))
         with timer("read") as counts:
             raw = read_input(spark, cfg.input, cfg.input_format)
             extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
@@ -416,11 +423,14 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             out.remove_staged("_checkpoints")
         report["plots"] = write_plots(report, out)
         out.write_report(report)
+        termination.check()  # a SIGTERM from here on lets the commit finish
+        out.check_still_owner()  # before the history too
         if history is not None:
             history.publish()  # before _SUCCESS: a run killed in between is re-run, and reads the same history
         out.commit()
         return report
     except BaseException as exc:
+        settle_spark_jobs(spark)
         out.abort()
         if history is not None:
             history.abort()
@@ -431,3 +441,22 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
     finally:
         for df in persisted:
             df.unpersist()
+        out.release()
+
+
+def settle_spark_jobs(spark: SparkSession, timeout: float = 30.0) -> None:
+    """After a failure: cancel the run's Spark jobs and wait (up to `timeout` seconds) until no task runs, so
+    that no task of a cancelled job writes into the staging directory after it has been removed."""
+    try:
+        sc = spark.sparkContext
+        sc.cancelAllJobs()
+        tracker = sc.statusTracker()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            running = sum(e.numRunningTasks() for e in sc._jsc.sc().statusTracker().getExecutorInfos())
+            if not tracker.getActiveJobsIds() and not running:
+                return
+            time.sleep(0.2)
+        log.warning("Spark tasks still running %.0f s after the run was cancelled", timeout)
+    except Exception as exc:  # a stopped context has nothing running
+        log.debug("settling Spark jobs: %s", exc)

@@ -1,55 +1,194 @@
-"""Spark stage 8: write clusters/, kept/ and report.json into a staging directory beside DIR, move it
-into place, and write DIR/_SUCCESS last. A failed or killed run never leaves a DIR that looks done."""
+"""Spark stage 8: write clusters/, kept/ and report.json into a staging directory beside DIR, then replace
+DIR with it so that DIR never looks finished (has _SUCCESS) unless it holds one complete run.
+
+Around DIR (in its parent directory), each named after DIR:
+- `DIR.__lock`: the owner file of the run writing DIR (ownership.py); a second run onto DIR is refused.
+- `DIR.__staging-TOKEN`: the run's new output while it is written.
+- `DIR.__old-TOKEN`: the previous output while it is being replaced.
+Whatever a dead run (a kill, a lost machine) left of these is removed by the next run onto DIR, which
+first takes over the dead run's lock; a live run's are never touched (it holds the lock).
+"""
 from __future__ import annotations
 
+import functools
 import json
-import uuid
+import logging
+import os
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from .errors import DedupError
+from .hadoop_fs import HadoopFS, glob_root, java_message, qualified_path, relation
+from .ownership import Owner, OwnerFile, acquire, new_token
+
+log = logging.getLogger("simhash_dedup")
+
+# What only this job's output holds: a DIR with one of these (and nothing else of note) may be replaced.
+OWN_ENTRIES = frozenset({"report.json", "clusters", "kept"})
+# The steps of OutputDir.commit, in order; a test ends the process right after each one.
+COMMIT_STEPS = ("begin", "unmark_old", "move_old_aside", "move_new_in", "mark_new", "drop_old")
+EXIT_AFTER_ENV = "SIMHASH_DEDUP_TEST_EXIT_AFTER"
+EXIT_AFTER_CODE = 86
+
+
+def exit_after_env(step: str) -> None:
+    """Crash-safety tests: with SIMHASH_DEDUP_TEST_EXIT_AFTER=<step> the process ends right after that step
+    of the commit the way a kill ends it (os._exit: no clean-up, no `finally`)."""
+    if os.environ.get(EXIT_AFTER_ENV) == step:
+        os._exit(EXIT_AFTER_CODE)
+
+
+def output_errors(method):
+    """A file-system error while checking or locking the output (no connector for its scheme, no permission
+    to list or create) becomes a DedupError that names --output, not a Java traceback."""
+
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Py4JJavaError as exc:
+            raise DedupError(f"cannot use --output {self.path} ({java_message(exc)}): check the path and its "
+                             "permissions, or (another scheme) that its file system's connector is on the classpath, "
+                             "e.g. s3a:// needs hadoop-aws") from None
+
+    return checked
 
 
 class OutputDir:
     """The job's output directory on any Hadoop file system (local, HDFS, S3A, ...)."""
 
-    def __init__(self, spark: SparkSession, path: str):
-        jvm = spark.sparkContext._jvm
-        self._jvm = jvm
-        self.path = path.rstrip("/")
-        self._final = jvm.org.apache.hadoop.fs.Path(self.path)
-        self.fs = self._final.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-        self.fs.setWriteChecksum(False)  # no .crc siblings next to report.json and _SUCCESS on local disks
-        self.staging = f"{self.path}.__staging-{uuid.uuid4().hex[:12]}"
-        self._staging = jvm.org.apache.hadoop.fs.Path(self.staging)
+    @output_errors
+    def __init__(self, spark: SparkSession | None, path: str, *, fs: HadoopFS | None = None, token: str | None = None):
+        self.path = path.rstrip("/") or path
+        self.fs = fs or HadoopFS.for_spark(spark, self.path)
+        self.token = token or new_token()
+        self.staging = f"{self.path}.__staging-{self.token}"
+        self.old = f"{self.path}.__old-{self.token}"
+        self.lock_path = f"{self.path}.__lock"
+        self.lock: OwnerFile | None = None
 
-    def _p(self, path: str):
-        return self._jvm.org.apache.hadoop.fs.Path(path)
+    # --- checks before anything is written -------------------------------------------------------------
+
+    @output_errors
+    def refuse_overlap(self, input_path: str, history: str = "") -> None:
+        """Refuse an output that is, contains or lies inside the input or the history, compared as the file
+        systems resolve them (scheme, relative paths, `.`/`..`, trailing `/`, symbolic links on local disks),
+        with or without --overwrite: replacing DIR deletes everything under it."""
+        jvm, conf = self.fs._jvm, self.fs._conf
+        out = self.fs.qualified(self.path)
+        guarded = [("input", "--input", input_root(jvm, conf, input_path), input_path)]
+        if history:
+            guarded.append(("history", "--history", qualified_path(jvm, conf, history), history))
+        for what, option, other, given in guarded:
+            how = relation(out, other)
+            if how is None:
+                continue
+            why = {
+                "equals": f"is the {what} {given}",
+                "contains": f"contains the {what} {given} (replacing the output would delete it)",
+                "inside": f"lies inside the {what} {given} (later runs would read or replace it as part of the {what})",
+            }[how]
+            raise DedupError(f"--output {self.path} {why}: choose an --output outside the {what} (for example a "
+                             f"sibling directory), or change {option} (resolved: output {out}, {what} {other})")
 
     def is_finished(self) -> bool:
-        return self.fs.exists(self._p(self.path + "/_SUCCESS"))
+        return self.fs.exists(self.path + "/_SUCCESS")
 
+    @output_errors
     def check_writable(self, overwrite: bool) -> None:
-        """Refuse to touch an existing non-empty DIR unless --overwrite; nothing is deleted yet."""
-        if not self.fs.exists(self._final) or overwrite:
+        """Refuse what this run must not replace: a file, another program's files (even with --overwrite),
+        a finished or unfinished run of this job without --overwrite; an output under a file. Nothing is
+        written or deleted here."""
+        status = self.fs.status(self.path)
+        if status is None:
+            self._check_parent()
             return
-        if self.is_finished():
-            raise DedupError(f"output {self.path} already holds a finished run (_SUCCESS): pass --overwrite or another --output")
-        if self.fs.listStatus(self._final):
-            raise DedupError(f"output {self.path} exists and is not a finished run of this job: remove it, or pass --overwrite")
+        if not status[0]:
+            raise DedupError(f"output {self.path} is a file, not a directory: choose another --output (a directory "
+                             "the job creates)")
+        names = sorted(n for n, _ in self.fs.list(self.path))
+        if not names:
+            return
+        ours = bool(OWN_ENTRIES & set(names))
+        if ours and "_SUCCESS" in names:
+            if not overwrite:
+                raise DedupError(f"output {self.path} already holds a finished run (_SUCCESS): pass --overwrite to "
+                                 "replace it, or choose another --output")
+        elif ours:
+            if not overwrite:
+                raise DedupError(f"output {self.path} holds an unfinished run of this job (no _SUCCESS: a failed or "
+                                 "killed run): pass --overwrite to replace it, or choose another --output")
+        else:
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            raise DedupError(f"output {self.path} exists and is not a finished run of this job: it holds {shown}, "
+                             "which this job did not write; choose another --output, or move those files away "
+                             "(--overwrite replaces only this job's own output, never other files)")
+
+    def _check_parent(self) -> None:
+        """DIR does not exist: the nearest existing ancestor must be a directory (not a regular file)."""
+        parent = self.fs.parent(self.path)
+        while parent is not None:
+            status = self.fs.status(parent)
+            if status is not None:
+                if not status[0]:
+                    raise DedupError(f"output {self.path} cannot be created: {parent} is a file, not a directory; "
+                                     "choose an --output under a directory")
+                return
+            parent = self.fs.parent(parent)
+
+    # --- ownership ---------------------------------------------------------------------------------------
+
+    @output_errors
+    def acquire(self, stale_seconds: float) -> None:
+        """Take the output's lock (DedupError naming the run holding it), then remove what dead runs left."""
+        self.lock = acquire(self.fs, self.lock_path, Owner.this_process(self.token, self.path), stale_seconds,
+                            f"output {self.path}")
+        self.remove_stale()
+
+    def remove_stale(self) -> list[str]:
+        """Remove the staging and old directories of dead runs beside DIR (only while holding the lock: every
+        live run onto DIR holds it, so all others' are dead). Returns what was removed."""
+        parent = self.fs.parent(self.path)
+        if parent is None:
+            return []
+        base = self.path.rsplit("/", 1)[-1]
+        prefixes = tuple(f"{base}.__{kind}" for kind in ("staging-", "old-", "lock.stale-"))
+        removed = []
+        for name, _ in self.fs.list(parent):
+            if name.startswith(prefixes) and not name.endswith(self.token):
+                path = f"{parent.rstrip('/')}/{name}"
+                self.fs.delete(path)
+                removed.append(path)
+        if removed:
+            log.warning("removed what dead runs left beside the output: %s", ", ".join(removed))
+        return removed
+
+    def check_still_owner(self) -> None:
+        """Refuse to publish anything once another run has taken this run's lock over (as stale)."""
+        if self.lock is not None and not self.lock.held():
+            other = self.lock.current()
+            who = other.describe() if other else "unknown"
+            raise DedupError(
+                f"this run's lock {self.lock_path} was taken over by another run ({who}) while it ran (no heartbeat "
+                f"for --lock-stale-minutes?): its result is not moved into {self.path}; run it again when the other "
+                "run has finished")
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    # --- writing ---------------------------------------------------------------------------------------
 
     def staged(self, name: str) -> str:
         return f"{self.staging}/{name}"
 
     def remove_staged(self, name: str) -> None:
-        self.fs.delete(self._p(self.staged(name)), True)
+        self.fs.delete(self.staged(name))
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        stream = self.fs.create(self._p(path), True)
-        try:
-            stream.write(bytearray(data))
-        finally:
-            stream.close()
+        self.fs.write(path, data)
 
     def write_text(self, path: str, text: str) -> None:
         self.write_bytes(path, text.encode("utf-8"))
@@ -57,17 +196,82 @@ class OutputDir:
     def write_report(self, report: dict) -> None:
         self.write_text(self.staged("report.json"), json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n")
 
-    def commit(self) -> None:
-        """Move the staging directory to DIR (replacing an old one), then write _SUCCESS."""
-        if self.fs.exists(self._final):
-            self.fs.delete(self._final, True)
-        if not self.fs.rename(self._staging, self._final):
-            raise DedupError(f"could not move {self.staging} to {self.path}: check permissions on the output's parent")
-        self.write_text(self.path + "/_SUCCESS", "")
+    def commit(self, after_step=exit_after_env) -> None:
+        """Replace DIR by the staging directory; DIR has _SUCCESS only while it holds one complete run.
+
+        1. unmark_old: remove DIR/_SUCCESS (from here on DIR does not look finished);
+        2. move_old_aside: rename DIR to DIR.__old-TOKEN;
+        3. move_new_in: rename the staging directory to DIR;
+        4. mark_new: write DIR/_SUCCESS (the commit point);
+        5. drop_old: remove DIR.__old-TOKEN.
+        A failure in 1-4 puts the old output back as it was; a kill leaves DIR without _SUCCESS (or absent,
+        or finished with the new run) and the next run removes the rest. `after_step(name)` runs after each
+        step (COMMIT_STEPS), for tests."""
+        self.check_still_owner()
+        after_step("begin")
+        success = self.path + "/_SUCCESS"
+        old_exists = self.fs.status(self.path) is not None
+        old_finished = old_exists and self.fs.exists(success)
+        moved_aside = moved_in = False
+        try:
+            if old_exists:
+                if old_finished:
+                    self.fs.delete(success)
+                after_step("unmark_old")
+                if not self.fs.rename(self.path, self.old):
+                    raise DedupError(f"could not move the old output {self.path} aside to {self.old}: check "
+                                     "permissions on the output's parent directory")
+                moved_aside = True
+                after_step("move_old_aside")
+            if not self.fs.rename(self.staging, self.path):
+                raise DedupError(f"could not move {self.staging} to {self.path}: check permissions on the output's "
+                                 "parent directory")
+            moved_in = True
+            after_step("move_new_in")
+            self.fs.write(success, b"")
+        except BaseException:
+            self._roll_back(old_finished, moved_aside, moved_in)
+            raise
+        after_step("mark_new")
+        if old_exists:
+            try:
+                self.fs.delete(self.old)
+            except Exception as exc:  # the new output is in place; the next run removes the old one
+                log.warning("could not remove the replaced output %s: %s", self.old, java_message(exc))
+        after_step("drop_old")
+
+    def _roll_back(self, old_finished: bool, moved_aside: bool, moved_in: bool) -> None:
+        """After a failure inside the commit: the new run back to staging, the old one back to DIR, and its
+        _SUCCESS back if it had one. Best effort: what cannot be undone is logged, and DIR never has a
+        _SUCCESS it should not have."""
+        try:
+            if moved_in and not self.fs.rename(self.path, self.staging):
+                log.error("could not move the new output %s back to %s: %s holds the new run without _SUCCESS",
+                          self.path, self.staging, self.path)
+                return
+            if moved_aside and not self.fs.rename(self.old, self.path):
+                log.error("could not move the old output %s back to %s", self.old, self.path)
+                return
+            if old_finished:
+                self.fs.write(self.path + "/_SUCCESS", b"")
+        except Exception as exc:
+            log.error("could not restore the old output %s: %s", self.path, java_message(exc))
 
     def abort(self) -> None:
         """Remove the staging directory after a failure (DIR itself is untouched)."""
         try:
-            self.fs.delete(self._staging, True)
+            self.fs.delete(self.staging)
         except Exception:  # the original error matters more than a failed clean-up
             pass
+
+
+def input_root(jvm, hadoop_conf, path: str) -> str:
+    """The qualified directory or file everything the input path can name lies under: the path itself when
+    it exists (a name may hold `[`), else the part before its first glob component."""
+    try:
+        p = jvm.org.apache.hadoop.fs.Path(path)
+        if p.getFileSystem(hadoop_conf).exists(p):
+            return qualified_path(jvm, hadoop_conf, path)
+    except Exception:
+        pass
+    return qualified_path(jvm, hadoop_conf, glob_root(path))

@@ -30,10 +30,11 @@ def write_jsonl(path, rows, raw_lines=()):
 
 
 def test_malformed_json_line_names_the_file(spark, tmp_path):
-    write_jsonl(tmp_path / "good.jsonl", PAGES)
-    write_jsonl(tmp_path / "bad.jsonl", PAGES[:1], [b'{"id": 99, "text": "cut off'])
+    (tmp_path / "in").mkdir()  # the output beside the input, not inside it (refused)
+    write_jsonl(tmp_path / "in" / "good.jsonl", PAGES)
+    write_jsonl(tmp_path / "in" / "bad.jsonl", PAGES[:1], [b'{"id": 99, "text": "cut off'])
     with pytest.raises(DedupError, match=r"1 JSON Lines rows cannot be parsed.*bad\.jsonl.*cut off"):
-        job(spark, "--input", tmp_path, "--input-format", "json", "--output", tmp_path / "out")
+        job(spark, "--input", tmp_path / "in", "--input-format", "json", "--output", tmp_path / "out")
     assert not os.path.exists(tmp_path / "out")
 
 

@@ -1,0 +1,410 @@
+"""Output safety (issue 19, item 1): an output that is, contains or lies inside the input or the history is
+refused however it is written; replacing an output never leaves DIR looking finished when it is not (a
+kill after every step of the commit, in a child process); one run at a time per output (two real
+processes); dead runs' leftovers removed by the next run; SIGTERM aborts cleanly; an output that cannot
+be written is a clear error."""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from simhash_udf.config import load_config
+from simhash_udf.errors import DedupError
+from simhash_udf.hadoop_fs import glob_root, relation
+from simhash_udf.ownership import Owner, process_start, stale_reason
+from simhash_udf.pipeline import run
+from simhash_udf.sample_corpus import make_sample_corpus
+from simhash_udf.write import COMMIT_STEPS, EXIT_AFTER_CODE, EXIT_AFTER_ENV, OutputDir
+
+ENV = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+           SIMHASH_DEDUP_MASTER="local[1]", SIMHASH_DEDUP_DRIVER_MEMORY="1g")
+
+
+def job(spark, *argv):
+    return run(load_config([str(a) for a in argv]), spark)
+
+
+def write_input(path, seed):
+    os.makedirs(path, exist_ok=True)
+    rows = make_sample_corpus(6, seed=seed)
+    with open(os.path.join(path, "pages.jsonl"), "w") as fh:
+        for r in rows:
+            fh.write(json.dumps({"id": r["id"], "text": r["text"]}, ensure_ascii=False) + "\n")
+    return path
+
+
+def leftovers(out):
+    """Everything beside DIR that the job names after it (locks, staging and old directories)."""
+    parent, base = os.path.split(str(out).rstrip("/"))
+    return sorted(n for n in os.listdir(parent) if n.startswith(base + ".__"))
+
+
+def parquet_rows(path):
+    df = pd.read_parquet(path)
+    return df.sort_values("id").reset_index(drop=True)
+
+
+def parts(path):
+    return sorted(n for n in os.listdir(path) if not n.startswith((".", "_")))
+
+
+def is_complete_copy(out, template) -> bool:
+    """DIR is a complete finished run equal to the template: _SUCCESS, the same report.json and plots, and
+    every Parquet part there and readable with the same rows."""
+    out, template = str(out), str(template)
+    if sorted(os.listdir(out)) != sorted(os.listdir(template)) or not os.path.exists(os.path.join(out, "_SUCCESS")):
+        return False
+    with open(os.path.join(out, "report.json"), "rb") as a, open(os.path.join(template, "report.json"), "rb") as b:
+        if a.read() != b.read():
+            return False
+    for name in ("clusters", "kept"):
+        if parts(os.path.join(out, name)) != parts(os.path.join(template, name)):
+            return False
+        if not parquet_rows(os.path.join(out, name)).equals(parquet_rows(os.path.join(template, name))):
+            return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def runs(spark, tmp_path_factory):
+    """Two finished runs of different inputs: A (an old output) and B (the new one that replaces it)."""
+    root = tmp_path_factory.mktemp("runs")
+    inputs = {name: write_input(str(root / f"in-{name}"), seed) for name, seed in (("a", 1), ("b", 2))}
+    for name, path in inputs.items():
+        job(spark, "--input", path, "--output", root / f"out-{name}")
+    return {"root": root, "in_a": inputs["a"], "in_b": inputs["b"], "a": root / "out-a", "b": root / "out-b"}
+
+
+# --- an output that is, contains or lies inside the input or the history -----------------------------
+
+def test_paths_are_compared_by_component():
+    assert relation("file:/x", "file:/x/crawl") == "contains"
+    assert relation("file:/x/crawl", "file:/x/crawl") == "equals"
+    assert relation("file:/x/crawl/out", "file:/x/crawl") == "inside"
+    assert relation("file:/x/crawl.out", "file:/x/crawl") is None
+    assert relation("hdfs://nn:8020/x", "file:/x/crawl") is None
+    assert relation("hdfs://NN:8020/x", "hdfs://nn:8020/x/y") == "contains"
+    assert relation("file:/tmp/a#b", "file:/tmp/a#c") is None
+    assert glob_root("/crawl/2026-*/part-*.jsonl") == "/crawl"
+    assert glob_root("s3a://b/crawl/{a,b}/x") == "s3a://b/crawl"
+
+
+def _overlap_case(root, spark, case):
+    """(argv without --overwrite, what must survive) for one way of writing an output over the input/history."""
+    x = root / "x"
+    crawl = write_input(str(x / "crawl"), 3)
+    history = root / "d" / "history"
+    (history / "run_date=2026-01-01").mkdir(parents=True)
+    (history / "run_date=2026-01-01" / "part-0.parquet").write_bytes(b"not read: the run is refused first")
+    os.symlink(x, root / "link")
+    user_dir = spark.sparkContext._jvm.System.getProperty("user.dir")  # Hadoop's working directory
+    history_args = ["--history", history, "--run-date", "2026-01-02"]
+    argv = {
+        "parent": ["--input", crawl, "--output", x],
+        "parent, trailing slash": ["--input", crawl, "--output", f"{x}/"],
+        "parent, file: URI": ["--input", crawl, "--output", f"file:{x}"],
+        "parent, relative ./": ["--input", crawl, "--output", "./" + os.path.relpath(x, user_dir)],
+        "parent through a symlink": ["--input", crawl, "--output", root / "link"],
+        "input as file: URI": ["--input", f"file:{crawl}", "--output", crawl],
+        "input through a symlink": ["--input", crawl, "--output", root / "link" / "crawl"],
+        "inside the input": ["--input", crawl, "--output", f"{crawl}/out"],
+        "inside the input's glob": ["--input", f"{x}/cr*/*.jsonl", "--output", f"{crawl}/out"],
+        "contains the history": ["--input", crawl, "--output", root / "d", *history_args],
+        "inside the history": ["--input", crawl, "--output", history / "out", *history_args],
+        "is the history, as file: URI": ["--input", crawl, "--output", f"file:{history}/", "--history", history,
+                                         "--run-date", "2026-01-02"],
+    }[case]
+    return argv, [os.path.join(crawl, "pages.jsonl"), history / "run_date=2026-01-01" / "part-0.parquet"]
+
+
+@pytest.mark.parametrize("overwrite", [True, False], ids=["overwrite", "no-overwrite"])
+@pytest.mark.parametrize("case", [
+    "parent", "parent, trailing slash", "parent, file: URI", "parent, relative ./", "parent through a symlink",
+    "input as file: URI", "input through a symlink", "inside the input", "inside the input's glob",
+    "contains the history", "inside the history", "is the history, as file: URI"])
+def test_output_over_input_or_history_is_refused(spark, tmp_path, case, overwrite):
+    """Old code: `--input /x/crawl --output /x --overwrite` exited 0 with crawl/ gone (paths compared as
+    strings); without --overwrite the refusal said to add it."""
+    argv, survivors = _overlap_case(tmp_path, spark, case)
+    with pytest.raises(DedupError, match=r"choose an --output outside the (input|history)") as err:
+        job(spark, *argv, *(["--overwrite"] if overwrite else []))
+    assert "--overwrite" not in str(err.value)
+    for path in survivors:
+        assert os.path.exists(path), path
+    assert not [n for _, dirs, files in os.walk(tmp_path) for n in dirs + files if ".__" in n]
+
+
+def test_cli_exits_2_and_keeps_the_input_when_output_is_its_parent(tmp_path):
+    """The issue's probe, on the command line: `--input /x/crawl --output /x --overwrite` exited 0 with crawl/
+    gone."""
+    crawl = write_input(str(tmp_path / "x" / "crawl"), 3)
+    proc = subprocess.run([sys.executable, "-m", "simhash_udf.cli", "--input", crawl, "--output", str(tmp_path / "x"),
+                           "--overwrite"], env=ENV, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert f"error: --output {tmp_path / 'x'} contains the input {crawl}" in proc.stderr
+    assert "choose an --output outside the input" in proc.stderr and "Traceback" not in proc.stderr
+    assert os.listdir(tmp_path / "x") == ["crawl"] and os.listdir(crawl) == ["pages.jsonl"]
+
+
+def test_foreign_files_are_not_replaced_even_with_overwrite(spark, runs, tmp_path):
+    """Old code: the refusal said "remove it, or pass --overwrite", and --overwrite deleted the files."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    for extra in ([], ["--overwrite"]):
+        with pytest.raises(DedupError, match=r"not a finished run of this job: it holds notes.txt.*choose another "
+                                             r"--output, or move those files away") as err:
+            job(spark, "--input", runs["in_a"], "--output", out, *extra)
+        assert "pass --overwrite" not in str(err.value)
+    assert (out / "notes.txt").read_text() == "mine" and os.listdir(out) == ["notes.txt"]
+    assert leftovers(out) == []
+    # this job's own unfinished output (no _SUCCESS) is replaced with --overwrite only
+    shutil.copytree(runs["a"], tmp_path / "mine")
+    os.remove(tmp_path / "mine" / "_SUCCESS")
+    with pytest.raises(DedupError, match="holds an unfinished run of this job.*pass --overwrite"):
+        job(spark, "--input", runs["in_a"], "--output", tmp_path / "mine")
+
+
+def test_output_under_a_file_is_a_clear_error(spark, runs, tmp_path):
+    """Old code: exit 1 and a Py4JJavaError traceback (ParentNotDirectoryException from setCheckpointDir)."""
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(DedupError, match=r"afile is a file, not a directory; choose an --output under a directory"):
+        job(spark, "--input", runs["in_a"], "--output", tmp_path / "afile" / "out")
+    with pytest.raises(DedupError, match=r"afile is a file, not a directory: choose another --output"):
+        job(spark, "--input", runs["in_a"], "--output", tmp_path / "afile", "--overwrite")
+    assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_output_on_a_file_system_without_its_connector_is_a_clear_error(spark, runs):
+    """Old code: exit 1 and a traceback (UnsupportedFileSystemException from getFileSystem)."""
+    with pytest.raises(DedupError, match=r"cannot use --output s3a://bucket/out \(.*s3a.*\).*hadoop-aws"):
+        job(spark, "--input", runs["in_a"], "--output", "s3a://bucket/out")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders: chmod cannot make this case here")
+def test_output_under_a_read_only_folder_is_a_clear_error(spark, runs, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        with pytest.raises(DedupError, match=r"cannot create the lock file .*choose an --output in a directory"):
+            job(spark, "--input", runs["in_a"], "--output", ro / "out")
+    finally:
+        ro.chmod(0o755)
+
+
+# --- replacing an output: a kill after every step of the commit --------------------------------------
+
+CHILD_COMMIT = r"""
+import sys
+from pyspark.java_gateway import launch_gateway
+from simhash_udf.hadoop_fs import HadoopFS
+from simhash_udf.write import OutputDir
+
+path, token = sys.argv[1:3]
+jvm = launch_gateway().jvm  # a bare JVM with Hadoop's file systems: the job's commit without a SparkSession
+out = OutputDir(None, path, fs=HadoopFS(jvm, jvm.org.apache.hadoop.conf.Configuration(), path), token=token)
+out.acquire(600)
+out.commit()
+out.release()
+print("committed")
+"""
+
+
+def stage_replacement(runs, out, token):
+    """DIR = a finished run A; DIR.__staging-TOKEN = the complete run B as the job stages it (no _SUCCESS)."""
+    shutil.copytree(runs["a"], out)
+    staging = f"{out}.__staging-{token}"
+    shutil.copytree(runs["b"], staging)
+    os.remove(os.path.join(staging, "_SUCCESS"))
+
+
+@pytest.fixture(scope="module")
+def killed_commits(runs, tmp_path_factory):
+    """One child process per commit step, each ended (os._exit, like a kill) right after its step; all at once."""
+    root = tmp_path_factory.mktemp("killed")
+    children = {}
+    for i, step in enumerate(COMMIT_STEPS):
+        out = root / step / "out"
+        out.parent.mkdir()
+        stage_replacement(runs, out, f"dead{i:08d}")
+        children[step] = (out, subprocess.Popen([sys.executable, "-c", CHILD_COMMIT, str(out), f"dead{i:08d}"],
+                                                env=dict(ENV, **{EXIT_AFTER_ENV: step}), stdout=subprocess.PIPE,
+                                                stderr=subprocess.PIPE, text=True))
+    done = {}
+    for step, (out, proc) in children.items():
+        stdout, stderr = proc.communicate(timeout=600)
+        done[step] = (out, proc.returncode, stdout + stderr)
+    return done
+
+
+# What DIR holds right after each step: the old run A (finished), nothing finished, or the new run B.
+AFTER_KILL = {"begin": "a", "unmark_old": None, "move_old_aside": None, "move_new_in": None, "mark_new": "b",
+              "drop_old": "b"}
+
+
+@pytest.mark.parametrize("step", COMMIT_STEPS)
+def test_kill_after_each_commit_step(spark, runs, killed_commits, step):
+    """Old code deleted DIR and then renamed the staging directory into it: a kill during the delete left DIR
+    with _SUCCESS, part of clusters/ and no report.json, and the complete new run stranded in staging."""
+    out, code, output = killed_commits[step]
+    assert code == EXIT_AFTER_CODE, output[-3000:]
+    finished = os.path.exists(out / "_SUCCESS")
+    # the promise: DIR looks finished only when it holds one complete run, the old or the new one
+    assert not finished or is_complete_copy(out, runs["a"]) or is_complete_copy(out, runs["b"])
+    expected = AFTER_KILL[step]
+    assert finished == (expected is not None)
+    if expected:
+        assert is_complete_copy(out, runs[expected])
+    assert leftovers(out)  # the dead run's lock (and staging or old directory) are still there
+    if os.path.exists(out):
+        message = "already holds a finished run" if finished else "holds an unfinished run of this job"
+        with pytest.raises(DedupError, match=message + ".*pass --overwrite"):
+            job(spark, "--input", runs["in_b"], "--output", out)
+    # the next scheduled run (the DAG passes --overwrite) takes over the dead run's lock, removes what it left
+    # and replaces DIR
+    job(spark, "--input", runs["in_b"], "--output", out, "--overwrite")
+    assert leftovers(out) == []
+    assert os.path.exists(out / "_SUCCESS")
+    assert parquet_rows(out / "clusters").equals(parquet_rows(runs["b"] / "clusters"))
+
+
+@pytest.mark.parametrize("step", ["begin", "unmark_old", "move_old_aside", "move_new_in"])
+def test_failed_commit_step_restores_the_old_output(spark, runs, tmp_path, step):
+    out = tmp_path / "out"
+    stage_replacement(runs, out, "f00000000001")
+    target = OutputDir(spark, str(out), token="f00000000001")
+
+    def fail_after(name):
+        if name == step:
+            raise OSError(f"injected failure after {name}")
+
+    with pytest.raises(OSError, match="injected failure"):
+        target.commit(after_step=fail_after)
+    assert is_complete_copy(out, runs["a"])
+    assert leftovers(out) == ["out.__staging-f00000000001"]  # the run's abort removes it
+
+
+# --- ownership: one run at a time, dead runs' leftovers, SIGTERM ------------------------------------
+
+def test_stale_reason():
+    me = Owner.this_process("t1")
+    host, boot = me.host, me.boot_id
+    assert stale_reason(me, 5, 600, host, boot) is None
+    assert "process is gone" in stale_reason(me, 5, 600, host, boot, alive=lambda pid, start: False)
+    assert "restarted" in stale_reason(Owner(**{**me.__dict__, "boot_id": "other"}), 5, 600, host, boot)
+    other = Owner(**{**me.__dict__, "host": "elsewhere"})
+    assert stale_reason(other, 300, 600, host, boot) is None  # another host, recent heartbeat: alive
+    assert "no heartbeat for 20 minutes" in stale_reason(other, 1200, 600, host, boot)
+    assert stale_reason(None, 5, 600, host, boot) is None  # just created, not yet written
+    assert stale_reason(None, 1200, 600, host, boot) is not None
+    assert process_start(os.getpid()) == me.pid_start
+
+
+def _owner_file(path, pid, host=None, age=0.0, token="cafe00000000"):
+    me = Owner.this_process(token)
+    owner = Owner(token, host or me.host, pid, process_start(pid) if host is None else None, me.boot_id, me.started)
+    with open(path, "wb") as fh:
+        fh.write(owner.to_bytes())
+    if age:
+        os.utime(path, (time.time() - age, time.time() - age))
+
+
+def _dead_pid():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_dead_runs_leftovers_are_removed_and_live_ones_kept(spark, runs, tmp_path):
+    """Old code: killed runs left DIR.__staging-* and history/_staging-* that no later run removed."""
+    out = tmp_path / "out"
+    dead = _dead_pid()
+    for name in ("out.__staging-dead00000001", "out.__old-dead00000001", "out.__staging-dead00000002"):
+        (tmp_path / name / "clusters").mkdir(parents=True)
+        (tmp_path / name / "clusters" / "part-0.parquet").write_bytes(b"x")
+    _owner_file(tmp_path / "out.__lock", dead)  # the dead run's lock: same host, its process gone
+    history = tmp_path / "history"
+    for name in ("legacy", "dead", "live", "old-elsewhere", "fresh-elsewhere"):
+        (history / f"_staging-{name}").mkdir(parents=True)
+        (history / f"_staging-{name}" / "part-0.parquet").write_bytes(b"x")
+    _owner_file(history / "_staging-dead.owner", dead)
+    _owner_file(history / "_staging-live.owner", os.getpid())  # a live run on this host (this process)
+    _owner_file(history / "_staging-old-elsewhere.owner", 1, host="elsewhere", age=3600)
+    _owner_file(history / "_staging-fresh-elsewhere.owner", 1, host="elsewhere", age=60)
+
+    job(spark, "--input", runs["in_a"], "--output", out, "--history", history, "--run-date", "2026-01-05")
+    assert leftovers(out) == []
+    assert os.path.exists(out / "_SUCCESS")
+    assert sorted(os.listdir(history)) == ["_fingerprint_version", "_staging-fresh-elsewhere",
+                                           "_staging-fresh-elsewhere.owner", "_staging-live", "_staging-live.owner",
+                                           "run_date=2026-01-05"]
+
+
+def test_a_live_lock_is_not_taken_over(spark, runs, tmp_path):
+    out = tmp_path / "out"
+    _owner_file(tmp_path / "out.__lock", 1, host="elsewhere", age=60, token="beef00000000")
+    (tmp_path / "out.__staging-beef00000000").mkdir()
+    with pytest.raises(DedupError, match=r"being written by another run \(pid 1 on elsewhere, started .*lock "
+                                         r".*out.__lock\): wait for it to finish"):
+        job(spark, "--input", runs["in_a"], "--output", out)
+    assert leftovers(out) == ["out.__lock", "out.__staging-beef00000000"]
+
+
+def test_a_run_whose_lock_was_taken_over_does_not_commit(spark, runs, tmp_path):
+    out = tmp_path / "out"
+    stage_replacement(runs, out, "f00000000002")
+    target = OutputDir(spark, str(out), token="f00000000002")
+    target.acquire(600)
+    try:
+        _owner_file(tmp_path / "out.__lock", 1, host="elsewhere", token="beef00000001")  # as a takeover leaves it
+        with pytest.raises(DedupError, match=r"lock .*out.__lock was taken over by another run \(pid 1 on elsewhere"):
+            target.commit()
+    finally:
+        target.release()
+    assert is_complete_copy(out, runs["a"])
+    assert leftovers(out) == ["out.__lock", "out.__staging-f00000000002"]  # the other run's lock is left alone
+
+
+def _wait_for(predicate, proc, timeout=300):
+    deadline = time.time() + timeout
+    while not predicate():
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended early ({proc.returncode}): {proc.communicate()[1][-3000:]}")
+        if time.time() > deadline:
+            proc.kill()
+            pytest.fail("the run did not get there in time")
+        time.sleep(0.1)
+
+
+def test_second_run_refused_and_sigterm_aborts_cleanly(spark, runs, tmp_path):
+    """Two real processes onto the same output: old code let both finish with exit 0, the later one silently
+    replacing the other. Then SIGTERM: the run aborts, removes its staging directory, releases the lock and
+    leaves the old output as it was."""
+    out = tmp_path / "out"
+    shutil.copytree(runs["a"], out)
+    first = subprocess.Popen([sys.executable, "-m", "simhash_udf.cli", "--input", runs["in_b"], "--output", str(out),
+                              "--overwrite"], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: any(n.startswith("out.__staging-") for n in leftovers(out)), first)
+        with pytest.raises(DedupError, match=rf"output {re.escape(str(out))} is being written by another run "
+                                             rf"\(pid {first.pid} on {re.escape(socket.gethostname())}, started "):
+            job(spark, "--input", runs["in_b"], "--output", out, "--overwrite")
+        assert any(n.startswith("out.__staging-") for n in leftovers(out))  # the live run's: untouched
+        first.send_signal(signal.SIGTERM)
+        _, stderr = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 143, stderr[-3000:]
+    assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
+    assert leftovers(out) == []
+    assert is_complete_copy(out, runs["a"])
