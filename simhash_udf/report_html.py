@@ -327,29 +327,41 @@ def figure(fig_id: str, title: str, svg: str, caption: str) -> str:
     return (f'<figure id="{fig_id}"><h3>{esc(title)}</h3>{svg}<figcaption>{caption}</figcaption></figure>')
 
 
+def _marked(text: str, spans: list[tuple[int, int, bool]], chars: int) -> str:
+    """text[:chars] escaped, with the spans flagged True wrapped in <mark>."""
+    out = []
+    for lo, hi, differs in spans:
+        if lo >= chars:
+            break
+        piece = esc(text[lo:min(hi, chars)])
+        out.append(f"<mark>{piece}</mark>" if differs and piece else piece)
+    return "".join(out)
+
+
 def excerpt_pair(a: str | None, b: str | None, chars: int = EXCERPT_CHARS, head: int = EXCERPT_HEAD) -> tuple[str, str]:
     """HTML of two excerpts side by side: each page's first `head` characters (where it starts), then,
     from just before the first character where the texts differ (so the edit is in view), `chars` more,
-    with the spans that differ marked. Both are escaped: page text is never markup here."""
+    with the spans that differ marked. The texts are compared over twice that length, so text that one
+    side's edit pushed out of view is not marked as different. Both are escaped: page text is never markup."""
     if a is None or b is None:
         return ("<em>(text not available)</em>" if a is None else esc(a[:chars]),
                 "<em>(text not available)</em>" if b is None else esc(b[:chars]))
     start = max(0, len(os.path.commonprefix([a, b])) - chars // 4)
     if start <= head:
         start = 0
-    xa, xb = a[start:start + chars], b[start:start + chars]
-    ha, hb = [], []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, xa, xb, autojunk=False).get_opcodes():
-        if op == "equal":
-            ha.append(esc(xa[i1:i2]))
-            hb.append(esc(xb[j1:j2]))
-        else:
-            ha.append(f"<mark>{esc(xa[i1:i2])}</mark>" if i2 > i1 else "")
-            hb.append(f"<mark>{esc(xb[j1:j2])}</mark>" if j2 > j1 else "")
+    wa, wb = a[start:start + 2 * chars], b[start:start + 2 * chars]
+    ops = difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes()
+    cut = len(a) > start + 2 * chars or len(b) > start + 2 * chars
+    spans_a, spans_b = [], []
+    for n, (op, i1, i2, j1, j2) in enumerate(ops):
+        # a last difference running to the end of both windows is where the comparison stopped, not an edit
+        differs = op != "equal" and not (cut and n == len(ops) - 1 and i2 == len(wa) and j2 == len(wb))
+        spans_a.append((i1, i2, differs))
+        spans_b.append((j1, j2, differs))
     pre_a = f'{esc(a[:head])}<span class="cut"> … </span>' if start else ""
     pre_b = f'{esc(b[:head])}<span class="cut"> … </span>' if start else ""
-    return (pre_a + "".join(ha) + (" …" if len(a) > start + chars else ""),
-            pre_b + "".join(hb) + (" …" if len(b) > start + chars else ""))
+    return (pre_a + _marked(wa, spans_a, chars) + (" …" if len(a) > start + chars else ""),
+            pre_b + _marked(wb, spans_b, chars) + (" …" if len(b) > start + chars else ""))
 
 
 CSS = """

@@ -259,6 +259,12 @@ def test_series_say_what_the_plots_claim():
     assert nice_ticks(47) == [0, 10, 20, 30, 40, 50] and nice_ticks(3) == [0, 1, 2, 3]
 
 
+def test_an_insertion_does_not_mark_the_text_it_pushes_out_of_view():
+    body = " ".join(f"word{i}" for i in range(400))
+    ha, hb = excerpt_pair(body, body[:300] + " SPONSORED AD " + body[300:])
+    assert re.findall(r"<mark>(.*?)</mark>", hb) == [" SPONSORED AD "] and "<mark>" not in ha
+
+
 def test_excerpts_are_escaped_and_show_the_difference():
     a = "same start " * 60 + "<b>one</b> end"
     b = "same start " * 60 + "<b>two</b> end"
