@@ -17,3 +17,5 @@ echo
 "$VENV/bin/python" "$ROOT/scripts/summarize.py" "$WORK/out" "$WORK/crawl.jsonl"
 echo
 echo "output: $WORK/out (clusters/, kept/, report.json, _SUCCESS); job log: $WORK/job.log"
+[ -f "$WORK/out/report.html" ] || die "the job wrote no report.html (full log: $WORK/job.log)"
+echo "report for a person (open it in a browser): $WORK/out/report.html"

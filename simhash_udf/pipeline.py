@@ -21,6 +21,7 @@ from .history import History, attach_history, related_block_rows
 from .pairs import block_rows, group_batches
 from .errors import DedupError
 from .read import check_columns, check_ids, input_error, read_input
+from .report_html import collect_page_data, render_html
 from .report_plots import write_plots
 from .resolve import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
 from .short_pairs import short_text_edges
@@ -375,6 +376,11 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             kept_docs.write.parquet(out.staged("kept"))
             counts.update(clusters_rows=int(doc_stats["input_rows"]), kept=kept_rows)
 
+        with timer("report") as counts:  # report.html's aggregates: histograms and a few example pairs
+            page = collect_page_data(clusters, raw, spark.read.parquet(out.staged("kept")), cfg,
+                                     int(doc_stats["input_rows"]) - kept_rows)
+            counts["example_pairs"] = len(page.examples)
+
         input_rows = int(doc_stats["input_rows"])
         duplicates = input_rows - kept_rows
         exact = int(doc_stats["fingerprinted"]) - near["distinct_fingerprints"]
@@ -421,7 +427,10 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         }
         if not cfg.checkpoint_dir:
             out.remove_staged("_checkpoints")
+        report.update(page.summary)
         report["plots"] = write_plots(report, out)
+        report["report_html"] = "report.html"
+        out.write_text(out.staged("report.html"), render_html(report, page.examples))
         out.write_report(report)
         termination.check()  # a SIGTERM from here on lets the commit finish
         out.check_still_owner()  # before the history too

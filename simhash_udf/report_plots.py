@@ -1,71 +1,38 @@
-"""The report's two pictures, drawn on the driver from report.json's numbers (never from per-document data):
-the cluster-size histogram and the Hamming distances of the accepted fingerprint pairs."""
+"""The report's pictures, drawn on the driver from report.json's numbers (never from per-document data).
+
+The series (what each picture shows) are small pure functions shared by the PNG files written here with
+matplotlib and by the inline SVG of report.html (report_html.py), so both say the same thing:
+  - documents removed by cluster size (linear axis: what a size class costs the crawl, not how many
+    clusters of that size there are, which a log axis of cluster counts hid);
+  - accepted pairs by Hamming distance 1..k (distance 0 cannot occur: identical fingerprints are merged
+    before the pair search, so that bar is left out and the exact copies are counted apart);
+  - every duplicate's distance and estimated similarity to its kept page, beyond k too (chaining shows
+    there: in the verified mode a duplicate is similar to its kept page but can be far from it in bits);
+  - candidate pairs by estimated similarity, verified and rejected."""
 from __future__ import annotations
 
 import io
 import logging
 
 log = logging.getLogger("simhash_dedup")
-PLOTS = {"cluster_sizes.png": "cluster sizes", "pair_distances.png": "Hamming distances of accepted pairs",
-         "pair_similarity.png": "candidate pairs by estimated similarity, verified and rejected"}
-
-
-def _bars(title: str, xlabel: str, ylabel: str, labels: list[str], values: list[int], log_y: bool) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display on a cluster's driver
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 3.6), dpi=100)
-    ax = fig.subplots()
-    ax.bar(range(len(values)), values, color="#4472c4")
-    ax.set_xticks(range(len(values)), labels, rotation=45 if len(labels) > 12 else 0, ha="right" if len(labels) > 12 else "center")
-    if log_y and any(values):
-        from matplotlib.ticker import ScalarFormatter
-
-        ax.set_yscale("log")
-        ax.set_ylim(bottom=0.8, top=max(values) * 2)  # bars start below 1: a single cluster stays visible
-        ax.yaxis.set_major_formatter(ScalarFormatter())
-    ax.set_title(title)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    for x, v in enumerate(values):
-        ax.annotate(f"{v:,}", (x, v), ha="center", va="bottom", fontsize=7)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
-
-
-def _stacked(title: str, xlabel: str, labels: list[str], series: dict[str, list[int]], colours: list[str]) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 3.6), dpi=100)
-    ax = fig.subplots()
-    bottom = [0] * len(labels)
-    for (name, values), colour in zip(series.items(), colours):
-        ax.bar(range(len(labels)), values, bottom=bottom, color=colour, label=name)
-        bottom = [b + v for b, v in zip(bottom, values)]
-    for x, v in enumerate(bottom):
-        ax.annotate(f"{v:,}", (x, v), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
-    ax.set_title(title)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("pairs")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
+PLOTS = {"cluster_sizes.png": "documents removed by cluster size",
+         "pair_distances.png": "Hamming distances of accepted pairs (1..k)",
+         "pair_similarity.png": "candidate pairs by estimated similarity, verified and rejected",
+         "duplicates_to_kept.png": "each duplicate's distance and similarity to its kept page"}
+BLUE, RED, GREY = "#4472c4", "#c0504d", "#7f7f7f"
 
 
 def size_buckets(histogram: dict[str, int]) -> tuple[list[str], list[int]]:
     """Clusters per size: 1..10 one bar each, then powers-of-two buckets, so a few huge clusters stay visible."""
+    labels, clusters, _ = _size_classes(histogram)
+    return labels, clusters
+
+
+def _size_classes(histogram: dict[str, int]) -> tuple[list[str], list[int], list[int]]:
+    """(labels, clusters, documents removed) per size class (1..10, then power-of-two buckets)."""
     bounds = list(range(1, 11)) + [2**p for p in range(4, 40)]
-    counts: dict[str, int] = {}
+    clusters: dict[str, int] = {}
+    removed: dict[str, int] = {}
     for size, n in sorted((int(s), n) for s, n in histogram.items()):
         if size <= 10:
             label = str(size)
@@ -73,29 +40,133 @@ def size_buckets(histogram: dict[str, int]) -> tuple[list[str], list[int]]:
             lo = max(b for b in bounds if b <= size)
             hi = min(b for b in bounds if b > size) - 1
             label = f"{lo if lo > 10 else 11}-{hi}"
-        counts[label] = counts.get(label, 0) + n
-    return list(counts), list(counts.values())
+        clusters[label] = clusters.get(label, 0) + n
+        removed[label] = removed.get(label, 0) + (size - 1) * n
+    return list(clusters), list(clusters.values()), list(removed.values())
+
+
+def removed_by_size(histogram: dict[str, int]) -> tuple[list[str], list[int], list[int]]:
+    """(size classes, documents removed, clusters) for clusters of 2 or more pages: a cluster of s pages
+    removes s - 1, so the bars add up to the run's duplicates. Clusters of one page remove nothing and are
+    left out (they are most clusters, and on a count axis they flattened every other bar)."""
+    labels, clusters, removed = _size_classes({s: n for s, n in histogram.items() if int(s) > 1})
+    return labels, removed, clusters
+
+
+def accepted_pair_distances(by_distance: dict[str, int]) -> tuple[list[str], list[int]]:
+    """Accepted pairs by Hamming distance, without the distance-0 bar when it is empty (always, unless the
+    history brings a fingerprint equal to one of this run's: identical fingerprints are merged first)."""
+    items = [(d, n) for d, n in by_distance.items() if d != "0" or n]
+    return [d for d, _ in items], [n for _, n in items]
+
+
+def kept_distances(histogram: dict[str, int], k: int) -> tuple[list[str], list[int], list[bool]]:
+    """(distances 0..max, duplicates, beyond k) for each duplicate's Hamming distance to its kept page;
+    every distance up to the largest gets a bar, so a gap shows as a gap."""
+    top = max([k + 1] + [int(d) for d in histogram])  # at least one place beyond k, where chains show
+    return ([str(d) for d in range(top + 1)], [int(histogram.get(str(d), 0)) for d in range(top + 1)],
+            [d > k for d in range(top + 1)])
+
+
+def _canvas(panels: int = 1, height: float = 3.6):
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on a cluster's driver
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, height * panels), dpi=100)
+    return fig, fig.subplots(panels, 1) if panels > 1 else [fig.subplots()]
+
+
+def _png(fig) -> bytes:
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _bar_axes(ax, title: str, xlabel: str, ylabel: str, labels: list[str], values: list[int], colours=BLUE,
+              notes: list[str] | None = None, marker: tuple[float, str] | None = None) -> None:
+    """One linear bar chart with each bar's value (and an optional note under it) above the bar."""
+    ax.bar(range(len(values)), values, color=colours)
+    many = len(labels) > 12
+    ax.set_xticks(range(len(values)), labels, rotation=45 if many else 0, ha="right" if many else "center")
+    for x, v in enumerate(values):
+        text = f"{v:,}" + (f"\n{notes[x]}" if notes else "")
+        ax.annotate(text, (x, v), ha="center", va="bottom", fontsize=7)
+    if marker is not None:
+        ax.axvline(marker[0], color=GREY, linestyle="--", linewidth=1)
+        ax.annotate(marker[1], (marker[0], 1), xycoords=("data", "axes fraction"), ha="left", va="top",
+                    fontsize=8, color=GREY, xytext=(3, -3), textcoords="offset points")
+    ax.set_ylim(0, max(values + [1]) * 1.25)  # room for the labels above the bars
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
+def cluster_sizes_png(report: dict) -> bytes:
+    labels, removed, clusters = removed_by_size(report["clusters"]["size_histogram"])
+    fig, (ax,) = _canvas()
+    _bar_axes(ax, f"Documents removed by cluster size ({report['duplicates']:,} in all)", "pages in the cluster",
+              "documents removed", labels, removed, notes=[f"{c:,} cl." for c in clusters])
+    return _png(fig)
+
+
+def pair_distances_png(report: dict) -> bytes:
+    labels, values = accepted_pair_distances(report["candidates"]["pairs_accepted_by_distance"])
+    fig, (ax,) = _canvas()
+    _bar_axes(ax, f"Accepted pairs of distinct fingerprints ({report['exact_duplicates']:,} exact copies were "
+              "merged before: no distance-0 bar)", "Hamming distance", "pairs", labels, values)
+    return _png(fig)
+
+
+def pair_similarity_png(report: dict) -> bytes:
+    bands = report["candidates"]["similarity_bands"]
+    threshold = report["candidates"]["verification"]["min_similarity"]
+    fig, (ax,) = _canvas()
+    bottom = [0] * len(bands)
+    for name, key, colour in (("verified (edge)", "verified", BLUE), ("rejected", "rejected", RED)):
+        values = [b[key] for b in bands.values()]
+        ax.bar(range(len(bands)), values, bottom=bottom, color=colour, label=name)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    for x, v in enumerate(bottom):
+        ax.annotate(f"{v:,}", (x, v), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(bands)), list(bands), rotation=30, ha="right")
+    ax.set_ylim(0, max(bottom + [1]) * 1.2)
+    ax.set_title(f"Candidate pairs (within k) by estimated similarity; edges need >= {threshold}", fontsize=10)
+    ax.set_xlabel("estimated Jaccard index of the feature sets")
+    ax.set_ylabel("pairs")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def duplicates_to_kept_png(report: dict) -> bytes:
+    to_kept = report["duplicates_to_kept"]
+    k = report["config"]["k"]
+    sims = to_kept["similarity_histogram"]
+    fig, axes = _canvas(2 if sims else 1)
+    labels, values, beyond = kept_distances(to_kept["distance_histogram"], k)
+    _bar_axes(axes[0], f"Each duplicate's distance to its kept page ({to_kept['beyond_k']:,} beyond k = {k}: "
+              "joined through other pages)", "Hamming distance of the fingerprints", "duplicates", labels, values,
+              colours=[RED if b else BLUE for b in beyond], marker=(k + 0.5, f"k = {k}"))
+    if sims:
+        threshold = to_kept["min_similarity"]
+        below = [float(b.split("-")[1]) <= threshold + 1e-9 for b in sims]
+        _bar_axes(axes[1], "Each duplicate's estimated similarity to its kept page", "estimated Jaccard index",
+                  "duplicates", [b.split("-")[0] for b in sims], list(sims.values()),
+                  colours=[GREY if b else BLUE for b in below],
+                  marker=(threshold * len(sims) - 0.5, f"min similarity {threshold}") if threshold else None)
+    return _png(fig)
 
 
 def write_plots(report: dict, out) -> list[str]:
     """Write the PNGs beside report.json (out: write.OutputDir); returns the file names written."""
     try:
-        sizes = size_buckets(report["clusters"]["size_histogram"])
-        distances = report["candidates"]["pairs_accepted_by_distance"]
-        pictures = {
-            "cluster_sizes.png": _bars("Cluster sizes", "documents in the cluster", "clusters (log scale)", *sizes, True),
-            "pair_distances.png": _bars(
-                "Accepted pairs of distinct fingerprints (exact copies are merged before)", "Hamming distance", "pairs", list(distances), list(distances.values()), False
-            ),
-        }
-        bands = report["candidates"].get("similarity_bands")
-        if bands:
-            threshold = report["candidates"]["verification"]["min_similarity"]
-            pictures["pair_similarity.png"] = _stacked(
-                f"Candidate pairs (within k) by estimated similarity; edges need >= {threshold}",
-                "estimated Jaccard index of the feature sets", list(bands),
-                {"verified (edge)": [b["verified"] for b in bands.values()],
-                 "rejected": [b["rejected"] for b in bands.values()]}, ["#4472c4", "#c0504d"])
+        pictures = {"cluster_sizes.png": cluster_sizes_png(report), "pair_distances.png": pair_distances_png(report)}
+        if report["candidates"].get("similarity_bands"):
+            pictures["pair_similarity.png"] = pair_similarity_png(report)
+        if report.get("duplicates_to_kept", {}).get("distance_histogram"):
+            pictures["duplicates_to_kept.png"] = duplicates_to_kept_png(report)
     except ImportError:
         log.warning("matplotlib is not installed: report.json is written without its pictures")
         return []

@@ -45,8 +45,8 @@ def sample_run(spark, sample, tmp_path_factory):
 def test_output_layout(sample_run, sample):
     out, report = sample_run
     rows = pd.read_json(sample, lines=True)
-    assert sorted(os.listdir(out)) == ["_SUCCESS", "cluster_sizes.png", "clusters", "kept", "pair_distances.png",
-                                       "pair_similarity.png", "report.json"]
+    assert sorted(os.listdir(out)) == ["_SUCCESS", "cluster_sizes.png", "clusters", "duplicates_to_kept.png", "kept",
+                                       "pair_distances.png", "pair_similarity.png", "report.html", "report.json"]
     assert not [p for p in os.listdir(os.path.dirname(out)) if "__staging" in p]
     schema = pq.ParquetDataset(os.path.join(out, "clusters")).schema
     assert [(f.name, str(f.type)) for f in schema] == [
@@ -81,7 +81,7 @@ def test_output_layout(sample_run, sample):
     d = np.concatenate([np.bitwise_count(fps[i] ^ fps[i + 1:]) for i in range(len(fps))])
     assert [by_distance[str(i)] for i in range(k + 1)] == [int((d == i).sum()) for i in range(k + 1)]
     assert on_disk["candidates"]["chance_pairs_uniform"] == pytest.approx(chance_pairs(len(fps), k), rel=1e-3)
-    assert on_disk["plots"] == ["cluster_sizes.png", "pair_distances.png", "pair_similarity.png"]
+    assert on_disk["plots"] == ["cluster_sizes.png", "duplicates_to_kept.png", "pair_distances.png", "pair_similarity.png"]
     # chaining: per cluster with duplicates, the largest distance of a member to the kept page
     kept_fp = clusters.set_index("id")["fingerprint"]
     member = clusters[clusters.is_duplicate & clusters.fingerprint.notna()]

@@ -1,0 +1,296 @@
+"""report.html, the page a person reads: rendered by a real headless Chromium (Debian's, installed by
+scripts/chromium_env.sh) from a tiny real job run; its numbers are report.json's, its plots are there, the
+page texts are escaped, and it loads nothing from the network. Also the report's series (PNG and SVG share
+them) and the new report.json keys against brute force on the run's own clusters/."""
+import html
+import json
+import os
+import re
+import subprocess
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simhash_udf.config import load_config
+from simhash_udf.pipeline import run
+from simhash_udf.report_html import excerpt_pair, nice_ticks, render_html, to_kept_summary
+from simhash_udf.report_plots import accepted_pair_distances, kept_distances, removed_by_size
+from simhash_udf.sample_corpus import make_sample_corpus
+from simhash_udf.signature import SignatureSpec, similarity
+from simhash_udf.verified import VerifySpec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Every page starts with markup that must stay text: a script, an image from the network, an entity.
+HOSTILE = '<script>alert("x")</script><img src="https://evil.example/x.png"> &amp; '
+# Chromium without its own background traffic; anything it still tries goes to a dead loopback proxy.
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run", "--disable-extensions",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-default-apps",
+    "--disable-domain-reliability", "--disable-breakpad", "--no-pings", "--proxy-server=127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+]
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    proc = subprocess.run(["bash", os.path.join(ROOT, "scripts", "chromium_env.sh")], capture_output=True, text=True,
+                          timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def browse(chromium, page: str, tmp_path, *args: str) -> str:
+    """Chromium's output for `page` (a local file) with extra args; also the network log of the visit."""
+    proc = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}",
+                           f"--log-net-log={tmp_path / 'net.json'}", *args, "file://" + page],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def page_requests(tmp_path) -> set[str]:
+    """URLs the page itself asked for (requests made on behalf of a file:// document), from the net log."""
+    log = json.load(open(tmp_path / "net.json"))
+    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    return {e["params"]["url"] for e in log["events"] if e["type"] == start
+            and "file://" in e["params"].get("network_isolation_key", "") and not e["params"]["url"].startswith("file:")}
+
+
+class Dom(HTMLParser):
+    """What the tests read from the rendered DOM: headline values, element counts, figure contents, texts."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.headline, self.tags, self.figures, self.excerpts, self.tables = {}, {}, {}, [], {}
+        self._stack: list[tuple[str, dict]] = []
+        self._key = self._figure = self._table = None
+        self._title = self._excerpt = self._cell = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        if "data-key" in a:
+            self._key = a["data-key"]
+            self.headline[self._key] = {"value": a["data-value"], "text": ""}
+        if tag == "figure":
+            self._figure = a["id"]
+            self.figures[self._figure] = {"rects": 0, "titles": [], "texts": []}
+        if tag == "rect" and self._figure:
+            self.figures[self._figure]["rects"] += 1
+        if tag == "title" and self._figure:
+            self._title = ""
+        if tag == "p" and a.get("class") == "excerpt":
+            self._excerpt = ""
+        if tag == "table" and "id" in a:
+            self._table = a["id"]
+            self.tables[self._table] = []
+        if tag == "tr" and self._table:
+            self.tables[self._table].append([])
+        if tag in ("td", "th") and self._table:
+            self._cell = ""
+        self._stack.append((tag, a))
+
+    def handle_endtag(self, tag):
+        if tag == "figure":
+            self._figure = None
+        if tag == "title" and self._figure and self._title is not None:
+            self.figures[self._figure]["titles"].append(self._title)
+            self._title = None
+        if tag == "p" and self._excerpt is not None:
+            self.excerpts.append(self._excerpt)
+            self._excerpt = None
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[self._table][-1].append(self._cell.strip())
+            self._cell = None
+        if tag == "table":
+            self._table = None
+        if self._key and tag == "div":
+            self._key = None
+
+    def handle_data(self, data):
+        if self._key:
+            self.headline[self._key]["text"] += data
+        if self._title is not None:
+            self._title += data
+        elif self._figure:
+            self.figures[self._figure]["texts"].append(data)
+        if self._excerpt is not None:
+            self._excerpt += data
+        if self._cell is not None:
+            self._cell += data
+
+
+@pytest.fixture(scope="module")
+def report_run(spark, tmp_path_factory):
+    """A tiny real run: the sample crawl (url and lang columns) with hostile markup in every text, a page
+    without text and an empty one."""
+    base = tmp_path_factory.mktemp("report-html")
+    rows = make_sample_corpus(n_originals=24, seed=3)
+    for r in rows:
+        r["text"] = HOSTILE + r["text"]
+    top = max(r["id"] for r in rows)
+    rows += [{**rows[0], "id": top + 1, "text": None, "url": "not a url"}, {**rows[1], "id": top + 2, "text": ""}]
+    crawl = base / "crawl.jsonl"
+    pd.DataFrame(rows).to_json(crawl, orient="records", lines=True, force_ascii=False)
+    out = base / "out"
+    report = run(load_config(["--input", str(crawl), "--output", str(out)]), spark)
+    return str(out), report, pd.DataFrame(rows)
+
+
+def test_report_page_in_a_headless_browser(report_run, chromium, tmp_path):
+    out, report, rows = report_run
+    page = os.path.join(out, "report.html")
+    on_disk = json.load(open(os.path.join(out, "report.json")))
+    assert on_disk["report_html"] == "report.html" and on_disk["duplicates"] > 5
+    source = open(page, encoding="utf-8").read()
+    # self-contained: no external resource of any kind in the file
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", source, re.I)
+    assert not re.search(r"<(script|link|iframe|object|embed|img)\b|@import|url\(", source, re.I)
+
+    dom = Dom(browse(chromium, page, tmp_path, "--dump-dom"))
+    assert page_requests(tmp_path) == set()  # the browser fetched nothing for the page
+    head = dom.headline
+    for key in ("input_rows", "kept", "duplicates", "exact_duplicates", "near_duplicates"):
+        assert int(head[key]["value"]) == on_disk[key], key
+        assert head[key]["text"] == f"{on_disk[key]:,}"
+    assert head["input_rows"]["value"] == str(len(rows))
+    rate = on_disk["duplicates"] / on_disk["input_rows"]
+    assert float(head["duplicate_rate"]["value"]) == pytest.approx(rate, abs=1e-6)
+    assert head["duplicate_rate"]["text"] == f"{rate:.1%}"
+    bad = {k: v for k, v in on_disk["bad_rows"].items() if isinstance(v, int)}
+    assert bad["null_text"] == 1 and bad["no_features"] == 1
+    assert int(head["bad_rows"]["value"]) == sum(bad.values())
+    assert [r[:2] for r in dom.tables["bad-rows"][1:]] == [[k.replace("_", " "), f"{v:,}"] for k, v in bad.items()]
+    assert [r[0] for r in dom.tables["seconds"][1:]] == list(on_disk["seconds"]) and "report" in on_disk["seconds"]
+    assert dict(r for r in dom.tables["config"][1:])["k"] == str(on_disk["config"]["k"])
+    assert on_disk["fingerprint_version"] in source
+
+    # plots: present, drawn, and saying what they claim
+    assert set(dom.figures) == {"plot-removed-by-size", "plot-distance-to-kept", "plot-similarity-to-kept",
+                                "plot-pair-distances", "plot-pair-similarity"}
+    assert all(f["rects"] for f in dom.figures.values())
+    removed = [int(re.match(r"[\d-]+: ([\d,]+) documents removed", t).group(1).replace(",", ""))
+               for t in dom.figures["plot-removed-by-size"]["titles"]]
+    assert sum(removed) == on_disk["duplicates"]  # linear: bars of documents removed add up to the duplicates
+    to_kept = [t for t in dom.figures["plot-distance-to-kept"]["titles"]]
+    assert sum(int(t.split(": ")[1].split()[0].replace(",", "")) for t in to_kept) == on_disk["duplicates"]
+    assert not [t for t in dom.figures["plot-pair-distances"]["titles"] if t.startswith("0:")]  # no empty 0 bar
+    assert f"k = {on_disk['config']['k']}" in dom.figures["plot-distance-to-kept"]["texts"]
+
+    # example pairs: side by side, their texts escaped (text in the DOM, never elements)
+    examples = on_disk["example_pairs"]
+    assert len(examples) == 5 and len(dom.excerpts) == 10
+    assert all('<script>alert("x")</script><img src="https://evil.example/x.png"> &amp;' in e for e in dom.excerpts)
+    assert "script" not in dom.tags and "img" not in dom.tags
+    assert dom.tags["section"] == 5
+    texts = rows.set_index("id")["text"]
+    for e in examples:
+        assert f"duplicate {e['duplicate']} → kept {e['kept']} · distance {e['distance']} bits" in html.unescape(
+            re.sub(r"<[^>]+>", "", source))
+        assert texts[e["duplicate"]] != texts[e["kept"]] or e["distance"] == 0
+
+    # per host and per language, as pandas counts them
+    clusters = pd.read_parquet(os.path.join(out, "clusters")).merge(rows, on="id")
+    clusters["host"] = clusters["url"].str.extract(r"^https?://([^/]+)", expand=False).str.lower().fillna("(none)")
+    for name, col in (("host", "host"), ("language", "lang")):
+        table = dom.tables[f"rate-{name}"][1:]
+        truth = clusters.groupby(col)["is_duplicate"].agg(["size", "sum"])
+        for value, pages, dups, shown_rate, _ in table:
+            assert (int(pages), int(dups)) == tuple(truth.loc[value]), value
+            assert shown_rate == f"{int(dups) / int(pages):.1%}"
+        assert [int(r[2]) for r in table] == sorted((int(r[2]) for r in table), reverse=True)
+    assert on_disk["duplicate_rate_by"]["host"]["values"] == clusters["host"].nunique()
+
+    # and what a person sees: a screenshot of the whole page (looked at by eye when the page changes)
+    shot = tmp_path / "report.png"
+    browse(chromium, page, tmp_path, f"--screenshot={shot}", "--window-size=1360,3600")
+    with open(shot, "rb") as fh:
+        assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.path.getsize(shot) > 50_000  # a drawn page, not a blank one
+
+
+def test_the_network_check_sees_a_page_that_loads_something(chromium, tmp_path):
+    """The check above can fail: a page with an image from the network shows up in the net log."""
+    page = tmp_path / "leaky.html"
+    page.write_text('<html><body><img src="https://evil.example/x.png"></body></html>')
+    browse(chromium, str(page), tmp_path, "--dump-dom")
+    assert page_requests(tmp_path) == {"https://evil.example/x.png"}
+
+
+def test_duplicates_to_kept_against_brute_force(report_run):
+    """report.json's new duplicates_to_kept: every duplicate's distance and signature similarity to its
+    kept page, as numpy computes them from clusters/."""
+    out, report, _ = report_run
+    clusters = pd.read_parquet(os.path.join(out, "clusters"), dtype_backend="numpy_nullable")  # int64 with nulls
+    kept = clusters[~clusters.is_duplicate].set_index("id")
+    dups = clusters[clusters.is_duplicate]
+    fp = dups["fingerprint"].astype(np.int64).to_numpy().view(np.uint64)
+    kfp = kept.loc[dups["cluster_id"], "fingerprint"].astype(np.int64).to_numpy().view(np.uint64)
+    distance = pd.Series(np.bitwise_count(fp ^ kfp)).value_counts().sort_index()
+    got = report["duplicates_to_kept"]
+    assert got["distance_histogram"] == {str(d): int(n) for d, n in distance.items()}
+    assert got["compared"] == len(dups) == report["duplicates"] and got["kept_in_earlier_run"] == 0
+    spec = SignatureSpec()
+    a = np.stack([np.frombuffer(s, np.uint8) for s in dups["signature"]])
+    b = np.stack([np.frombuffer(s, np.uint8) for s in kept.loc[dups["cluster_id"], "signature"]])
+    bands = np.minimum((similarity(a, b, spec.bits) * 20).astype(int), 19)
+    assert list(got["similarity_histogram"].values()) == np.bincount(bands, minlength=20).tolist()
+    assert got["below_min_similarity"] == int(((a == b).sum(1) < VerifySpec(report["config"]["min_similarity"]).need).sum())
+    assert sorted(report["plots"]) == report["plots"] and "duplicates_to_kept.png" in report["plots"]
+
+
+def test_series_say_what_the_plots_claim():
+    """Documents removed per size class add up to the duplicates (clusters of one page remove nothing); the
+    pair-distance bars have no always-empty 0; distances to the kept page reach past k."""
+    labels, removed, clusters = removed_by_size({"1": 900, "2": 30, "3": 5, "12": 2, "40": 1})
+    assert labels == ["2", "3", "11-15", "32-63"] and removed == [30, 10, 22, 39] and clusters == [30, 5, 2, 1]
+    assert accepted_pair_distances({"0": 0, "1": 4, "2": 0}) == (["1", "2"], [4, 0])
+    assert accepted_pair_distances({"0": 3, "1": 4}) == (["0", "1"], [3, 4])  # kept when not empty
+    labels, values, beyond = kept_distances({"0": 5, "2": 1, "9": 2}, k=6)
+    assert labels == [str(d) for d in range(10)] and values[9] == 2 and beyond == [d > 6 for d in range(10)]
+    assert kept_distances({"0": 5}, k=3)[0] == ["0", "1", "2", "3", "4"]  # room beyond k to see none there
+    summary = to_kept_summary([(0, 128, 7), (8, 100, 2), (3, None, 1)], duplicates=12, k=6, spec=SignatureSpec(),
+                              need=90, min_similarity=0.7)
+    assert summary["beyond_k"] == 2 and summary["kept_in_earlier_run"] == 2 and summary["below_min_similarity"] == 0
+    assert summary["similarity_histogram"]["0.95-1.00"] == 7 and summary["similarity_histogram"]["0.75-0.80"] == 2
+    assert nice_ticks(47) == [0, 10, 20, 30, 40, 50] and nice_ticks(3) == [0, 1, 2, 3]
+
+
+def test_an_insertion_does_not_mark_the_text_it_pushes_out_of_view():
+    body = " ".join(f"word{i}" for i in range(400))
+    ha, hb = excerpt_pair(body, body[:300] + " SPONSORED AD " + body[300:])
+    assert re.findall(r"<mark>(.*?)</mark>", hb) == [" SPONSORED AD "] and "<mark>" not in ha
+
+
+def test_excerpts_are_escaped_and_show_the_difference():
+    a = "same start " * 60 + "<b>one</b> end"
+    b = "same start " * 60 + "<b>two</b> end"
+    ha, hb = excerpt_pair(a, b)
+    assert "<b>" not in ha and "&lt;b&gt;" in ha
+    assert ha.startswith(a[:140] + '<span class="cut"> … </span>')  # its start, then from before the change
+    assert len(html.unescape(re.sub(r"<[^>]+>", "", ha))) < 140 + 480 + 10 < len(a)
+    assert "<mark>" in ha and "<mark>" in hb
+    assert html.unescape(re.sub(r"</?mark>", "", hb)).endswith("<b>two</b> end")
+
+
+def test_everything_from_the_input_is_escaped_on_the_page():
+    """Paths, configuration values, hosts and example texts go through html.escape."""
+    bad = '"><script>x</script>'
+    report = {
+        "input": bad, "output": bad, "started_at": "t", "total_seconds": 1.0, "simhash_dedup_version": "0",
+        "spark_version": "4", "fingerprint_version": bad, "input_rows": 3, "kept": 2, "duplicates": 1,
+        "exact_duplicates": 1, "near_duplicates": 0, "bad_rows": {"null_text": 0, "treatment": bad},
+        "clusters": {"size_histogram": {"1": 1, "2": 1}, "with_duplicates": 1, "largest": 2},
+        "candidates": {"pairs_accepted_by_distance": {"0": 0, "1": 0}, "pairs_accepted": 0, "pairs_compared": 0,
+                       "similarity_bands": None},
+        "duplicates_to_kept": {"distance_histogram": {"0": 1}, "similarity_histogram": {}, "beyond_k": 0},
+        "duplicate_rate_by": {"host": {"column": bad, "values": 1, "top": [
+            {"host": bad, "pages": 3, "duplicates": 1, "duplicate_rate": 0.3333}]}},
+        "seconds": {bad: 1.0}, "config": {"k": 1, bad: bad},
+    }
+    page = render_html(report, [{"duplicate": bad, "kept": 1, "distance": 0, "similarity": 1.0,
+                                 "duplicate_text": bad, "kept_text": bad, "duplicate_url": bad, "kept_url": None}])
+    assert "<script" not in page and page.count("&lt;script&gt;") >= 8
