@@ -54,6 +54,7 @@ class DedupConfig:
     max_component_rounds: int = 200
     checkpoint_dir: str = ""
     overwrite: bool = False
+    allow_empty: bool = False  # an input of 0 rows writes an empty, finished output instead of failing
     input_partitions: int = 0  # repartition the input (0 = as read); for tests and skewed inputs
     history: str = ""  # incremental mode: fingerprints and clusters of earlier runs, by run date
     run_date: str = ""  # this run's date in the history (YYYY-MM-DD); "" = today (UTC)
@@ -137,7 +138,8 @@ class DedupConfig:
             self.short_text.check()
         except ValueError as exc:
             raise bad(str(exc)) from None
-        if is_local(self.input) and not glob.glob(local_path(self.input)):
+        local = local_path(self.input)
+        if is_local(self.input) and not (os.path.exists(local) or glob.glob(local) or has_hadoop_glob(local)):
             raise bad(f"input {self.input} does not exist: fix --input")
         if self.input_format == "fingerprints" and self.keep == "longest":
             raise bad("--keep longest needs the text; with --input-format fingerprints use --keep id or earliest:COLUMN")
@@ -160,6 +162,11 @@ class DedupConfig:
 def is_local(path: str) -> bool:
     """A plain path or file: URI (checked before Spark starts); hdfs:, s3a: etc. are checked by Spark."""
     return "://" not in path or path.startswith("file:")
+
+
+def has_hadoop_glob(path: str) -> bool:
+    """Hadoop's glob syntax has {a,b}, which Python's glob has not: such a path is checked by the read stage."""
+    return "{" in path
 
 
 def local_path(path: str) -> str:
@@ -237,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-component-rounds", type=int)
     p.add_argument("--checkpoint-dir")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace a finished output")
+    p.add_argument("--allow-empty", action="store_true", default=None,
+                   help="an input of 0 rows writes an empty, finished output (default: it fails with exit 2)")
     p.add_argument("--history", help="incremental mode: directory of earlier runs' fingerprints (read, then appended)")
     p.add_argument("--run-date", help="this run's date in the history, YYYY-MM-DD (default: today, UTC)")
     p.add_argument("--simulate-fingerprint-bits", type=int,
