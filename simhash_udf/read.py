@@ -343,7 +343,7 @@ def load_input(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFra
 
 
 _FAILED_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)")
-_NOT_WARC = re.compile(r"(\S+) is not a readable WARC/WET file: ([^\n]*)")
+_NOT_WARC = re.compile(r"NotWarc: (\S+) is not a readable WARC/WET file: ([^\n]*)")
 
 
 def input_error(exc: BaseException) -> DedupError | None:
