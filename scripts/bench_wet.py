@@ -3,12 +3,16 @@
     python scripts/bench_wet.py [--mb 60] [--repeat 3] [--keep work/bench.warc.wet.gz | --file FILE]
 
 The file is written like Common Crawl's: one gzip member per record, a warcinfo record, then `conversion`
-records of generated English and Chinese pages (~5 KB each). Each parser runs over the same bytes in memory:
-- "job": `wet.wet_records` as the job runs it (our member-by-member decompression, which notices a cut
-  stream, then the parser on the plain WARC stream);
-- "native gzip": the parser's own gzip reading (what it would cost without the cut check).
-Prints seconds (best of --repeat), MB/s of compressed input and pages/s, and checks both parsers give the
-same pages.
+records of generated English and Chinese pages (~3-5 KB each). Each parser runs over the same bytes in memory:
+- "job": `wet.wet_records` as the job runs it with that parser (fastwarc: fastwarc decompresses, and the
+  last record's gzip member is decompressed again here to see a cut; warcio: decompressed here member by
+  member, which notices a cut stream, then warcio on the plain WARC stream);
+- "native gzip": the parser alone, reading gzip itself (no check for a cut file).
+Prints seconds (best of --repeat), MB/s of compressed input and pages/s, and checks that both parsers give
+the same pages.
+
+Measured on the development machine (2 cores shared with other jobs, load ~10), 60 MB, 44,084 pages:
+fastwarc job 2.82 s, native 2.82 s; warcio job 6.64 s, native 7.54 s.
 """
 from __future__ import annotations
 

@@ -84,7 +84,10 @@ class History:
         dates = self.run_dates()
         if not dates:
             return None
-        schema = self.spark.read.parquet(f"{self.path}/run_date={dates[0]}").schema  # the footers only
+        try:
+            schema = self.spark.read.parquet(f"{self.path}/run_date={dates[0]}").schema  # the footers only
+        except Exception:  # no readable rows there: nothing to compare with
+            return None
         return schema["id"].dataType.simpleString() if "id" in schema.fieldNames() else None
 
     def check_id_type(self, id_col: str, id_type: str) -> None:

@@ -2,12 +2,13 @@
 
 Files are read by Spark's `binaryFile` source (so globs, recursive lookup and partition directories behave as
 for every other format) and parsed on the executors by `mapInArrow`: Arrow batches of whole files in, Arrow
-batches of pages out. fastwarc parses ~5x faster than warcio (scripts/bench_wet.py, README "Inputs").
+batches of pages out. fastwarc parses ~2.5x faster than warcio (scripts/bench_wet.py, README "Inputs").
 
 Truncation: a WET file cut off mid-record (an interrupted download) is recognised, never read silently:
-- the file is decompressed here (gzip, bzip2 or zstd; concatenated members as Common Crawl writes them), so a
-  compressed stream that ends inside a member is known to be cut (both fastwarc and warcio silently drop a
-  record whose gzip member is cut);
+- a compressed stream that ends inside a member is seen (fastwarc and warcio both silently drop a record
+  whose gzip member is cut): gzip files, one member per record as Common Crawl writes them, are decompressed
+  by fastwarc and the last record's member once more here (_gzip_rows); bzip2 and zstd files are
+  decompressed here (Decompressed);
 - a record whose body is shorter than its Content-Length is cut.
 Either way the cut record becomes a row with `truncated_record` true, its text the bytes present (null if the
 cut is inside its header; its id is then the WARC-Record-ID if that header line arrived, else
