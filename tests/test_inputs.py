@@ -142,7 +142,7 @@ def test_globs_and_names_with_glob_characters(spark, tmp_path):
     write_lines(tmp_path / "day-2" / "b.jsonl", rows_of(2, 5))
     write_lines(tmp_path / "day-2" / "skip.csv.gz", [])
     write_lines(tmp_path / "odd[1].jsonl", rows_of(5, 6))
-    for path, rows in [(f"{tmp_path}/day-*/*.jsonl", 5), (f"{tmp_path}/odd[1].jsonl", 1), (f"{tmp_path}/day-{{1,2}}/*.jsonl", 5)]:
+    for path, rows in [(f"{tmp_path}/odd[1].jsonl", 1), (f"{tmp_path}/day-*/*.jsonl", 5), (f"{tmp_path}/day-{{1,2}}/*.jsonl", 5)]:
         cfg = load_config(["--input", path, "--output", str(tmp_path / "out")])
         assert loaded(spark, cfg.input).rows == rows, path
     with pytest.raises(DedupError, match=r"matches no file or directory: fix --input"):
