@@ -55,6 +55,7 @@ class DedupConfig:
     checkpoint_dir: str = ""
     overwrite: bool = False
     lock_stale_minutes: int = 10  # another host's lock (or history staging owner) without a heartbeat this long is dead
+    allow_empty: bool = False  # an input of 0 rows writes an empty, finished output instead of failing
     input_partitions: int = 0  # repartition the input (0 = as read); for tests and skewed inputs
     history: str = ""  # incremental mode: fingerprints and clusters of earlier runs, by run date
     run_date: str = ""  # this run's date in the history (YYYY-MM-DD); "" = today (UTC)
@@ -139,7 +140,8 @@ class DedupConfig:
             self.short_text.check()
         except ValueError as exc:
             raise bad(str(exc)) from None
-        if is_local(self.input) and not glob.glob(local_path(self.input)):
+        local = local_path(self.input)
+        if is_local(self.input) and not (os.path.exists(local) or glob.glob(local) or has_hadoop_glob(local)):
             raise bad(f"input {self.input} does not exist: fix --input")
         if self.input_format == "fingerprints" and self.keep == "longest":
             raise bad("--keep longest needs the text; with --input-format fingerprints use --keep id or earliest:COLUMN")
@@ -162,6 +164,11 @@ class DedupConfig:
 def is_local(path: str) -> bool:
     """A plain path or file: URI (checked before Spark starts); hdfs:, s3a: etc. are checked by Spark."""
     return "://" not in path or path.startswith("file:")
+
+
+def has_hadoop_glob(path: str) -> bool:
+    """Hadoop's glob syntax has {a,b}, which Python's glob has not: such a path is checked by the read stage."""
+    return "{" in path
 
 
 def local_path(path: str) -> str:
@@ -242,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lock-stale-minutes", type=int,
                    help="a lock on the output held from another host is taken over after this many minutes without "
                    "a heartbeat (default 10; on the same host as soon as its process is gone)")
+    p.add_argument("--allow-empty", action="store_true", default=None,
+                   help="an input of 0 rows writes an empty, finished output (default: it fails with exit 2)")
     p.add_argument("--history", help="incremental mode: directory of earlier runs' fingerprints (read, then appended)")
     p.add_argument("--run-date", help="this run's date in the history, YYYY-MM-DD (default: today, UTC)")
     p.add_argument("--simulate-fingerprint-bits", type=int,

@@ -1,8 +1,11 @@
 """Incremental runs: the fingerprints and cluster assignments of earlier runs, partitioned by run date.
 
 HISTORY/run_date=YYYY-MM-DD/ holds one row per document of that run: id, fingerprint, cluster_id,
-is_duplicate and kept_run_date (the run date of the cluster's kept page). HISTORY/_fingerprint_version
-names the fingerprint definition of every row; a run with another definition is refused.
+is_duplicate and kept_run_date (the run date of the cluster's kept page). The first run pins two things
+beside them, and every later run checks both before it writes anything: HISTORY/_fingerprint_version names
+the fingerprint definition of every row, HISTORY/_id_type the Spark type of the ids (cluster_id of a later
+page is an id of an earlier day, so the types must be one); a run with another definition or id type is
+refused.
 
 A run for date D reads the partitions before D only, so re-running a day (or a day whose run was killed
 after its partition was written) gives the same result. Earlier pages always outrank the run's own: a new
@@ -22,6 +25,7 @@ from .errors import DedupError
 
 log = logging.getLogger("simhash_dedup")
 VERSION_FILE = "_fingerprint_version"
+ID_TYPE_FILE = "_id_type"
 
 
 def check_run_date(run_date: str) -> str:
@@ -52,8 +56,8 @@ class History:
         names = [s.getPath().getName() for s in self.fs.listStatus(self._Path(self.path)) if s.isDirectory()]
         return sorted(n.split("=", 1)[1] for n in names if n.startswith("run_date="))
 
-    def stored_version(self) -> str | None:
-        p = self._Path(f"{self.path}/{VERSION_FILE}")
+    def _read_pin(self, name: str) -> str | None:
+        p = self._Path(f"{self.path}/{name}")
         if not self.fs.exists(p):
             return None
         stream = self.fs.open(p)
@@ -61,6 +65,44 @@ class History:
             return self.spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8").strip()
         finally:
             stream.close()
+
+    def _write_pin(self, name: str, value: str) -> None:
+        if self._read_pin(name) is not None:
+            return
+        stream = self.fs.create(self._Path(f"{self.path}/{name}"), True)
+        try:
+            stream.write(bytearray((value + "\n").encode("utf-8")))
+        finally:
+            stream.close()
+
+    def stored_version(self) -> str | None:
+        return self._read_pin(VERSION_FILE)
+
+    def stored_id_type(self) -> str | None:
+        """The pinned id type; for a history written before the pin, the id type of its first run's rows."""
+        pinned = self._read_pin(ID_TYPE_FILE)
+        if pinned is not None:
+            return pinned
+        dates = self.run_dates()
+        if not dates:
+            return None
+        try:
+            schema = self.spark.read.parquet(f"{self.path}/run_date={dates[0]}").schema  # the footers only
+        except Exception:  # no readable rows there: nothing to compare with
+            return None
+        return schema["id"].dataType.simpleString() if "id" in schema.fieldNames() else None
+
+    def check_id_type(self, id_col: str, id_type: str) -> None:
+        """This run's ids have the history's id type (checked once the input's schema is known, before
+        anything is written)."""
+        stored = self.stored_id_type()
+        if stored is not None and stored != id_type:
+            raise DedupError(
+                f"history {self.path} holds ids of type {stored}, but this run's id column {id_col!r} has type "
+                f"{id_type}: a page's cluster_id may be an id of an earlier day, so the types must be the same; "
+                f"make the id column {stored} (cast it upstream, or pass the --id-col that was used before), or "
+                "start a new --history directory for ids of the new type"
+            )
 
     def check_version(self, version: str) -> None:
         stored = self.stored_version()
@@ -102,12 +144,8 @@ class History:
         the history."""
         self._claim_staging()
         rows.write.parquet(self.staging)
-        if self.stored_version() is None:
-            stream = self.fs.create(self._Path(f"{self.path}/{VERSION_FILE}"), True)
-            try:
-                stream.write(bytearray((version + "\n").encode("utf-8")))
-            finally:
-                stream.close()
+        self._write_pin(VERSION_FILE, version)
+        self._write_pin(ID_TYPE_FILE, rows.schema["id"].dataType.simpleString())
 
     def publish(self) -> None:
         """Move the staged rows to run_date=D, replacing the partition of an earlier attempt of the same date."""

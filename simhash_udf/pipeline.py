@@ -20,7 +20,7 @@ from .fingerprint_udf import with_fingerprints
 from .history import History, attach_history, related_block_rows
 from .pairs import block_rows, group_batches
 from .errors import DedupError
-from .read import check_columns, check_ids, input_error, read_input
+from .read import EmptyInput, check_columns, check_file_systems, check_ids, input_error, load_input
 from .report_html import collect_page_data, render_html
 from .report_plots import write_plots
 from .resolve import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
@@ -79,14 +79,17 @@ def _persist(df: DataFrame) -> DataFrame:
 
 
 def prepare_documents(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
-    """(id, text, rank, text_null, invalid_utf8, truncated): text made valid UTF-8 and capped."""
+    """(id, text, rank, text_null, invalid_utf8, truncated, truncated_record): text made valid UTF-8 and capped.
+    A WET record cut off by the end of its file (wet.py: `truncated_record`) gets no text, so no fingerprint:
+    a cluster of its own."""
     text = F.col(cfg.text_col)
     if dict(raw.dtypes)[cfg.text_col] == "binary":
         text = text.cast("string")
     valid = F.make_valid_utf8(text)
+    cut = F.col("truncated_record") if "truncated_record" in raw.columns else F.lit(False)
     return raw.select(
         F.col(cfg.id_col).alias("id"),
-        F.substring(valid, 1, cfg.max_text_chars).alias("text"),
+        F.when(~cut, F.substring(valid, 1, cfg.max_text_chars)).alias("text"),
         keep_rank(cfg.keep, cfg.id_col, cfg.text_col).alias("rank"),
         text.isNull().alias("text_null"),
         # binary text: invalid UTF-8 is replaced here; string text: the reader replaced it already, so the
@@ -95,6 +98,7 @@ def prepare_documents(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
             "invalid_utf8"
         ),
         (F.coalesce(F.length(valid), F.lit(0)) > cfg.max_text_chars).alias("truncated"),
+        cut.alias("truncated_record"),
     )
 
 
@@ -109,6 +113,7 @@ def stored_fingerprints(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
         F.lit(False).alias("text_null"),
         F.lit(False).alias("invalid_utf8"),
         F.lit(False).alias("truncated"),
+        F.lit(False).alias("truncated_record"),
         fp.alias("fingerprint"),
         F.when(fp.isNull(), 0).otherwise(1).alias("n_features"),
         *signature,
@@ -265,11 +270,64 @@ def resolve_verified(pages: DataFrame, assigned: DataFrame, run_date: str | None
     return joined.select(*cols)
 
 
+BAD_ROWS_TREATMENT = (
+    "null text or text without features (empty, only white space or punctuation): no fingerprint, kept as a "
+    "cluster of its own; invalid UTF-8: replaced by U+FFFD then fingerprinted (counted: texts that hold U+FFFD "
+    "once decoded); text longer than max_text_chars: fingerprinted up to that length; truncated_records: WET "
+    "records cut off by the end of their file (Content-Length larger than the bytes present, or a cut gzip "
+    "member): no fingerprint, kept as a cluster of its own with the bytes present as text")
+
+
+def write_empty_output(spark: SparkSession, cfg: DedupConfig, out: OutputDir, empty: EmptyInput, timer: StageTimer,
+                       started: float) -> dict:
+    """--allow-empty and an input of 0 rows: an empty, finished output (clusters/ and kept/ with no rows,
+    report.json with zero counts and why, _SUCCESS). The history is neither read nor written: a day without
+    pages adds nothing to it."""
+    from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType
+
+    df = empty.df
+    id_type = df.schema[cfg.id_col].dataType if df is not None and cfg.id_col in df.columns else StringType()
+    clusters = StructType([StructField("id", id_type), StructField("fingerprint", LongType()),
+                           StructField("signature", BinaryType()), StructField("cluster_id", id_type),
+                           StructField("is_duplicate", BooleanType())])
+    spark.createDataFrame([], clusters).write.parquet(out.staged("clusters"))
+    kept_schema = df.schema if df is not None else StructType([StructField(cfg.id_col, id_type),
+                                                                StructField(cfg.text_col, StringType())])
+    spark.createDataFrame([], kept_schema).write.parquet(out.staged("kept"))
+    log.warning("input %s: %s; writing an empty output (--allow-empty)", cfg.input, empty)
+    report = {
+        "simhash_dedup_version": __version__,
+        "fingerprint_version": cfg.fingerprint_version() if cfg.input_format != "fingerprints" else "as stored in the input",
+        "input": cfg.input,
+        "output": cfg.output,
+        "empty_input": str(empty),
+        "input_rows": 0, "kept": 0, "duplicates": 0, "exact_duplicates": 0, "near_duplicates": 0,
+        "bad_rows": {"null_text": 0, "no_features": 0, "invalid_utf8_replaced": 0, "truncated": 0,
+                     "truncated_records": 0, "treatment": BAD_ROWS_TREATMENT},
+        "distinct_fingerprints": 0,
+        "clusters": {"total": 0, "with_duplicates": 0, "largest": 0, "size_histogram": {},
+                     "max_distance_to_kept_histogram": {}},
+        "history": {"path": cfg.history, "run_date": cfg.run_date, "written": False} if cfg.history else None,
+        "seconds": timer.seconds,
+        "config": cfg.to_dict(),
+        "spark_version": spark.version,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "total_seconds": round(time.time() - started, 3),
+        "plots": [],
+    }
+    if not cfg.checkpoint_dir:
+        out.remove_staged("_checkpoints")
+    out.write_report(report)
+    out.commit()
+    return report
+
+
 def run(cfg: DedupConfig, spark: SparkSession) -> dict:
     """Run the job for a validated configuration; returns the report (also written to DIR/report.json)."""
     started = time.time()
     timer = StageTimer()
     termination.check()
+    check_file_systems(spark, cfg.input, cfg.output, cfg.history)
     out = OutputDir(spark, cfg.output)
     out.refuse_overlap(cfg.input, cfg.history)
     out.check_writable(cfg.overwrite)  # refused before anything is written, the lock included
@@ -293,7 +351,14 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(cfg.arrow_batch_mb << 20))
         spark.sparkContext.setCheckpointDir(cfg.checkpoint_dir or out.staged("_checkpoints"))
         with timer("read") as counts:
-            raw = read_input(spark, cfg.input, cfg.input_format)
+            try:
+                loaded = load_input(spark, cfg.input, cfg.input_format, keep)
+            except EmptyInput as empty:
+                if not cfg.allow_empty:
+                    raise DedupError(f"{empty}: check that the input is complete (a missing day, a wrong --input), "
+                                     "or pass --allow-empty to write an empty, finished output") from None
+                return write_empty_output(spark, cfg, out, empty, timer, started)
+            raw = loaded.df
             extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
             if cfg.input_format == "fingerprints":
                 check_columns(raw, cfg.id_col, "fingerprint", extra, text_types=("bigint",))
@@ -303,10 +368,12 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                         "version has one): pass --min-similarity 0 to cluster by fingerprint distance alone")
             else:
                 check_columns(raw, cfg.id_col, cfg.text_col, extra)
+            if history is not None:  # before anything is written
+                history.check_id_type(cfg.id_col, raw.schema[cfg.id_col].dataType.simpleString())
             if cfg.input_partitions:
                 raw = raw.repartition(cfg.input_partitions)
             check_ids(raw, cfg.id_col)
-            counts["columns"] = len(raw.columns)
+            counts.update(rows=loaded.rows, files=loaded.files.files, columns=len(raw.columns))
 
         spec = cfg.features
         short_off = cfg.short_text_off_because()
@@ -327,6 +394,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 F.sum(((F.col("n_features") == 0)).cast("long")).alias("no_features"),
                 F.sum(F.col("invalid_utf8").cast("long")).alias("invalid_utf8"),
                 F.sum(F.col("truncated").cast("long")).alias("truncated"),
+                F.sum(F.col("truncated_record").cast("long")).alias("truncated_records"),
                 F.count("fingerprint").alias("fingerprinted"),
             ).first().asDict()
             counts.update(rows=int(doc_stats["input_rows"]), fingerprinted=int(doc_stats["fingerprinted"]))
@@ -391,6 +459,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             else f"{spec.version()}+{cfg.signature.version()}",
             "input": cfg.input,
             "output": cfg.output,
+            "input_files": {"format": loaded.fmt, **loaded.files.describe()},
             "input_rows": input_rows,
             "kept": kept_rows,
             "duplicates": duplicates,
@@ -401,10 +470,8 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 "no_features": int(doc_stats["no_features"] or 0),
                 "invalid_utf8_replaced": int(doc_stats["invalid_utf8"] or 0),
                 "truncated": int(doc_stats["truncated"] or 0),
-                "treatment": "null text or text without features (empty, only white space or punctuation): "
-                "no fingerprint, kept as a cluster of its own; invalid UTF-8: replaced by U+FFFD then "
-                "fingerprinted (counted: texts that hold U+FFFD once decoded); text longer than max_text_chars: "
-                "fingerprinted up to that length",
+                "truncated_records": int(doc_stats["truncated_records"] or 0),
+                "treatment": BAD_ROWS_TREATMENT,
             },
             "distinct_fingerprints": near["distinct_fingerprints"],
             "clusters": {

@@ -1,7 +1,19 @@
-"""Spark stage 1: read the input into a DataFrame and check it before any expensive work."""
+"""Spark stage 1: find the input files, read them into a DataFrame and check it before any expensive work.
+
+Which files: --input is a file, a directory or a Hadoop glob (`/crawl/day-*/*.jsonl`); an existing path is
+taken literally even when its name holds glob characters (`a[1].jsonl`). Directories are read recursively,
+hidden files and directories (`_*`, `.*`, as Spark skips them) aside. When every file lies below `key=value`
+directories (the same keys in every branch) Spark's partition discovery turns them into columns; any other
+tree is read with Spark's `recursiveFileLookup` (no partition columns, as Spark cannot derive them there).
+The listing happens once on the driver (file names only, no data) and also decides the format.
+"""
 from __future__ import annotations
 
+import logging
 import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -9,8 +21,12 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from .errors import DedupError
 
+log = logging.getLogger("simhash_dedup")
 CORRUPT = "_corrupt_record"  # Spark's column for lines/rows its JSON and CSV parsers cannot read
 SOURCE_FILE = "_source_file"
+# Jackson's default limit is 20,000,000 characters per JSON string; pages are capped later (max_text_chars),
+# so the reader takes any string a Spark row can hold.
+JSON_OPTIONS = {"maxStringLen": str(2**31 - 1)}
 
 _EXTENSIONS = {
     ".parquet": "parquet",
@@ -21,66 +37,212 @@ _EXTENSIONS = {
     ".txt": "text",
     ".wet": "wet",
 }
+# Read by Hadoop's codecs (JSON, CSV, text) or by wet.py (WET).
+COMPRESSIONS = (".gz", ".bz2", ".zst")
+# Not readable here: no Hadoop codec, or a Hadoop codec whose framing is not the command-line tool's.
+UNSUPPORTED_COMPRESSIONS = (".xz", ".lzma", ".lz4", ".snappy", ".lzo", ".br", ".zip", ".7z", ".rar", ".tar", ".tgz", ".z")
+PARSED_FORMATS = ("json", "csv", "wet")  # parsed at some cost: cached once read (pipeline)
+_GLOB_CHARS = re.compile(r"([\\*?\[\]{}])")
+_HADOOP_PACKAGES = {
+    "s3a": "org.apache.hadoop:hadoop-aws:{hadoop}",
+    "s3": "org.apache.hadoop:hadoop-aws:{hadoop} (and write the path as s3a://)",
+    "s3n": "org.apache.hadoop:hadoop-aws:{hadoop} (and write the path as s3a://)",
+    "abfs": "org.apache.hadoop:hadoop-azure:{hadoop}",
+    "abfss": "org.apache.hadoop:hadoop-azure:{hadoop}",
+    "wasb": "org.apache.hadoop:hadoop-azure:{hadoop}",
+    "wasbs": "org.apache.hadoop:hadoop-azure:{hadoop}",
+    "gs": "com.google.cloud.bigdataoss:gcs-connector:hadoop3-<version> (the GCS connector)",
+}
 
 
-def _hadoop_path(spark: SparkSession, path: str):
+class EmptyInput(DedupError):
+    """The input holds no rows; `df` is the (empty) input when its schema is known, else None."""
+
+    def __init__(self, message: str, df: DataFrame | None = None):
+        super().__init__(message)
+        self.df = df
+
+
+def has_glob(path: str) -> bool:
+    return any(c in path for c in "*?[{")
+
+
+def escape_glob(path: str) -> str:
+    """The path as a Hadoop glob that matches exactly itself: Spark's readers glob every path they are given."""
+    return _GLOB_CHARS.sub(r"\\\1", path)
+
+
+def is_hidden(name: str) -> bool:
+    """Spark's rule for files and directories its readers skip (InMemoryFileIndex.shouldFilterOutPathName)."""
+    return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
+
+
+def file_system(spark: SparkSession, path: str):
+    """The Hadoop FileSystem of path; a scheme without its connector on the classpath is a clear error."""
     jvm = spark.sparkContext._jvm
     p = jvm.org.apache.hadoop.fs.Path(path)
-    return p, p.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    try:
+        return p.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    except Exception as exc:  # py4j's Py4JJavaError: UnsupportedFileSystemException, ClassNotFoundException
+        text = str(exc)
+        if "No FileSystem for scheme" not in text and "ClassNotFoundException" not in text:
+            raise
+        scheme = path.split("://", 1)[0] if "://" in path else path.split(":", 1)[0]
+        hadoop = jvm.org.apache.hadoop.util.VersionInfo.getVersion()
+        package = _HADOOP_PACKAGES.get(scheme.lower(), "").format(hadoop=hadoop)
+        fix = (f"add --packages {package} to spark-submit (Hadoop {hadoop} is the version this Spark ships)" if package
+               else f"add the Hadoop file system for {scheme}:// to the classpath (spark-submit --packages or --jars)")
+        raise DedupError(f"no Hadoop file system for {scheme}:// paths ({path}) is on the classpath: {fix}") from None
 
 
-def data_files(spark: SparkSession, path: str, limit: int = 1000) -> list[str]:
-    """Names of (up to `limit`) visible data files under path; raises a clear error when path is missing."""
-    p, fs = _hadoop_path(spark, path)
-    if not fs.exists(p):
-        raise DedupError(f"input {path} does not exist: fix --input")
-    names = []
-    it = fs.listFiles(p, True)
-    while it.hasNext() and len(names) < limit:
-        name = it.next().getPath().getName()
-        if not name.startswith(("_", ".")):
-            names.append(name)
-    if not names:
-        raise DedupError(f"input {path} holds no data files: fix --input")
-    return names
+def check_file_systems(spark: SparkSession, *paths: str) -> None:
+    """Every path's file system is there, before anything is read or written."""
+    for path in paths:
+        if path:
+            file_system(spark, path)
 
 
-def detect_format(names: list[str]) -> str:
-    found = set()
-    for name in names:
-        base = name[:-3] if name.endswith(".gz") else name
-        for ext, fmt in _EXTENSIONS.items():
-            if base.endswith(ext) or (fmt == "parquet" and ".parquet" in base):
-                found.add(fmt)
-    if len(found) != 1:
-        what = "no known file extension" if not found else f"a mix of {sorted(found)}"
-        raise DedupError(
-            f"cannot tell the input format ({what} among files such as {names[:3]}): "
-            "pass --input-format parquet|json|csv|text|wet"
-        )
-    return found.pop()
+def _format_of(name: str) -> tuple[str | None, str | None]:
+    """(format, unsupported compression suffix) of a file name, e.g. ('json', None) for x.jsonl.gz."""
+    base = name.lower()
+    for ext in UNSUPPORTED_COMPRESSIONS:
+        if base.endswith(ext):
+            return None, ext
+    for ext in COMPRESSIONS:
+        if base.endswith(ext):
+            base = base[: -len(ext)]
+            break
+    for ext, fmt in _EXTENSIONS.items():
+        if base.endswith(ext):
+            return fmt, None
+    return None, None
 
 
-def read_input(spark: SparkSession, path: str, fmt: str) -> DataFrame:
-    if fmt == "auto":
-        fmt = detect_format(data_files(spark, path))
+@dataclass
+class InputFiles:
+    """What --input names, from one listing on the driver (file names only)."""
+
+    path: str  # as given
+    spark_path: str  # what Spark's readers get: a literal path's glob characters escaped
+    files: int = 0
+    formats: Counter = field(default_factory=Counter)  # format (None: unknown) -> files
+    examples: dict = field(default_factory=dict)  # format or compression -> up to 3 file paths
+    unsupported: Counter = field(default_factory=Counter)  # unsupported compression suffix -> files
+    layout: str = "flat"  # flat: files only at the top; partitioned: key=value dirs; recursive: any other tree
+    partition_keys: list = field(default_factory=list)
+    dirs: set = field(default_factory=set, repr=False)  # distinct directories of the files, relative to the input
+
+    @property
+    def reader_options(self) -> dict:
+        return {"recursiveFileLookup": "true"} if self.layout == "recursive" else {}
+
+    def describe(self) -> dict:
+        return {"files": self.files, "layout": self.layout, "partition_columns": self.partition_keys}
+
+    def add(self, path: str, rel_dirs: tuple) -> None:
+        name = path.rsplit("/", 1)[-1]
+        fmt, bad = _format_of(name)
+        self.files += 1
+        key = bad or fmt
+        self.formats[fmt] += 1
+        if bad:
+            self.unsupported[bad] += 1
+        examples = self.examples.setdefault(key, [])
+        if len(examples) < 3:
+            examples.append(path)
+        self.dirs.add(rel_dirs)
+
+    def decide_layout(self) -> None:
+        dirs = self.dirs
+        if dirs <= {()}:
+            self.layout = "flat"
+            return
+        keys = {tuple(part.split("=", 1)[0] for part in d) for d in dirs}
+        if () not in dirs and all("=" in part for d in dirs for part in d) and len(keys) == 1:
+            self.layout, self.partition_keys = "partitioned", list(keys.pop())
+            return
+        self.layout = "recursive"
+        if any("=" in part for d in dirs for part in d):
+            log.warning("input %s: some files lie outside key=value directories, so the directories are not "
+                        "turned into columns (Spark's partition discovery needs every file below them)", self.path)
+
+
+def list_input(spark: SparkSession, path: str) -> InputFiles:
+    """List the data files --input names (a file, a directory read recursively, or a glob)."""
+    jvm = spark.sparkContext._jvm
+    fs = file_system(spark, path)
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    if fs.exists(p):  # an existing path is literal, whatever characters its name holds
+        roots = [fs.getFileStatus(p)]
+        info = InputFiles(path, escape_glob(path) if has_glob(path) else path)
+    elif has_glob(path):
+        roots = [s for s in (fs.globStatus(p) or []) if not is_hidden(s.getPath().getName())]
+        if not roots:
+            raise DedupError(f"input {path} matches no file or directory: fix --input")
+        info = InputFiles(path, path)
     else:
-        data_files(spark, path)
+        raise DedupError(f"input {path} does not exist: fix --input")
+    for root in roots:
+        if not root.isDirectory():
+            info.add(root.getPath().toString(), ())
+            continue
+        prefix = root.getPath().toString().rstrip("/") + "/"
+        it = fs.listFiles(root.getPath(), True)
+        while it.hasNext():
+            file_path = it.next().getPath().toString()
+            parts = file_path[len(prefix):].split("/") if file_path.startswith(prefix) else [file_path]
+            if not any(is_hidden(part) for part in parts):
+                info.add(file_path, tuple(parts[:-1]))
+    info.decide_layout()
+    return info
+
+
+def detect_format(info: InputFiles, requested: str = "auto") -> str:
+    """The input format from the file names (requested unless 'auto'); unreadable compression is refused."""
+    if info.unsupported:
+        ext, n = info.unsupported.most_common(1)[0]
+        raise DedupError(
+            f"{n} input files are compressed with {ext}, which this job cannot read (e.g. {info.examples[ext][0]}): "
+            "decompress them, or recompress them as .gz, .bz2 or .zst")
+    if requested != "auto":
+        return requested
+    known = sorted(f for f in info.formats if f is not None)
+    unknown = info.formats.get(None, 0)
+    if len(known) == 1 and not unknown:
+        return known[0]
+    shown = [e for f in known + [None] for e in info.examples.get(f, [])][:3]
+    if not known:
+        what = "no known file extension"
+    elif len(known) > 1:
+        what = f"a mix of {known}"
+    else:
+        what = f"{unknown} files without a known extension among the {known[0]} files, e.g. {info.examples[None][:3]}"
+        raise DedupError(f"cannot tell the input format ({what}): pass a glob that selects the {known[0]} files "
+                         f"only, or --input-format {known[0]} to read every file as {known[0]}")
+    raise DedupError(f"cannot tell the input format ({what} among files such as {shown}): "
+                     "pass --input-format parquet|json|csv|text|wet")
+
+
+def read_files(spark: SparkSession, info: InputFiles, fmt: str) -> DataFrame:
+    """The input as Spark reads it; JSON Lines and CSV still with the corrupt-record and source-file columns
+    (refuse_corrupt drops them once the rows are cached)."""
+    reader = spark.read.options(**info.reader_options)
+    path = info.spark_path
     if fmt in ("parquet", "fingerprints"):
-        return spark.read.parquet(path)
+        return reader.parquet(path)
     if fmt == "json":
-        return refuse_corrupt(read_json_lines(spark, path), "JSON Lines")
+        return read_json_lines(spark, info)
     if fmt == "csv":
-        return refuse_corrupt(read_csv(spark, path), "CSV")
+        return read_csv(spark, info)
     if fmt == "text":
         # One document per file: the id is the file's path.
-        return spark.read.text(path, wholetext=True).select(
-            F.input_file_name().alias("id"), F.col("value").alias("text")
+        return reader.text(path, wholetext=True).select(
+            F.input_file_name().alias("id"), F.col("value").alias("text"), *info.partition_keys
         )
     if fmt == "wet":
         from .wet import read_wet
 
-        return read_wet(spark, path)
+        return read_wet(reader.format("binaryFile").load(path))
     raise DedupError(f"--input-format {fmt!r} is unknown")
 
 
@@ -88,37 +250,63 @@ def _with_corrupt_column(schema: StructType) -> StructType:
     return StructType([f for f in schema.fields if f.name != CORRUPT] + [StructField(CORRUPT, StringType())])
 
 
-def read_json_lines(spark: SparkSession, path: str) -> DataFrame:
+def _repeated_key_error(spark: SparkSession, info: InputFiles, exc: Exception) -> DedupError:
+    """A JSON object with a key twice (Spark's schema inference stops there): name the key and a line."""
+    match = re.search(r"column `([^`]*)` already exists", str(exc))
+    key = match.group(1) if match else "?"
+    lines = spark.read.options(**info.reader_options).text(info.spark_path)
+    pattern = f'(?i)"\\Q{key}\\E"\\s*:'  # a Java regex: the key quoted, any case, then a colon
+    example = lines.where(F.regexp_count("value", F.lit(pattern)) > 1).select(
+        F.input_file_name().alias("file"), "value").limit(1).collect() if match else []
+    where = f", e.g. {example[0]['file']}: {example[0]['value'][:80]!r}" if example else ""
+    return DedupError(f"a JSON object holds the key {key!r} twice (keys that differ only in case count as the same)"
+                      f"{where}: Spark cannot tell which value is meant; remove the repeated key upstream")
+
+
+def read_json_lines(spark: SparkSession, info: InputFiles) -> DataFrame:
     """JSON Lines, one object per line, parsed from lines decoded as UTF-8 with replacement: Spark's JSON
     reader would turn a line with invalid bytes into a corrupt record; this way the page is kept, and
-    counted later (its text holds U+FFFD). Blank lines are not rows."""
-    schema = _with_corrupt_column(spark.read.json(path).schema)
-    lines = spark.read.text(path).where(F.trim("value") != "")
-    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-    parsed = lines.select(F.from_json("value", schema, options).alias("_r"), F.input_file_name().alias(SOURCE_FILE))
-    return parsed.select("_r.*", SOURCE_FILE)
+    counted later (its text holds U+FFFD). Blank lines are not rows. Partition columns come from the lines'
+    files, not from the objects."""
+    options = {**info.reader_options, **JSON_OPTIONS}
+    try:
+        inferred = spark.read.options(**options).json(info.spark_path).schema
+    except Exception as exc:
+        if "COLUMN_ALREADY_EXISTS" in str(exc):
+            raise _repeated_key_error(spark, info, exc) from None
+        raise
+    fields = [f for f in inferred.fields if f.name not in info.partition_keys]
+    if not fields:
+        raise EmptyInput(f"input {info.path} holds no JSON objects ({info.files} files, all empty or blank)")
+    lines = spark.read.options(**info.reader_options).text(info.spark_path).where(F.trim("value") != "")
+    parse = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT, **JSON_OPTIONS}
+    parsed = lines.select(F.from_json("value", _with_corrupt_column(StructType(fields)), parse).alias("_r"),
+                          *info.partition_keys, F.input_file_name().alias(SOURCE_FILE))
+    return parsed.select("_r.*", *info.partition_keys, SOURCE_FILE)
 
 
-def read_csv(spark: SparkSession, path: str) -> DataFrame:
+def read_csv(spark: SparkSession, info: InputFiles) -> DataFrame:
     """CSV with a header; quoted fields may span lines. The types are inferred in a first pass, then rows
     are read with Spark's corrupt-record column, so a row with more or fewer fields than the header is
     caught instead of being padded or cut silently."""
-    options = dict(header=True, multiLine=True, escape='"')
-    schema = _with_corrupt_column(spark.read.options(inferSchema=True, **options).csv(path).schema)
-    rows = spark.read.options(columnNameOfCorruptRecord=CORRUPT, mode="PERMISSIVE", **options).schema(schema).csv(path)
+    options = dict(header=True, multiLine=True, escape='"', **info.reader_options)
+    schema = spark.read.options(inferSchema=True, **options).csv(info.spark_path).schema
+    if not [f for f in schema.fields if f.name not in info.partition_keys]:
+        raise EmptyInput(f"input {info.path} holds no CSV header or rows ({info.files} files, all empty)")
+    rows = spark.read.options(columnNameOfCorruptRecord=CORRUPT, mode="PERMISSIVE", **options).schema(
+        _with_corrupt_column(schema)).csv(info.spark_path)
     return rows.select("*", F.input_file_name().alias(SOURCE_FILE))
 
 
 def refuse_corrupt(df: DataFrame, what: str) -> DataFrame:
     """Stop with the file and a sample of the first rows Spark could not parse; else drop the helper columns.
-    Such a row has no trustworthy id, so it can be neither kept nor reported as a duplicate."""
-    # one data column more than the corrupt-record column: Spark refuses a scan of raw CSV that reads only it
+    Such a row has no trustworthy id, so it can be neither kept nor reported as a duplicate. Runs on the
+    cached rows (Spark refuses a query of raw CSV that reads only the corrupt-record column)."""
     data_cols = [c for c in df.columns if c not in (CORRUPT, SOURCE_FILE)][:1]
     bad = df.where(F.col(CORRUPT).isNotNull()).select(SOURCE_FILE, CORRUPT, *data_cols)
     examples = bad.limit(3).collect()
     if examples:
-        n = bad.cache().count()  # cached: Spark refuses a count of raw CSV that would read the corrupt column only
-        bad.unpersist()
+        n = bad.count()
         shown = "; ".join(f"{r[SOURCE_FILE]}: {r[CORRUPT][:80]!r}" for r in examples)
         raise DedupError(
             f"{n} {what} rows cannot be parsed (malformed, or a different number of fields than the header), "
@@ -127,13 +315,50 @@ def refuse_corrupt(df: DataFrame, what: str) -> DataFrame:
     return df.drop(CORRUPT, SOURCE_FILE)
 
 
+@dataclass
+class LoadedInput:
+    df: DataFrame  # the input rows (cached when parsed: PARSED_FORMATS)
+    fmt: str
+    rows: int
+    files: InputFiles
+
+
+def load_input(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFrame], DataFrame]) -> LoadedInput:
+    """List, read and count the input, parsing each file once: JSON Lines, CSV and WET rows are cached
+    (keep: persisted MEMORY_AND_DISK by the pipeline) and counted in one pass, which also checks them; the id
+    check, the fingerprints and kept/ then read the cache. Raises EmptyInput for 0 rows."""
+    info = list_input(spark, path)
+    if not info.files:
+        raise EmptyInput(f"input {path} holds no data files (only hidden ones such as _SUCCESS, or none)")
+    fmt = detect_format(info, fmt)
+    df = read_files(spark, info, fmt)
+    if fmt in PARSED_FORMATS:
+        df = keep(df)
+    rows = df.count()
+    if CORRUPT in df.columns:
+        df = refuse_corrupt(df, "JSON Lines" if fmt == "json" else "CSV")
+    if rows == 0:
+        raise EmptyInput(f"input {path} holds no rows ({info.files} {fmt} files)", df)
+    return LoadedInput(df, fmt, rows, info)
+
+
 _FAILED_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)")
+_NOT_WARC = re.compile(r"NotWarc: (\S+) is not a readable WARC/WET file: ([^\n]*)")
 
 
 def input_error(exc: BaseException) -> DedupError | None:
-    """A Spark failure to read one input file (truncated Parquet, a bad gzip stream, ...) as a clear error that
-    names the file; None for any other failure."""
+    """A Spark failure to read one input file (truncated Parquet, a bad gzip stream, a broken WET file, a
+    codec without its native library) as a clear error that names the file; None for any other failure."""
+    if isinstance(exc, DedupError):
+        return None
     text = str(exc)
+    match = _NOT_WARC.search(text)
+    if match:
+        return DedupError(f"input file {match.group(1)} is not a readable WARC/WET file ({match.group(2)[:200]}): "
+                          "replace or remove it, or fix --input-format")
+    if "zStandard" in text and "native" in text:
+        return DedupError("reading .zst input needs Hadoop's native zstd library, which this Spark does not have: "
+                          "recompress the files as .gz or .bz2, or install Hadoop's native libraries (libhadoop)")
     match = _FAILED_FILE.search(text)
     if not match:
         return None
@@ -143,6 +368,10 @@ def input_error(exc: BaseException) -> DedupError | None:
                       "replace or remove it, or fix --input-format")
 
 
+# Types an id can have: clusters/ and the history store it, group and compare it (cluster_id is an id).
+_ID_TYPES = re.compile(r"(string|tinyint|smallint|int|bigint|decimal\(\d+,\d+\)|date|timestamp|timestamp_ntz|binary)")
+
+
 def check_columns(df: DataFrame, id_col: str, text_col: str, extra=(), text_types=("string", "binary")) -> None:
     """The id column, the text column (or `fingerprint` for stored fingerprints) and the keep column exist."""
     cols = df.columns
@@ -150,6 +379,11 @@ def check_columns(df: DataFrame, id_col: str, text_col: str, extra=(), text_type
     for col, option in [(id_col, "--id-col NAME"), (text_col, text_option)] + [(c, "--keep earliest:COLUMN") for c in extra]:
         if col not in cols:
             raise DedupError(f"column {col!r} is not in the input (columns: {', '.join(cols)}): pass {option}")
+    id_type = df.schema[id_col].dataType.simpleString()
+    if not _ID_TYPES.fullmatch(id_type):
+        raise DedupError(f"the id column {id_col!r} has type {id_type}: ids must be strings, integers, decimals, dates "
+                         "or timestamps (they are compared and stored as cluster ids); pass --id-col with such a "
+                         "column, or make one upstream")
     dtype = df.schema[text_col].dataType.simpleString()
     if dtype not in text_types:
         raise DedupError(

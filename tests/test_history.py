@@ -1,7 +1,9 @@
 """Incremental runs (--history): three simulated days give, for each day's pages, what one run over all
-days gives them; re-running a day is idempotent; a history of another fingerprint definition is refused."""
+days gives them; re-running a day is idempotent; a history of another fingerprint definition or id type is
+refused."""
 import os
 import random
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -87,7 +89,7 @@ def test_history_layout_and_rerun_is_idempotent(spark, days, incremental):
     root, _ = days
     hist = root / "history"
     assert sorted(p for p in os.listdir(hist) if not p.startswith(".")) == [
-        "_fingerprint_version", *[f"run_date={d}" for d in DAYS]
+        "_fingerprint_version", "_id_type", *[f"run_date={d}" for d in DAYS]
     ]
     stored = pd.read_parquet(hist)
     assert len(stored) == sum(incremental[d]["input_rows"] for d in DAYS)
@@ -142,3 +144,23 @@ def test_history_option_errors(days, args, message):
     argv = ["--input", str(root / "all.parquet"), "--output", str(root / "o"), *args]
     with pytest.raises(DedupError, match=message):
         load_config([a.replace("H", str(root / "h")) if a == "H" else a for a in argv])
+
+
+def test_id_type_is_pinned_and_a_change_refused_before_anything_is_written(spark, days, incremental, tmp_path):
+    """Day 1 pinned the ids' type (bigint); a day with string ids is refused with both types and what to do
+    (before: accepted, and every later day failed with a message about merging Parquet schemas). A history
+    written before the pin is checked against the type of its first run's rows."""
+    root, rows = days
+    hist = root / "history"
+    assert (hist / "_id_type").read_text().strip() == "bigint"
+    day4 = rows[rows["crawl_day"] == DAYS[2]].assign(id=lambda d: "page-" + d["id"].astype(str))
+    day4.to_parquet(tmp_path / "day4.parquet")
+    unpinned = tmp_path / "old-history"
+    shutil.copytree(hist, unpinned, ignore=shutil.ignore_patterns("_id_type", "._id_type.crc"))
+    for history in (hist, unpinned):
+        with pytest.raises(DedupError, match=r"holds ids of type bigint, but this run's id column 'id' has type "
+                                             r"string.*make the id column bigint.*or start a new --history"):
+            job(spark, "--input", str(tmp_path / "day4.parquet"), "--output", str(tmp_path / "out"),
+                "--history", str(history), "--run-date", "2026-03-04")
+        assert not os.path.exists(tmp_path / "out")
+        assert not [p for p in os.listdir(history) if p.startswith("_staging") or p.endswith("2026-03-04")]

@@ -82,3 +82,135 @@ def test_20mb_page_is_capped_and_counted(spark, tmp_path):
     # the same first million characters: the same fingerprint, so the two pages are one cluster
     assert clusters.loc[100, "fingerprint"] == clusters.loc[101, "fingerprint"]
     assert clusters.loc[101, "cluster_id"] == 100
+
+
+# --- where the files are, how they are compressed, and inputs with no rows (issue 19) ---
+
+def rows_of(start, stop):
+    return [{"id": i, "text": f"page {i}: {' '.join(f'w{i * 31 + j}' for j in range(12))}"} for i in range(start, stop)]
+
+
+def write_lines(path, rows, compress=None):
+    import bz2
+    import gzip
+
+    import zstandard
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    data = {None: lambda d: d, "gz": gzip.compress, "bz2": bz2.compress,
+            "zst": zstandard.ZstdCompressor().compress}[compress](data)
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
+def loaded(spark, path, fmt="auto"):
+    from simhash_udf.read import load_input
+
+    return load_input(spark, str(path), fmt, lambda df: df)
+
+
+def test_subfolders_and_compressed_files_are_all_read(spark, tmp_path):
+    """Files in subfolders of --input (before: 10 of 40 rows read, exit 0) and .gz/.bz2/.zst JSON Lines
+    (before: .bz2 and .zst not recognised); hidden files and folders are skipped, as Spark does."""
+    root = tmp_path / "crawl"
+    write_lines(root / "top.jsonl", rows_of(0, 10))
+    write_lines(root / "2026" / "01" / "a.jsonl.gz", rows_of(10, 20), "gz")
+    write_lines(root / "2026" / "02" / "b.jsonl.bz2", rows_of(20, 30), "bz2")
+    write_lines(root / "more" / "c.jsonl.zst", rows_of(30, 40), "zst")
+    write_lines(root / "_temporary" / "0" / "part.jsonl", rows_of(100, 102))  # a writer's leftovers: hidden
+    write_lines(root / ".top.jsonl.crc", rows_of(200, 201))
+    report = job(spark, "--input", root, "--output", tmp_path / "out")
+    assert report["input_rows"] == 40
+    assert report["input_files"] == {"format": "json", "files": 4, "layout": "recursive", "partition_columns": []}
+    assert sorted(pd.read_parquet(tmp_path / "out" / "clusters")["id"]) == list(range(40))
+
+
+def test_partition_directories_become_columns(spark, tmp_path):
+    root = tmp_path / "crawl"
+    write_lines(root / "day=2026-01-01" / "a.jsonl", rows_of(0, 3))
+    write_lines(root / "day=2026-01-02" / "b.jsonl.gz", rows_of(3, 5), "gz")
+    got = loaded(spark, root)
+    assert got.rows == 5 and got.files.layout == "partitioned" and got.files.partition_keys == ["day"]
+    days = {r["id"]: str(r["day"]) for r in got.df.select("id", "day").collect()}
+    assert days == {0: "2026-01-01", 1: "2026-01-01", 2: "2026-01-01", 3: "2026-01-02", 4: "2026-01-02"}
+
+
+def test_globs_and_names_with_glob_characters(spark, tmp_path):
+    """A glob reads what it matches; an existing file whose name holds glob characters is that file (before:
+    both 'does not exist')."""
+    write_lines(tmp_path / "day-1" / "a.jsonl", rows_of(0, 2))
+    write_lines(tmp_path / "day-2" / "b.jsonl", rows_of(2, 5))
+    write_lines(tmp_path / "day-2" / "skip.csv.gz", [])
+    write_lines(tmp_path / "odd[1].jsonl", rows_of(5, 6))
+    for path, rows in [(f"{tmp_path}/odd[1].jsonl", 1), (f"{tmp_path}/day-*/*.jsonl", 5), (f"{tmp_path}/day-{{1,2}}/*.jsonl", 5)]:
+        cfg = load_config(["--input", path, "--output", str(tmp_path / "out")])
+        assert loaded(spark, cfg.input).rows == rows, path
+    with pytest.raises(DedupError, match=r"matches no file or directory: fix --input"):
+        loaded(spark, f"{tmp_path}/day-*/*.parquet")
+
+
+def test_json_page_over_the_parsers_limit_is_read_then_capped(spark, tmp_path):
+    """Jackson's default limit is 20,000,000 characters per string (before: the job stopped, 'malformed');
+    the page is read whole, fingerprinted up to --max-text-chars and counted as truncated."""
+    from pyspark.sql import functions as F
+
+    from simhash_udf.pipeline import prepare_documents
+
+    write_lines(tmp_path / "in.jsonl", rows_of(0, 1) + [{"id": 1, "text": "word " * 4_000_001}])
+    got = loaded(spark, tmp_path / "in.jsonl")
+    cfg = load_config(["--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out")])
+    docs = prepare_documents(got.df, cfg)
+    stats = docs.agg(F.sum(F.col("truncated").cast("int")).alias("t"), F.max(F.length("text")).alias("n")).first()
+    assert got.rows == 2 and (stats["t"], stats["n"]) == (1, cfg.max_text_chars)
+    assert got.df.where("id = 1").select(F.length("text")).first()[0] == 20_000_005
+
+
+def test_zero_rows_fail_unless_allow_empty(spark, tmp_path):
+    """A run that reads 0 rows stops with exit 2 (before: an empty .jsonl blamed --id-col, an empty .csv was an
+    exit-1 traceback, a folder with only _SUCCESS 'holds no data files'); --allow-empty writes an empty,
+    finished output."""
+    (tmp_path / "empty.jsonl").write_text("\n  \n")
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "header.csv").write_text("id,text\n")
+    (tmp_path / "done").mkdir()
+    (tmp_path / "done" / "_SUCCESS").write_text("")
+    for name in ("empty.jsonl", "empty.csv", "header.csv", "done"):
+        with pytest.raises(DedupError, match=r"holds no .*pass --allow-empty") as err:
+            job(spark, "--input", tmp_path / name, "--output", tmp_path / "out")
+        assert "--id-col" not in str(err.value), name
+        assert not (tmp_path / "out").exists()
+    for name, id_type in [("header.csv", "string"), ("empty.jsonl", "string")]:
+        out = tmp_path / f"out-{name}"
+        report = job(spark, "--input", tmp_path / name, "--output", out, "--allow-empty")
+        assert report["input_rows"] == 0 and report["kept"] == 0 and "holds no" in report["empty_input"]
+        assert sorted(os.listdir(out)) == ["_SUCCESS", "clusters", "kept", "report.json"]
+        clusters = pd.read_parquet(out / "clusters")
+        assert len(clusters) == 0 and list(clusters.columns) == ["id", "fingerprint", "signature", "cluster_id",
+                                                                 "is_duplicate"]
+
+
+@pytest.mark.parametrize("case,message", [
+    ("map id", r"the id column 'id' has type map<string,int>: ids must be strings, integers"),
+    ("repeated key", r"holds the key 'text' twice.*dup\.jsonl.*remove the repeated key"),
+    ("s3a", r"no Hadoop file system for s3a:// .*--packages org\.apache\.hadoop:hadoop-aws:\d+\.\d+\.\d+"),
+    ("xz", r"1 input files are compressed with \.xz.*recompress them as \.gz, \.bz2 or \.zst"),
+])
+def test_unreadable_inputs_are_clear_errors(spark, tmp_path, case, message):
+    """Each was an exit-1 traceback (or, for .xz, 'rows cannot be parsed') before."""
+    if case == "map id":
+        spark.createDataFrame([({"a": 1}, "some text")], "id map<string,int>, text string").write.parquet(
+            str(tmp_path / "in"))
+        path = tmp_path / "in"
+    elif case == "repeated key":
+        write_lines(tmp_path / "ok.jsonl", rows_of(0, 2))
+        (tmp_path / "dup.jsonl").write_text('{"id": 7, "text": "one", "Text": "two"}\n')
+        path = tmp_path
+    elif case == "s3a":
+        path = "s3a://crawl-bucket/2026-01-01/"
+    else:
+        (tmp_path / "in.jsonl.xz").write_bytes(b"\xfd7zXZ\x00\x00 compressed bytes")
+        path = tmp_path / "in.jsonl.xz"
+    with pytest.raises(DedupError, match=message):
+        job(spark, "--input", path, "--output", tmp_path / "out")
+    assert not (tmp_path / "out").exists()

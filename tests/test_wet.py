@@ -1,47 +1,112 @@
-"""WARC-WET input, read with warcio: conversion records become documents; bad files name themselves."""
+"""WARC-WET input, parsed with fastwarc: conversion records become documents; a Common Crawl tree is read from
+its root; a record cut off by the end of its file is counted and kept without a fingerprint; each file is
+parsed once per run; bad files name themselves."""
+import bz2
+import gzip
 import io
+import os
+import shutil
 
 import pandas as pd
 import pytest
 from warcio.warcwriter import WARCWriter
 
+from simhash_udf import pipeline
 from simhash_udf.config import load_config
+from simhash_udf.errors import DedupError
 from simhash_udf.pipeline import run
+from simhash_udf.wet import wet_records
 
 
-def write_wet(path, pages):
+def wet_bytes(pages, gzip_members=True):
+    buf = io.BytesIO()
+    writer = WARCWriter(buf, gzip=gzip_members)
+    writer.write_record(writer.create_warc_record("", "warcinfo", payload=io.BytesIO(b"software: test\r\n")))
+    for url, body in pages:
+        writer.write_record(writer.create_warc_record(url, "conversion", payload=io.BytesIO(body),
+                                                      warc_content_type="text/plain"))
+    return buf.getvalue()
+
+
+def write_wet(path, pages, cut=0):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    data = wet_bytes(pages)
     with open(path, "wb") as fh:
-        writer = WARCWriter(fh, gzip=True)
-        writer.write_record(writer.create_warc_record("", "warcinfo", payload=io.BytesIO(b"software: test\r\n")))
-        for url, body in pages:
-            record = writer.create_warc_record(
-                url, "conversion", payload=io.BytesIO(body), warc_content_type="text/plain"
-            )
-            writer.write_record(record)
+        fh.write(data[: len(data) - cut])
 
 
-def test_wet_pages_are_deduplicated(spark, tmp_path):
-    article = "北京今日召开人工智能发展大会，多位专家讨论了大模型的未来。会议持续三天，吸引了上千名观众。".encode()
-    crawl = tmp_path / "crawl"  # the output beside the input, not inside it (refused)
-    crawl.mkdir()
-    write_wet(crawl / "a.warc.wet.gz", [("https://a.example/1", article),
-                                       ("https://b.example/2", b"An unrelated English page about gardening.")])
-    write_wet(crawl / "b.warc.wet.gz", [("https://mirror.example/1", article),
-                                       ("https://c.example/3", b"broken \xff\xfe bytes in a page")])
+ARTICLE = "北京今日召开人工智能发展大会，多位专家讨论了大模型的未来。会议持续三天，吸引了上千名观众。".encode()
+# varied words: a cut keeps a part of the body (a repeated phrase compresses into the member's last bytes)
+LONG = " ".join(f"word{i * 7919 % 1000} item{i}" for i in range(80)).encode()
+PAGES = [("https://x.example/1", b"first page of the file with some words"), ("https://x.example/2", LONG)]
+
+
+@pytest.mark.parametrize("layout", ["gzip members", "plain", "one gzip member", "bzip2"])
+@pytest.mark.parametrize("cut", [0, 40, 150, 320])
+def test_a_cut_record_is_flagged_never_dropped(layout, cut):
+    """Whatever the compression and wherever the file ends, every page is a row and a cut one is flagged
+    (warcio and fastwarc both return a gzip-cut file without its last record and without a word)."""
+    plain = wet_bytes(PAGES, gzip_members=False)
+    data = {"gzip members": wet_bytes(PAGES), "plain": plain, "one gzip member": gzip.compress(plain),
+            "bzip2": bz2.compress(plain)}[layout]
+    rows = list(wet_records("f.wet", data[: len(data) - cut]))
+    complete = [r for r in rows if not r[5]]
+    assert len(rows) == (2 if cut == 0 or layout != "bzip2" else 1)  # bzip2 loses its whole cut block
+    assert len([r for r in rows if r[5]]) == (cut > 0)
+    assert [r[1] for r in complete] == [u for u, _ in PAGES[: len(complete)]]
+    assert all(r[3] == body for r, (_, body) in zip(complete, PAGES))
+    if cut and layout in ("plain", "gzip members") and cut <= 150:
+        cut_row = rows[-1]  # the header arrived: the page's own id and url, the text it has so far
+        assert cut_row[0].startswith("<urn:uuid:") and cut_row[1] == PAGES[1][0]
+        assert 0 < len(cut_row[3]) < len(LONG) and LONG.startswith(cut_row[3])
+
+
+def test_fastwarc_and_warcio_read_the_same_pages():
+    from simhash_udf.wet import warcio_records
+
+    data = wet_bytes(PAGES + [("https://x.example/3", "中文页面".encode() + b"\xff")])
+    fast = list(wet_records("f", data))
+    assert [r[:2] + r[3:] for r in fast] == [r[:2] + r[3:] for r in wet_records("f", data, warcio_records)]
+    assert fast[0][2].tzinfo is not None  # WARC-Date as a timestamp
+
+
+def test_common_crawl_tree_from_its_root_parsed_once(spark, tmp_path, monkeypatch):
+    """The layout Common Crawl publishes, given by its root; one file was cut mid-record by its download. Each
+    file is parsed once: the input files are gone after the read stage, and the run still succeeds."""
+    root = tmp_path / "cc"
+    wet = root / "crawl-data" / "CC-MAIN-2026-10" / "segments" / "1700000000000.1"
+    write_wet(wet / "wet" / "a.warc.wet.gz", [("https://a.example/1", ARTICLE),
+                                             ("https://b.example/2", b"An unrelated English page about gardening.")])
+    write_wet(wet / "wet" / "b.warc.wet.gz", [("https://mirror.example/1", ARTICLE),
+                                             ("https://c.example/3", b"broken \xff\xfe bytes in a page")])
+    write_wet(wet / "wet" / "c.warc.wet.gz", PAGES, cut=40)
+    read_input = pipeline.load_input
+
+    def load_then_remove(*args, **kwargs):
+        loaded = read_input(*args, **kwargs)
+        shutil.rmtree(root)
+        return loaded
+
+    monkeypatch.setattr(pipeline, "load_input", load_then_remove)
     out = tmp_path / "out"
-    report = run(load_config(["--input", str(crawl), "--output", str(out)]), spark)
-    assert report["input_rows"] == 4 and report["exact_duplicates"] == 1
-    assert report["bad_rows"]["invalid_utf8_replaced"] == 1
-    clusters = pd.read_parquet(out / "clusters")
-    assert clusters["id"].str.startswith("<urn:uuid:").all()
-    kept = pd.read_parquet(out / "kept")
-    assert set(kept.columns) == {"id", "url", "date", "text", "file"} and len(kept) == 3
+    report = run(load_config(["--input", str(root), "--output", str(out)]), spark)
+    assert report["input_rows"] == 6 and report["exact_duplicates"] == 1
+    assert report["bad_rows"]["invalid_utf8_replaced"] == 1 and report["bad_rows"]["truncated_records"] == 1
+    assert report["input_files"] == {"format": "wet", "files": 3, "layout": "recursive", "partition_columns": []}
+    clusters = pd.read_parquet(out / "clusters").set_index("id")
+    assert clusters.index.str.startswith("<urn:uuid:").all()
+    kept = pd.read_parquet(out / "kept").set_index("id")
+    assert list(kept.columns) == ["url", "date", "text", "file", "truncated_record"] and len(kept) == 5
+    assert kept["text"].map(type).eq(str).all() and str(kept["date"].dtype).startswith("datetime64")
+    cut = kept[kept["truncated_record"]]
+    assert cut["url"].tolist() == [PAGES[1][0]] and LONG.decode().startswith(cut["text"].iloc[0])
+    assert pd.isna(clusters.loc[cut.index[0], "fingerprint"])  # no fingerprint: a cluster of its own
 
 
 @pytest.mark.parametrize("content", [b"this is not a warc file at all", b"\x1f\x8b not really gzip"])
 def test_corrupt_wet_file_names_itself(spark, tmp_path, content):
     (tmp_path / "crawl").mkdir()  # the output beside the input, not inside it (refused)
     (tmp_path / "crawl" / "bad.warc.wet.gz").write_bytes(content)
-    with pytest.raises(Exception, match=r"bad\.warc\.wet\.gz is not a readable WARC/WET file"):
+    with pytest.raises(DedupError, match=r"bad\.warc\.wet\.gz is not a readable WARC/WET file"):
         run(load_config(["--input", str(tmp_path / "crawl"), "--output", str(tmp_path / "out")]), spark)
     assert not (tmp_path / "out").exists()
