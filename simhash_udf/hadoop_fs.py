@@ -84,7 +84,8 @@ class HadoopFS:
             raise
 
     def parent(self, path: str) -> str | None:
-        parent = self._p(path).getParent()
+        """The qualified parent directory (a relative "out" has one too), None at the root."""
+        parent = self.fs.makeQualified(self._p(path)).getParent()
         return None if parent is None else parent.toString()
 
     def delete(self, path: str) -> bool:
