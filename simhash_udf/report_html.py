@@ -32,6 +32,7 @@ EXAMPLE_CHARS = 20_000  # characters of each example text brought to the driver 
 EXCERPT_CHARS = 480  # characters of each text shown around the first difference
 EXCERPT_HEAD = 140  # and characters of its start
 TOP_GROUPS = 15  # hosts and languages shown
+DRIVER_GROUPS = 50_000  # up to this many (host, language) aggregates are ranked on the driver
 SIMILARITY_BANDS = 20  # bands of 0.05 for the similarity of duplicates to their kept page
 URL_COLUMNS = ("url",)
 LANGUAGE_COLUMNS = ("lang", "language")
@@ -168,7 +169,7 @@ def _dimensions(df: DataFrame) -> dict[str, tuple[str, F.Column]]:
 
 
 def input_side(raw: DataFrame, kept: DataFrame, id_col: str, text_col: str | None, example_ids: list,
-               top: int = TOP_GROUPS) -> tuple[dict, dict]:
+               top: int = TOP_GROUPS, driver_groups: int = DRIVER_GROUPS) -> tuple[dict, dict]:
     """What needs the input itself, in one scan of it: report.json's `duplicate_rate_by` and the example
     pages' texts (their first EXAMPLE_CHARS characters) and URLs, {id: (text, url)}.
 
@@ -176,7 +177,8 @@ def input_side(raw: DataFrame, kept: DataFrame, id_col: str, text_col: str | Non
     duplicates (pages, duplicates, rate) and how many values there are. Pages per (host, language) are
     counted in the input and kept pages in `kept` (the kept/ output: the input rows of the kept pages), so
     no per-page join is needed: duplicates = pages - kept. That aggregate also carries the few example
-    rows; per-page rows never leave the executors."""
+    rows. Up to `driver_groups` (host, language) pairs are ranked on the driver (one Spark action instead
+    of four); more are ranked by Spark. Per-page rows never leave the executors."""
     dims = _dimensions(raw)
     url_col = _find_column(raw.columns, URL_COLUMNS)
     example = F.struct(
@@ -197,6 +199,10 @@ def input_side(raw: DataFrame, kept: DataFrame, id_col: str, text_col: str | Non
         *dims, "pages", (F.col("pages") - F.coalesce("kept", F.lit(0))).alias("duplicates"), "ex")
     grouped = grouped.persist(StorageLevel.MEMORY_AND_DISK)
     try:
+        few = grouped.limit(driver_groups + 1).collect()
+        if len(few) <= driver_groups:  # usual: few (host, language) pairs; one action, ranked here
+            return rates_from_groups([r.asDict() for r in few], dims, top), {
+                e["id"]: (e["text"], e["url"]) for r in few for e in r["ex"]}
         head = grouped.agg(*[(F.count_distinct(name) + F.max(F.col(name).isNull().cast("int"))).alias(name)
                              for name in dims],  # a missing host or language counts as a value
                            F.flatten(F.collect_list("ex")).alias("ex")).first()
@@ -208,6 +214,21 @@ def input_side(raw: DataFrame, kept: DataFrame, id_col: str, text_col: str | Non
         return rates, {e["id"]: (e["text"], e["url"]) for e in head["ex"] or []}
     finally:
         grouped.unpersist()
+
+
+def rates_from_groups(groups: list[dict], dims: dict, top: int = TOP_GROUPS) -> dict:
+    """`duplicate_rate_by` from all (dims..., pages, duplicates) groups at once, ranked as the Spark path
+    ranks them: most duplicates, then most pages, then the value (a missing one first)."""
+    rates = {}
+    for name, (column, _) in dims.items():
+        per: dict = {}
+        for g in groups:
+            pages, dups = per.get(g[name], (0, 0))
+            per[g[name]] = (pages + int(g["pages"]), dups + int(g["duplicates"]))
+        ranked = sorted(per.items(), key=lambda kv: (-kv[1][1], -kv[1][0], kv[0] is not None, kv[0] or ""))
+        rates[name] = {"column": column, "values": len(per), "top": [
+            _top_row({name: value, "pages": pages, "duplicates": dups}, name) for value, (pages, dups) in ranked[:top]]}
+    return rates
 
 
 def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg, duplicates: int) -> PageData:

@@ -15,7 +15,8 @@ import pytest
 
 from simhash_udf.config import load_config
 from simhash_udf.pipeline import run
-from simhash_udf.report_html import excerpt_pair, nice_ticks, render_html, to_kept_summary
+from simhash_udf.read import read_input
+from simhash_udf.report_html import excerpt_pair, input_side, nice_ticks, render_html, to_kept_summary
 from simhash_udf.report_plots import accepted_pair_distances, kept_distances, removed_by_size
 from simhash_udf.sample_corpus import make_sample_corpus
 from simhash_udf.signature import SignatureSpec, similarity
@@ -137,11 +138,11 @@ def report_run(spark, tmp_path_factory):
     pd.DataFrame(rows).to_json(crawl, orient="records", lines=True, force_ascii=False)
     out = base / "out"
     report = run(load_config(["--input", str(crawl), "--output", str(out)]), spark)
-    return str(out), report, pd.DataFrame(rows)
+    return str(out), report, pd.DataFrame(rows), str(crawl)
 
 
 def test_report_page_in_a_headless_browser(report_run, chromium, tmp_path):
-    out, report, rows = report_run
+    out, report, rows, _ = report_run
     page = os.path.join(out, "report.html")
     on_disk = json.load(open(os.path.join(out, "report.json")))
     assert on_disk["report_html"] == "report.html" and on_disk["duplicates"] > 5
@@ -223,7 +224,7 @@ def test_the_network_check_sees_a_page_that_loads_something(chromium, tmp_path):
 def test_duplicates_to_kept_against_brute_force(report_run):
     """report.json's new duplicates_to_kept: every duplicate's distance and signature similarity to its
     kept page, as numpy computes them from clusters/."""
-    out, report, _ = report_run
+    out, report, _, _ = report_run
     clusters = pd.read_parquet(os.path.join(out, "clusters"), dtype_backend="numpy_nullable")  # int64 with nulls
     kept = clusters[~clusters.is_duplicate].set_index("id")
     dups = clusters[clusters.is_duplicate]
@@ -240,6 +241,20 @@ def test_duplicates_to_kept_against_brute_force(report_run):
     assert list(got["similarity_histogram"].values()) == np.bincount(bands, minlength=20).tolist()
     assert got["below_min_similarity"] == int(((a == b).sum(1) < VerifySpec(report["config"]["min_similarity"]).need).sum())
     assert sorted(report["plots"]) == report["plots"] and "duplicates_to_kept.png" in report["plots"]
+
+
+def test_rates_ranked_by_spark_equal_the_driver_ranking(spark, report_run):
+    """Many (host, language) pairs are ranked by Spark, few on the driver: the same rows either way."""
+    out, report, rows, crawl = report_run
+    raw = read_input(spark, crawl, "auto")
+    kept = spark.read.parquet(os.path.join(out, "kept"))
+    ids = [int(rows["id"].iloc[3]), int(rows["id"].iloc[-2])]  # a page with text, the one without
+    on_driver = input_side(raw, kept, "id", "text", ids, top=4)
+    by_spark = input_side(raw, kept, "id", "text", ids, top=4, driver_groups=0)
+    assert on_driver == by_spark
+    rates, texts = on_driver
+    assert {name: {**dim, "top": dim["top"][:4]} for name, dim in report["duplicate_rate_by"].items()} == rates
+    assert texts == {ids[0]: (rows["text"].iloc[3], rows["url"].iloc[3]), ids[1]: (None, "not a url")}
 
 
 def test_series_say_what_the_plots_claim():
