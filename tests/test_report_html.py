@@ -15,7 +15,7 @@ import pytest
 
 from simhash_udf.config import load_config
 from simhash_udf.pipeline import run
-from simhash_udf.read import read_input
+from simhash_udf.read import load_input
 from simhash_udf.report_html import excerpt_pair, input_side, nice_ticks, render_html, to_kept_summary
 from simhash_udf.report_plots import accepted_pair_distances, kept_distances, removed_by_size
 from simhash_udf.sample_corpus import make_sample_corpus
@@ -246,7 +246,7 @@ def test_duplicates_to_kept_against_brute_force(report_run):
 def test_rates_ranked_by_spark_equal_the_driver_ranking(spark, report_run):
     """Many (host, language) pairs are ranked by Spark, few on the driver: the same rows either way."""
     out, report, rows, crawl = report_run
-    raw = read_input(spark, crawl, "auto")
+    raw = load_input(spark, crawl, "auto", lambda df: df).df
     kept = spark.read.parquet(os.path.join(out, "kept"))
     ids = [int(rows["id"].iloc[3]), int(rows["id"].iloc[-2])]  # a page with text, the one without
     on_driver = input_side(raw, kept, "id", "text", ids, top=4)
