@@ -203,9 +203,10 @@ def test_unreadable_inputs_are_clear_errors(spark, tmp_path, case, message):
             str(tmp_path / "in"))
         path = tmp_path / "in"
     elif case == "repeated key":
-        write_lines(tmp_path / "ok.jsonl", rows_of(0, 2))
-        (tmp_path / "dup.jsonl").write_text('{"id": 7, "text": "one", "Text": "two"}\n')
-        path = tmp_path
+        path = tmp_path / "crawl"  # the output beside the input, not inside it (refused)
+        path.mkdir()
+        write_lines(path / "ok.jsonl", rows_of(0, 2))
+        (path / "dup.jsonl").write_text('{"id": 7, "text": "one", "Text": "two"}\n')
     elif case == "s3a":
         path = "s3a://crawl-bucket/2026-01-01/"
     else:
