@@ -28,6 +28,7 @@ from .report_plots import BLUE, GREY, RED, accepted_pair_distances, kept_distanc
 from .signature import SignatureSpec, agreeing_bins, from_arrow
 
 EXAMPLE_PAIRS = 5  # example pairs shown side by side
+EXAMPLES_BELOW = 2  # of which at most this many below the similarity threshold, when others are there
 EXAMPLE_CHARS = 20_000  # characters of each example text brought to the driver (the excerpt is cut from them)
 EXCERPT_CHARS = 480  # characters of each text shown around the first difference
 EXCERPT_HEAD = 140  # and characters of its start
@@ -138,16 +139,28 @@ def _find_column(columns: list[str], names: tuple[str, ...]) -> str | None:
     return next((lower[n] for n in names if n in lower), None)
 
 
-def choose_examples(pairs: DataFrame, spec: SignatureSpec, n: int = EXAMPLE_PAIRS) -> list[dict]:
-    """The n duplicates least similar to their kept page, one per cluster (ties: the larger distance, then
-    the smaller id): the borderline cases a person should look at. Chosen by an aggregate and a top-n, so
-    the choice is deterministic and only n rows reach the driver."""
+def choose_examples(pairs: DataFrame, spec: SignatureSpec, need: int | None, n: int = EXAMPLE_PAIRS,
+                    below_share: int = EXAMPLES_BELOW) -> list[dict]:
+    """The duplicates least similar to their kept page, one per cluster (ties: the larger distance, then
+    the smaller id): the borderline cases a person should look at. Up to `below_share` of the n are below
+    the similarity threshold (`need` agreeing bins: short pages verified by their shingles, or chained
+    pages), the others at or above it, each group filling in for the other when it has too few: the least
+    similar pairs of a run are often all short pages, and the signature-verified borderline deserves a
+    look too. Chosen by an aggregate and two top-n's in one action: deterministic, at most 2n rows reach
+    the driver."""
+    agreeing = F.coalesce("agreeing", F.lit(spec.bins + 1))
     best = pairs.groupBy("cluster_id").agg(F.min(F.struct(
-        F.coalesce("agreeing", F.lit(spec.bins + 1)).alias("agreeing"), (-F.col("distance")).alias("neg_distance"),
-        F.col("id"))).alias("b"))
+        agreeing.alias("agreeing"), (-F.col("distance")).alias("neg_distance"), F.col("id"))).alias("b"))
+    below = F.col("b.agreeing") < F.lit(need if need is not None else 0)
+    rows = best.where(below).orderBy("b").limit(n).withColumn("below", F.lit(True)).unionByName(
+        best.where(~below).orderBy("b").limit(n).withColumn("below", F.lit(False))).collect()
+    low = sorted((r for r in rows if r["below"]), key=lambda r: r["b"])
+    high = sorted((r for r in rows if not r["below"]), key=lambda r: r["b"])
+    take_low = min(len(low), max(below_share, n - len(high)))
+    chosen = sorted(low[:take_low] + high[:n - take_low], key=lambda r: r["b"])
     return [{"duplicate": r["b"]["id"], "kept": r["cluster_id"], "distance": -r["b"]["neg_distance"],
-             "similarity": None if r["b"]["agreeing"] > spec.bins else round(similarity_of(r["b"]["agreeing"], spec), 3)}
-            for r in best.orderBy("b").limit(n).collect()]
+             "similarity": None if r["b"]["agreeing"] > spec.bins else round(similarity_of(r["b"]["agreeing"], spec), 3),
+             "below_min_similarity": bool(r["below"])} for r in chosen]
 
 
 def _top_row(r, name: str) -> dict:
@@ -243,7 +256,7 @@ def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg,
     try:
         cells = [(r["distance"], r["agreeing"], int(r["n"]))
                  for r in pairs.groupBy("distance", "agreeing").agg(F.count(F.lit(1)).alias("n")).collect()]
-        examples = choose_examples(pairs, spec)
+        examples = choose_examples(pairs, spec, verify.need if verify else None)
     finally:
         pairs.unpersist()
     text_col = cfg.text_col if cfg.input_format != "fingerprints" and cfg.text_col in raw.columns else None
@@ -256,7 +269,8 @@ def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg,
         "duplicates_to_kept": to_kept_summary(cells, duplicates, cfg.k, spec, verify.need if verify else None,
                                               cfg.min_similarity),
         "duplicate_rate_by": rates,
-        "example_pairs": [{k: e[k] for k in ("duplicate", "kept", "distance", "similarity")} for e in examples],
+        "example_pairs": [{k: e[k] for k in ("duplicate", "kept", "distance", "similarity", "below_min_similarity")}
+                          for e in examples],
     }
     return PageData(summary, examples)
 
@@ -408,7 +422,7 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .bar{display:inline-block;min-width:1px;height:9px;background:#4472c4;border-radius:2px;vertical-align:middle}
 .tables{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
 .pair{background:#fff;border:1px solid #d0d7de;border-radius:6px;margin:0 0 12px;padding:10px 12px}
-.pair .head{font-weight:600;margin-bottom:6px}
+.pair .head{font-weight:600;margin-bottom:6px}.pair .why{font-weight:400;color:#57606a}
 .sides{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 .side .who{color:#57606a;font-size:12px;margin-bottom:4px;word-break:break-all}
 .excerpt{white-space:pre-wrap;overflow-wrap:anywhere;font-size:12.5px;background:#f6f8fa;border-radius:4px;
@@ -520,14 +534,22 @@ def render_html(report: dict, examples: list[dict]) -> str:
     # examples
     parts.append("<h2>Example pairs</h2>")
     if examples:
-        parts.append(f'<p class="note">The {len(examples)} duplicates least similar to their kept page, one per '
-                     "cluster: the borderline cases. Each excerpt shows the page's start, then (after …) the text from "
-                     "just before the two pages first differ; what differs is marked.</p>")
+        parts.append(f'<p class="note">{len(examples)} duplicates least similar to their kept page, one per cluster: '
+                     f"the borderline cases (at most {EXAMPLES_BELOW} of them below the similarity threshold when "
+                     "others are there). Each excerpt shows the page's start, then (after …) the text from just before "
+                     "the two pages first differ; what differs is marked.</p>")
     else:
         parts.append('<p class="note">No duplicates in this run.</p>')
     for e in examples:
         da, db = excerpt_pair(e.get("duplicate_text"), e.get("kept_text"))
         sim = "n/a (no signature)" if e["similarity"] is None else f"{e['similarity']:.2f}"
+        why = ""
+        if e.get("below_min_similarity"):
+            how = {"transitive": "chained through other pages",
+                   "star": "within k bits of its kept page (the star mode does not verify)"}.get(
+                report["config"].get("cluster_mode"), "short pages, verified by their exact shingle Jaccard")
+            why = f' <span class="why">(below {esc(report["config"]["min_similarity"])}: {how})</span>'
+
         sides = []
         for side, text_html in (("duplicate", da), ("kept", db)):
             url = e.get(f"{side}_url")
@@ -535,7 +557,7 @@ def render_html(report: dict, examples: list[dict]) -> str:
                          f'{" · " + esc(url) if url else ""}</div><p class="excerpt">{text_html}</p></div>')
         parts.append(f'<section class="pair"><div class="head">duplicate {esc(e["duplicate"])} → kept {esc(e["kept"])} · '
                      f'distance <span class="distance">{e["distance"]}</span> bits · similarity '
-                     f'<span class="similarity">{sim}</span></div><div class="sides">{"".join(sides)}</div></section>')
+                     f'<span class="similarity">{sim}</span>{why}</div><div class="sides">{"".join(sides)}</div></section>')
 
     rates = report.get("duplicate_rate_by") or {}
     if rates:

@@ -16,7 +16,7 @@ import pytest
 from simhash_udf.config import load_config
 from simhash_udf.pipeline import run
 from simhash_udf.read import read_input
-from simhash_udf.report_html import excerpt_pair, input_side, nice_ticks, render_html, to_kept_summary
+from simhash_udf.report_html import choose_examples, excerpt_pair, input_side, nice_ticks, render_html, to_kept_summary
 from simhash_udf.report_plots import accepted_pair_distances, kept_distances, removed_by_size
 from simhash_udf.sample_corpus import make_sample_corpus
 from simhash_udf.signature import SignatureSpec, similarity
@@ -255,6 +255,20 @@ def test_rates_ranked_by_spark_equal_the_driver_ranking(spark, report_run):
     rates, texts = on_driver
     assert {name: {**dim, "top": dim["top"][:4]} for name, dim in report["duplicate_rate_by"].items()} == rates
     assert texts == {ids[0]: (rows["text"].iloc[3], rows["url"].iloc[3]), ids[1]: (None, "not a url")}
+
+
+def test_examples_are_the_least_similar_of_both_kinds_one_per_cluster(spark):
+    """Up to 2 of the 5 examples below the threshold (short pages), the rest the least similar above it;
+    one per cluster; each kind fills in when the other has too few."""
+    spec = SignatureSpec()
+    rows = [(10 + c, c, 3, 40 + c) for c in range(4)]  # 4 clusters below 90 agreeing bins
+    rows += [(20 + c, c + 10, 2, 95 + c) for c in range(4)] + [(30, 10, 5, 91), (31, 10, 1, 120)]  # 4 above
+    df = spark.createDataFrame(rows, "id long, cluster_id long, distance int, agreeing int")
+    got = [(e["duplicate"], e["below_min_similarity"]) for e in choose_examples(df, spec, need=90)]
+    assert got == [(10, True), (11, True), (30, False), (21, False), (22, False)]
+    few_above = df.where("cluster_id < 10 or cluster_id = 13")
+    assert [e["duplicate"] for e in choose_examples(few_above, spec, need=90)] == [10, 11, 12, 13, 23]
+    assert [e["below_min_similarity"] for e in choose_examples(df, spec, need=None)] == [False] * 5
 
 
 def test_series_say_what_the_plots_claim():
