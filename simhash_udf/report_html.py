@@ -6,7 +6,8 @@ Two parts:
     run's clusters and input that report.json did not have: each duplicate's Hamming distance (SQL
     `bit_count`) and signature agreement (numpy over Arrow batches) with its kept page as a histogram, a
     handful of example pairs with text excerpts, and the duplicate rate per host (a `url` column) and per
-    language (`lang` or `language`), top rows only. Only histograms and at most EXAMPLE_PAIRS pairs reach the driver.
+    language (`lang` or `language`), top rows only. Only histograms, aggregates and at most 2 *
+    EXAMPLE_PAIRS example rows reach the driver.
   - `render_html` (pure): the page from report.json's numbers and those examples."""
 from __future__ import annotations
 
@@ -247,9 +248,9 @@ def rates_from_groups(groups: list[dict], dims: dict, top: int = TOP_GROUPS) -> 
 def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg, duplicates: int) -> PageData:
     """The Spark part of the report stage (see the module's docstring). clusters: the run's (id,
     fingerprint, signature, cluster_id, is_duplicate) rows; raw: the input as read; kept: the kept/
-    output as written. Five small actions: the distance/similarity cells and the example choice on the
-    duplicate pairs, then one scan of the input (and of kept/'s host and language columns) for the rates
-    and the example texts (their aggregate, and a top-n per host and language)."""
+    output as written. Three small actions as a rule: the distance/similarity cells and the example choice
+    on the duplicate pairs (persisted between them), then one scan of the input (and of kept/'s host and
+    language columns) for the rates and the example texts."""
     spec = cfg.signature
     verify = cfg.verify
     pairs = duplicate_pairs(clusters, spec).persist(StorageLevel.MEMORY_AND_DISK)

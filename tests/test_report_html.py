@@ -323,3 +323,22 @@ def test_everything_from_the_input_is_escaped_on_the_page():
     page = render_html(report, [{"duplicate": bad, "kept": 1, "distance": 0, "similarity": 1.0,
                                  "duplicate_text": bad, "kept_text": bad, "duplicate_url": bad, "kept_url": None}])
     assert "<script" not in page and page.count("&lt;script&gt;") >= 8
+
+
+def test_a_run_without_duplicates_still_gets_its_page_and_pictures():
+    from simhash_udf.report_plots import cluster_sizes_png, pair_distances_png
+
+    report = {
+        "input": "in", "output": "out", "started_at": "t", "total_seconds": 1.0, "simhash_dedup_version": "0",
+        "spark_version": "4", "fingerprint_version": "v", "input_rows": 2, "kept": 2, "duplicates": 0,
+        "exact_duplicates": 0, "near_duplicates": 0, "bad_rows": {"null_text": 0},
+        "clusters": {"size_histogram": {"1": 2}, "with_duplicates": 0, "largest": 1},
+        "candidates": {"pairs_accepted_by_distance": {"0": 0, "1": 0}, "pairs_accepted": 0, "pairs_compared": 0},
+        "duplicates_to_kept": {"distance_histogram": {}, "similarity_histogram": {}, "beyond_k": 0},
+        "duplicate_rate_by": {}, "seconds": {"read": 1.0}, "config": {"k": 1},
+    }
+    page = render_html(report, [])
+    assert "No duplicates in this run" in page and 'id="plot-removed-by-size"' in page
+    assert "plot-distance-to-kept" not in page
+    for png in (cluster_sizes_png(report), pair_distances_png(report)):
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
