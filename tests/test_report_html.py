@@ -257,18 +257,21 @@ def test_rates_ranked_by_spark_equal_the_driver_ranking(spark, report_run):
     assert texts == {ids[0]: (rows["text"].iloc[3], rows["url"].iloc[3]), ids[1]: (None, "not a url")}
 
 
-def test_examples_are_the_least_similar_of_both_kinds_one_per_cluster(spark):
+def test_examples_are_the_least_similar_of_both_kinds_one_per_cluster():
     """Up to 2 of the 5 examples below the threshold (short pages), the rest the least similar above it;
-    one per cluster; each kind fills in when the other has too few."""
+    one per cell and cluster; each kind fills in when the other has too few."""
     spec = SignatureSpec()
-    rows = [(10 + c, c, 3, 40 + c) for c in range(4)]  # 4 clusters below 90 agreeing bins
-    rows += [(20 + c, c + 10, 2, 95 + c) for c in range(4)] + [(30, 10, 5, 91), (31, 10, 1, 120)]  # 4 above
-    df = spark.createDataFrame(rows, "id long, cluster_id long, distance int, agreeing int")
-    got = [(e["duplicate"], e["below_min_similarity"]) for e in choose_examples(df, spec, need=90)]
-    assert got == [(10, True), (11, True), (30, False), (21, False), (22, False)]
-    few_above = df.where("cluster_id < 10 or cluster_id = 13")
-    assert [e["duplicate"] for e in choose_examples(few_above, spec, need=90)] == [10, 11, 12, 13, 23]
-    assert [e["below_min_similarity"] for e in choose_examples(df, spec, need=None)] == [False] * 5
+
+    def cell(i, cluster, distance, agreeing):
+        return {"id": i, "cluster_id": cluster, "distance": distance, "agreeing": agreeing, "n": 1}
+
+    low = [cell(10 + c, c, 3, 40 + c) for c in range(4)] + [cell(14, 0, 2, 39)]  # below 90 bins; cluster 0 twice
+    high = [cell(20 + c, c + 10, 2, 95 + c) for c in range(4)] + [cell(30, 10, 5, 91), cell(31, 10, 1, 120)]
+    got = [(e["duplicate"], e["below_min_similarity"]) for e in choose_examples(low + high, spec, need=90)]
+    assert got == [(14, True), (11, True), (30, False), (21, False), (22, False)]
+    assert [e["duplicate"] for e in choose_examples(low + high[3:4], spec, need=90)] == [14, 11, 12, 13, 23]
+    assert [e["below_min_similarity"] for e in choose_examples(low + high, spec, need=None)] == [False] * 5
+    assert choose_examples([], spec, need=90) == []
 
 
 def test_series_say_what_the_plots_claim():
