@@ -6,7 +6,8 @@ Two parts:
     run's clusters and input that report.json did not have: each duplicate's Hamming distance (SQL
     `bit_count`) and signature agreement (numpy over Arrow batches) with its kept page as a histogram, a
     handful of example pairs with text excerpts, and the duplicate rate per host (a `url` column) and per
-    language (`lang` or `language`), top rows only. Only histograms and at most EXAMPLE_PAIRS pairs reach the driver.
+    language (`lang` or `language`), top rows only. Only histograms, aggregates and at most 2 *
+    EXAMPLE_PAIRS example rows reach the driver.
   - `render_html` (pure): the page from report.json's numbers and those examples."""
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 from .report_plots import BLUE, GREY, RED, accepted_pair_distances, kept_distances, removed_by_size
 from .signature import SignatureSpec, agreeing_bins, from_arrow
 
-EXAMPLE_PAIRS = 5  # example pairs shown side by side
+EXAMPLE_PAIRS = 5  # example pairs shown side by side, one per (distance, similarity) cell and cluster
+EXAMPLES_BELOW = 2  # of which at most this many below the similarity threshold, when others are there
 EXAMPLE_CHARS = 20_000  # characters of each example text brought to the driver (the excerpt is cut from them)
 EXCERPT_CHARS = 480  # characters of each text shown around the first difference
 EXCERPT_HEAD = 140  # and characters of its start
@@ -138,16 +140,50 @@ def _find_column(columns: list[str], names: tuple[str, ...]) -> str | None:
     return next((lower[n] for n in names if n in lower), None)
 
 
-def choose_examples(pairs: DataFrame, spec: SignatureSpec, n: int = EXAMPLE_PAIRS) -> list[dict]:
-    """The n duplicates least similar to their kept page, one per cluster (ties: the larger distance, then
-    the smaller id): the borderline cases a person should look at. Chosen by an aggregate and a top-n, so
-    the choice is deterministic and only n rows reach the driver."""
-    best = pairs.groupBy("cluster_id").agg(F.min(F.struct(
-        F.coalesce("agreeing", F.lit(spec.bins + 1)).alias("agreeing"), (-F.col("distance")).alias("neg_distance"),
-        F.col("id"))).alias("b"))
-    return [{"duplicate": r["b"]["id"], "kept": r["cluster_id"], "distance": -r["b"]["neg_distance"],
-             "similarity": None if r["b"]["agreeing"] > spec.bins else round(similarity_of(r["b"]["agreeing"], spec), 3)}
-            for r in best.orderBy("b").limit(n).collect()]
+def pair_cells(pairs: DataFrame) -> list[dict]:
+    """The duplicate-to-kept pairs by (distance, agreeing bins), one Spark action: each cell's count `n`
+    and its first pair (`id`, `cluster_id`: the smallest id), from which the examples are chosen."""
+    first = F.min(F.struct(F.col("id"), F.col("cluster_id"))).alias("first")
+    return [{"distance": r["distance"], "agreeing": r["agreeing"], "n": int(r["n"]), "id": r["first"]["id"],
+             "cluster_id": r["first"]["cluster_id"]}
+            for r in pairs.groupBy("distance", "agreeing").agg(F.count(F.lit(1)).alias("n"), first).collect()]
+
+
+def choose_examples(cells: list[dict], spec: SignatureSpec, need: int | None, n: int = EXAMPLE_PAIRS,
+                    below_share: int = EXAMPLES_BELOW) -> list[dict]:
+    """Example pairs from the cells (`pair_cells`): the least similar to their kept page first (then the
+    larger distance), one per (distance, similarity) cell and per cluster: the borderline cases a person
+    should look at, and not five of one kind. Up to `below_share` of the n are below the similarity
+    threshold (`need` agreeing bins: short pages verified by their shingles, or chained pages), the others
+    at or above it, each kind filling in for the other when it has too few: the least similar pairs of a
+    run are often all short pages, and the signature-verified borderline deserves a look too."""
+    def order(c):
+        return (c["agreeing"] if c["agreeing"] is not None else spec.bins + 1, -c["distance"], c["id"])
+
+    def below(c):
+        return need is not None and c["agreeing"] is not None and c["agreeing"] < need
+
+    def one_per_cluster(group):
+        seen, out = set(), []
+        for c in sorted(group, key=order):
+            if c["cluster_id"] not in seen:
+                seen.add(c["cluster_id"])
+                out.append(c)
+        return out
+
+    low = one_per_cluster([c for c in cells if below(c)])
+    high = one_per_cluster([c for c in cells if not below(c)])
+    take_low = min(len(low), max(below_share, n - len(high)))
+    chosen = low[:take_low]
+    clusters = {c["cluster_id"] for c in chosen}
+    for c in high + low[take_low:]:  # then fill up, a cluster never twice
+        if len(chosen) < n and c["cluster_id"] not in clusters:
+            clusters.add(c["cluster_id"])
+            chosen.append(c)
+    chosen.sort(key=order)
+    return [{"duplicate": c["id"], "kept": c["cluster_id"], "distance": c["distance"],
+             "similarity": None if c["agreeing"] is None else round(similarity_of(c["agreeing"], spec), 3),
+             "below_min_similarity": below(c)} for c in chosen]
 
 
 def _top_row(r, name: str) -> dict:
@@ -234,18 +270,14 @@ def rates_from_groups(groups: list[dict], dims: dict, top: int = TOP_GROUPS) -> 
 def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg, duplicates: int) -> PageData:
     """The Spark part of the report stage (see the module's docstring). clusters: the run's (id,
     fingerprint, signature, cluster_id, is_duplicate) rows; raw: the input as read; kept: the kept/
-    output as written. Five small actions: the distance/similarity cells and the example choice on the
-    duplicate pairs, then one scan of the input (and of kept/'s host and language columns) for the rates
-    and the example texts (their aggregate, and a top-n per host and language)."""
+    output as written. Two small actions as a rule: the duplicate pairs by distance and similarity (which
+    also give the examples), then one scan of the input (and of kept/'s host and language columns) for the
+    rates and the example texts."""
     spec = cfg.signature
     verify = cfg.verify
-    pairs = duplicate_pairs(clusters, spec).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        cells = [(r["distance"], r["agreeing"], int(r["n"]))
-                 for r in pairs.groupBy("distance", "agreeing").agg(F.count(F.lit(1)).alias("n")).collect()]
-        examples = choose_examples(pairs, spec)
-    finally:
-        pairs.unpersist()
+    need = verify.need if verify else None
+    cells = pair_cells(duplicate_pairs(clusters, spec))
+    examples = choose_examples(cells, spec, need)
     text_col = cfg.text_col if cfg.input_format != "fingerprints" and cfg.text_col in raw.columns else None
     ids = [e["duplicate"] for e in examples] + [e["kept"] for e in examples]
     rates, found = input_side(raw, kept, cfg.id_col, text_col, ids)
@@ -253,10 +285,11 @@ def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg,
         for side in ("duplicate", "kept"):
             e[f"{side}_text"], e[f"{side}_url"] = found.get(e[side], (None, None))
     summary = {
-        "duplicates_to_kept": to_kept_summary(cells, duplicates, cfg.k, spec, verify.need if verify else None,
-                                              cfg.min_similarity),
+        "duplicates_to_kept": to_kept_summary([(c["distance"], c["agreeing"], c["n"]) for c in cells], duplicates,
+                                              cfg.k, spec, need, cfg.min_similarity),
         "duplicate_rate_by": rates,
-        "example_pairs": [{k: e[k] for k in ("duplicate", "kept", "distance", "similarity")} for e in examples],
+        "example_pairs": [{k: e[k] for k in ("duplicate", "kept", "distance", "similarity", "below_min_similarity")}
+                          for e in examples],
     }
     return PageData(summary, examples)
 
@@ -408,7 +441,7 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .bar{display:inline-block;min-width:1px;height:9px;background:#4472c4;border-radius:2px;vertical-align:middle}
 .tables{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
 .pair{background:#fff;border:1px solid #d0d7de;border-radius:6px;margin:0 0 12px;padding:10px 12px}
-.pair .head{font-weight:600;margin-bottom:6px}
+.pair .head{font-weight:600;margin-bottom:6px}.pair .why{font-weight:400;color:#57606a}
 .sides{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 .side .who{color:#57606a;font-size:12px;margin-bottom:4px;word-break:break-all}
 .excerpt{white-space:pre-wrap;overflow-wrap:anywhere;font-size:12.5px;background:#f6f8fa;border-radius:4px;
@@ -520,14 +553,22 @@ def render_html(report: dict, examples: list[dict]) -> str:
     # examples
     parts.append("<h2>Example pairs</h2>")
     if examples:
-        parts.append(f'<p class="note">The {len(examples)} duplicates least similar to their kept page, one per '
-                     "cluster: the borderline cases. Each excerpt shows the page's start, then (after …) the text from "
-                     "just before the two pages first differ; what differs is marked.</p>")
+        parts.append(f'<p class="note">{len(examples)} duplicates least similar to their kept page, one per cluster '
+                     f"and per (distance, similarity): the borderline cases (at most {EXAMPLES_BELOW} of them below the similarity threshold when "
+                     "others are there). Each excerpt shows the page's start, then (after …) the text from just before "
+                     "the two pages first differ; what differs is marked.</p>")
     else:
         parts.append('<p class="note">No duplicates in this run.</p>')
     for e in examples:
         da, db = excerpt_pair(e.get("duplicate_text"), e.get("kept_text"))
         sim = "n/a (no signature)" if e["similarity"] is None else f"{e['similarity']:.2f}"
+        why = ""
+        if e.get("below_min_similarity"):
+            how = {"transitive": "chained through other pages",
+                   "star": "within k bits of its kept page (the star mode does not verify)"}.get(
+                report["config"].get("cluster_mode"), "short pages, verified by their exact shingle Jaccard")
+            why = f' <span class="why">(below {esc(report["config"]["min_similarity"])}: {how})</span>'
+
         sides = []
         for side, text_html in (("duplicate", da), ("kept", db)):
             url = e.get(f"{side}_url")
@@ -535,7 +576,7 @@ def render_html(report: dict, examples: list[dict]) -> str:
                          f'{" · " + esc(url) if url else ""}</div><p class="excerpt">{text_html}</p></div>')
         parts.append(f'<section class="pair"><div class="head">duplicate {esc(e["duplicate"])} → kept {esc(e["kept"])} · '
                      f'distance <span class="distance">{e["distance"]}</span> bits · similarity '
-                     f'<span class="similarity">{sim}</span></div><div class="sides">{"".join(sides)}</div></section>')
+                     f'<span class="similarity">{sim}</span>{why}</div><div class="sides">{"".join(sides)}</div></section>')
 
     rates = report.get("duplicate_rate_by") or {}
     if rates:

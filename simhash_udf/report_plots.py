@@ -146,8 +146,8 @@ def duplicates_to_kept_png(report: dict) -> bytes:
     sims = to_kept["similarity_histogram"]
     fig, axes = _canvas(2 if sims else 1)
     labels, values, beyond = kept_distances(to_kept["distance_histogram"], k)
-    _bar_axes(axes[0], f"Each duplicate's distance to its kept page ({to_kept['beyond_k']:,} beyond k = {k}: "
-              "joined through other pages)", "Hamming distance of the fingerprints", "duplicates", labels, values,
+    _bar_axes(axes[0], f"Each duplicate's distance to its kept page ({to_kept['beyond_k']:,} beyond k = {k}, red)",
+              "Hamming distance of the fingerprints (beyond k: joined through other pages)", "duplicates", labels, values,
               colours=[RED if b else BLUE for b in beyond], marker=(k + 0.5, f"k = {k}"))
     if sims:
         threshold = to_kept["min_similarity"]

@@ -185,7 +185,7 @@ def test_output_under_a_file_is_a_clear_error(spark, runs, tmp_path):
 
 def test_output_on_a_file_system_without_its_connector_is_a_clear_error(spark, runs):
     """Old code: exit 1 and a traceback (UnsupportedFileSystemException from getFileSystem)."""
-    with pytest.raises(DedupError, match=r"cannot use --output s3a://bucket/out \(.*s3a.*\).*hadoop-aws"):
+    with pytest.raises(DedupError, match=r"s3a://bucket/out.*hadoop-aws"):
         job(spark, "--input", runs["in_a"], "--output", "s3a://bucket/out")
 
 

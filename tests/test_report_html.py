@@ -16,7 +16,7 @@ import pytest
 from simhash_udf.config import load_config
 from simhash_udf.pipeline import run
 from simhash_udf.read import load_input
-from simhash_udf.report_html import excerpt_pair, input_side, nice_ticks, render_html, to_kept_summary
+from simhash_udf.report_html import choose_examples, excerpt_pair, input_side, nice_ticks, render_html, to_kept_summary
 from simhash_udf.report_plots import accepted_pair_distances, kept_distances, removed_by_size
 from simhash_udf.sample_corpus import make_sample_corpus
 from simhash_udf.signature import SignatureSpec, similarity
@@ -257,6 +257,23 @@ def test_rates_ranked_by_spark_equal_the_driver_ranking(spark, report_run):
     assert texts == {ids[0]: (rows["text"].iloc[3], rows["url"].iloc[3]), ids[1]: (None, "not a url")}
 
 
+def test_examples_are_the_least_similar_of_both_kinds_one_per_cluster():
+    """Up to 2 of the 5 examples below the threshold (short pages), the rest the least similar above it;
+    one per cell and cluster; each kind fills in when the other has too few."""
+    spec = SignatureSpec()
+
+    def cell(i, cluster, distance, agreeing):
+        return {"id": i, "cluster_id": cluster, "distance": distance, "agreeing": agreeing, "n": 1}
+
+    low = [cell(10 + c, c, 3, 40 + c) for c in range(4)] + [cell(14, 0, 2, 39)]  # below 90 bins; cluster 0 twice
+    high = [cell(20 + c, c + 10, 2, 95 + c) for c in range(4)] + [cell(30, 10, 5, 91), cell(31, 10, 1, 120)]
+    got = [(e["duplicate"], e["below_min_similarity"]) for e in choose_examples(low + high, spec, need=90)]
+    assert got == [(14, True), (11, True), (30, False), (21, False), (22, False)]
+    assert [e["duplicate"] for e in choose_examples(low + high[3:4], spec, need=90)] == [14, 11, 12, 13, 23]
+    assert [e["below_min_similarity"] for e in choose_examples(low + high, spec, need=None)] == [False] * 5
+    assert choose_examples([], spec, need=90) == []
+
+
 def test_series_say_what_the_plots_claim():
     """Documents removed per size class add up to the duplicates (clusters of one page remove nothing); the
     pair-distance bars have no always-empty 0; distances to the kept page reach past k."""
@@ -309,3 +326,22 @@ def test_everything_from_the_input_is_escaped_on_the_page():
     page = render_html(report, [{"duplicate": bad, "kept": 1, "distance": 0, "similarity": 1.0,
                                  "duplicate_text": bad, "kept_text": bad, "duplicate_url": bad, "kept_url": None}])
     assert "<script" not in page and page.count("&lt;script&gt;") >= 8
+
+
+def test_a_run_without_duplicates_still_gets_its_page_and_pictures():
+    from simhash_udf.report_plots import cluster_sizes_png, pair_distances_png
+
+    report = {
+        "input": "in", "output": "out", "started_at": "t", "total_seconds": 1.0, "simhash_dedup_version": "0",
+        "spark_version": "4", "fingerprint_version": "v", "input_rows": 2, "kept": 2, "duplicates": 0,
+        "exact_duplicates": 0, "near_duplicates": 0, "bad_rows": {"null_text": 0},
+        "clusters": {"size_histogram": {"1": 2}, "with_duplicates": 0, "largest": 1},
+        "candidates": {"pairs_accepted_by_distance": {"0": 0, "1": 0}, "pairs_accepted": 0, "pairs_compared": 0},
+        "duplicates_to_kept": {"distance_histogram": {}, "similarity_histogram": {}, "beyond_k": 0},
+        "duplicate_rate_by": {}, "seconds": {"read": 1.0}, "config": {"k": 1},
+    }
+    page = render_html(report, [])
+    assert "No duplicates in this run" in page and 'id="plot-removed-by-size"' in page
+    assert "plot-distance-to-kept" not in page
+    for png in (cluster_sizes_png(report), pair_distances_png(report)):
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
