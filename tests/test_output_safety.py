@@ -344,7 +344,7 @@ def test_dead_runs_leftovers_are_removed_and_live_ones_kept(spark, runs, tmp_pat
     job(spark, "--input", runs["in_a"], "--output", out, "--history", history, "--run-date", "2026-01-05")
     assert leftovers(out) == []
     assert os.path.exists(out / "_SUCCESS")
-    assert sorted(os.listdir(history)) == ["_fingerprint_version", "_staging-fresh-elsewhere",
+    assert sorted(os.listdir(history)) == ["_fingerprint_version", "_id_type", "_staging-fresh-elsewhere",
                                            "_staging-fresh-elsewhere.owner", "_staging-live", "_staging-live.owner",
                                            "run_date=2026-01-05"]
 
