@@ -7,7 +7,7 @@ try:
 except ImportError:  # running from a checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from simhash_udf.cli import main
+from simhash_udf.job.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -50,7 +50,7 @@ def corpus(lang: str, megabytes: float) -> tuple[list[str], str]:
     else:
         texts, source = man_page_texts("/usr/share/man/man[1-8]/*.gz"), "English man pages"
     if not texts:
-        from simhash_udf.sample_corpus import make_sample_corpus
+        from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 
         texts = [r["text"] for r in make_sample_corpus(400) if r["lang"] == lang]
         source = f"generated sample corpus ({lang}); real man pages not found"
@@ -86,7 +86,7 @@ def best_of(fns: dict) -> dict[str, float]:
 
 
 def bare_segmentation(backend: str):
-    from simhash_udf.text import segmenter
+    from simhash_udf.core.text import segmenter
 
     cut = segmenter(backend)
 
@@ -107,7 +107,7 @@ def arrow_batches(texts: list[str], size: int = 2000) -> list:
 def python_fingerprints(spec, texts, signature=None):
     """What the stage does to each Arrow batch of 2,000 pages, without Spark (the arrays are built before);
     with `signature`, the verification signature too (the job's default)."""
-    from simhash_udf.fingerprint import fingerprint_arrow
+    from simhash_udf.core.fingerprint import fingerprint_arrow
 
     arrays = arrow_batches(texts)
 
@@ -120,7 +120,7 @@ def python_fingerprints(spec, texts, signature=None):
 
 def per_page_count(texts: list[str]) -> int:
     """How many pages the batch split leaves to the per-page path (characters outside its table)."""
-    from simhash_udf.text_batch import split_pages
+    from simhash_udf.core.text_batch import split_pages
 
     return int(sum(split_pages(array)[2].sum() for array in arrow_batches(texts)))
 
@@ -133,8 +133,8 @@ def spark_seconds(spark, texts, spec) -> dict[str, float]:
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from simhash_udf.fingerprint_udf import with_fingerprints
-    from simhash_udf.text import segmenter
+    from simhash_udf.spark.fingerprint import with_fingerprints
+    from simhash_udf.core.text import segmenter
 
     backend = spec.segmenter
 
@@ -151,7 +151,7 @@ def spark_seconds(spark, texts, spec) -> dict[str, float]:
 
     df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "id long, text string").cache()
     df.count()
-    from simhash_udf.signature import SignatureSpec
+    from simhash_udf.core.signature import SignatureSpec
 
     queries = {
         "udf": with_fingerprints(df, "text", spec).agg(F.count("fingerprint")),
@@ -175,8 +175,8 @@ def batch_sweep(spark, texts, spec, records: list[int], megabytes: list[int]) ->
 
     import pyarrow as pa
 
-    from simhash_udf.fingerprint import fingerprint_arrow
-    from simhash_udf.fingerprint_udf import with_fingerprints
+    from simhash_udf.core.fingerprint import fingerprint_arrow
+    from simhash_udf.spark.fingerprint import with_fingerprints
 
     df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "id long, text string").cache()
     df.count()
@@ -207,10 +207,10 @@ def batch_sweep(spark, texts, spec, records: list[int], megabytes: list[int]) ->
 
 def measure(backend: str, megabytes: float, sweep: bool = False) -> list[dict]:
     """All measurements of one backend (run in a process of its own)."""
-    from simhash_udf.config import DedupConfig
-    from simhash_udf.fingerprint import FeatureSpec
-    from simhash_udf.session import get_spark
-    from simhash_udf.text import segmenter
+    from simhash_udf.job.config import DedupConfig
+    from simhash_udf.core.fingerprint import FeatureSpec
+    from simhash_udf.spark.session import get_spark
+    from simhash_udf.core.text import segmenter
 
     spark = get_spark("bench-fingerprint", master="local[1]")  # one core: throughput per core
     spark.sparkContext.setLogLevel("ERROR")
@@ -224,7 +224,7 @@ def measure(backend: str, megabytes: float, sweep: bool = False) -> list[dict]:
         texts, source = corpus(lang, megabytes)
         size = mb(texts)
         in_spark = spark_seconds(spark, texts, spec)
-        from simhash_udf.signature import SignatureSpec
+        from simhash_udf.core.signature import SignatureSpec
 
         bare, python = bare_segmentation(backend), python_fingerprints(spec, texts)
         python_sig = python_fingerprints(spec, texts, SignatureSpec())
@@ -254,7 +254,7 @@ def big_page(megabytes: float = 20.0) -> list[dict]:
 
     import pyarrow as pa
 
-    from simhash_udf.fingerprint import FeatureSpec, fingerprint_arrow
+    from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_arrow
 
     texts, _ = corpus("zh", megabytes)
     page = "\n".join(texts)

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from simhash_udf.wet import fastwarc_records, warcio_records, wet_records  # noqa: E402
+from simhash_udf.io.wet import fastwarc_records, warcio_records, wet_records  # noqa: E402
 
 
 def generate(target_mb: float, seed: int = 7) -> bytes:

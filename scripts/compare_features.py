@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     configs = [c.strip() for c in args.configs.split(";")] if args.configs else DEFAULT_CONFIGS
 
-    from simhash_udf.config import load_config
-    from simhash_udf.pipeline import run
-    from simhash_udf.session import get_spark
+    from simhash_udf.job.config import load_config
+    from simhash_udf.job.pipeline import run
+    from simhash_udf.spark.session import get_spark
 
     docs_path = os.path.join(args.corpus, "docs.parquet")
     truth_path = os.path.join(args.corpus, "truth.parquet")

@@ -5,7 +5,7 @@ source "$(dirname "$0")/_env.sh"
 WORK="$ROOT/work/demo"
 mkdir -p "$WORK"
 say "generating a sample crawl (Chinese and English pages with planted near-duplicates)"
-"$VENV/bin/python" -m simhash_udf.sample_corpus "$WORK/crawl.jsonl" >/dev/null
+"$VENV/bin/python" -m simhash_udf.evaluation.sample_corpus "$WORK/crawl.jsonl" >/dev/null
 say "running: spark-submit jobs/dedup_job.py --input $WORK/crawl.jsonl --output $WORK/out"
 "$VENV/bin/spark-submit" --master "local[*]" \
   --conf spark.ui.showConsoleProgress=false \

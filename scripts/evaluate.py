@@ -5,7 +5,7 @@
 CORPUS: Parquet (file or directory) or JSON Lines with an id and a text column (and a lang column, else the
 language is guessed from the share of Han characters). JOB_OUTPUT_DIR: the job's output (its clusters/ is
 read). TRUTH: Parquet with id and cluster (scripts/make_corpus.py writes OUT/truth.parquet). The oracle and
-the way pairs are counted are described in simhash_udf/quality.py.
+the way pairs are counted are described in simhash_udf/evaluation/quality.py.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from simhash_udf.quality import Oracle  # noqa: E402
+from simhash_udf.evaluation.quality import Oracle  # noqa: E402
 
 
 def read_table(path: str, columns: list[str] | None = None) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Write an evaluation corpus with ground truth (simhash_udf/corpus.py says what is in it).
+"""Write an evaluation corpus with ground truth (simhash_udf/evaluation/corpus.py says what is in it).
 
     python scripts/make_corpus.py --out work/corpus100k --n 100000 [--seed 1] [--source generated|manpages]
 
@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from simhash_udf.corpus import make_corpus, write_corpus  # noqa: E402
+from simhash_udf.evaluation.corpus import make_corpus, write_corpus  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

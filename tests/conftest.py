@@ -10,7 +10,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def spark():
-    from simhash_udf.session import get_spark
+    from simhash_udf.spark.session import get_spark
 
     session = get_spark("simhash-dedup-tests", master="local[2]")
     session.conf.set("spark.sql.shuffle.partitions", "4")

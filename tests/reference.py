@@ -97,7 +97,7 @@ def brute_force_short_pairs(ids, texts, fps, spec):
     short fingerprint, the representative of smallest id. Candidates: each representative with its head, and
     every two heads within spec.k on the short fingerprint (all pairs compared). A candidate is a pair iff the
     shingle Jaccard of the two texts is >= spec.min_jaccard."""
-    from simhash_udf.short_text import pair_jaccards, short_fingerprints
+    from simhash_udf.core.short_text import pair_jaccards, short_fingerprints
 
     sfps, valid = short_fingerprints(texts, spec)
     rep = {}
@@ -179,8 +179,8 @@ def brute_force_verified_short(ids, texts, fps, sigs, k, need, spec, extra_edges
     component, greedy centres in id order, a unit joining a centre when both are short and their shingle
     Jaccard is >= spec.min_jaccard, or otherwise their signatures agree on >= need bins. Pages without a
     fingerprint are their own cluster."""
-    from simhash_udf.shingles import jaccard, shingle_set
-    from simhash_udf.short_text import short_fingerprints
+    from simhash_udf.core.shingles import jaccard, shingle_set
+    from simhash_udf.core.short_text import short_fingerprints
 
     _, valid = short_fingerprints(texts, spec)
     unit = {i: (fps[i], sigs[i], texts[i] if valid[i] else None) for i in range(len(ids)) if fps[i] is not None}

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from simhash_udf.config import load_config
+from simhash_udf.job.config import load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DAY = "2026-11-21"

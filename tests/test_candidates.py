@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference import components_of, planted_fingerprints, within_k_pairs
-from simhash_udf.blocks import chance_pairs, plan_tables
-from simhash_udf.pipeline import chance_warning
-from simhash_udf.candidates import candidate_edges, spanning_forest_edges
+from simhash_udf.core.blocks import chance_pairs, plan_tables
+from simhash_udf.job.pipeline import chance_warning
+from simhash_udf.core.candidates import candidate_edges, spanning_forest_edges
 
 
 def python_key_groups(fps, plan):
@@ -127,7 +127,7 @@ def test_spanning_forest_edges_keeps_only_joining_pairs():
 
 
 def test_planner_widens_keys_as_n_grows():
-    from simhash_udf.blocks import choose_plan, plan_cost
+    from simhash_udf.core.blocks import choose_plan, plan_cost
 
     assert choose_plan(1_000, 3).m == 4  # 4 x 16 bits for small crawls
     assert choose_plan(10**9, 3).m == 5  # 10 tables of 25-26-bit keys for a billion

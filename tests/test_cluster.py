@@ -11,9 +11,9 @@ import time
 import pandas as pd
 import pytest
 
-from simhash_udf.config import load_config
-from simhash_udf.pipeline import run
-from simhash_udf.sample_corpus import make_sample_corpus
+from simhash_udf.job.config import load_config
+from simhash_udf.job.pipeline import run
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -68,7 +68,7 @@ def test_executors_import_the_shipped_zip(cluster, pyfiles, tmp_path):
         "from pyspark.sql import SparkSession\n"
         "spark = SparkSession.builder.getOrCreate()\n"
         "def where(_):\n"
-        "    import simhash_udf.fingerprint as f\n"
+        "    import simhash_udf.core.fingerprint as f\n"
         "    return f.__file__\n"
         "paths = spark.sparkContext.parallelize(range(8), 8).map(where).collect()\n"
         "print('PATHS', sorted(set(paths)))\n"

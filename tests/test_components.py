@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reference import components_of
-from simhash_udf.components import connected_components
+from simhash_udf.spark.components import connected_components
 
 
 @pytest.fixture(scope="module")

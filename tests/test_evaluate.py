@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_udf.corpus import SHORT_MAX, VARIANTS, make_corpus
-from simhash_udf.quality import (
+from simhash_udf.evaluation.corpus import SHORT_MAX, VARIANTS, make_corpus
+from simhash_udf.evaluation.quality import (
     PAIRS_PER_BIG_CLUSTER,
     SAMPLE_ABOVE,
     Oracle,
@@ -18,7 +18,7 @@ from simhash_udf.quality import (
     shingle_set,
     similar_pairs,
 )
-from simhash_udf.text import normalize_text
+from simhash_udf.core.text import normalize_text
 
 
 def ref_shingles(text):

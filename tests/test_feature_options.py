@@ -3,10 +3,10 @@ import math
 
 import pytest
 
-from simhash_udf.config import load_config
+from simhash_udf.job.config import load_config
 from simhash_udf.errors import DedupError
-from simhash_udf.fingerprint import IDF_SCALE, CorpusIdf, FeatureSpec, features_of, fingerprint_batch, mmh3_64
-from simhash_udf.text import normalize_text, stop_words, tokens_auto, word_shingles
+from simhash_udf.core.fingerprint import IDF_SCALE, CorpusIdf, FeatureSpec, features_of, fingerprint_batch, mmh3_64
+from simhash_udf.core.text import normalize_text, stop_words, tokens_auto, word_shingles
 
 
 def loop_fingerprint(features, weight):
@@ -47,7 +47,7 @@ def test_corpus_idf_weights_and_fingerprints_equal_a_loop():
 
 
 def test_job_computes_the_corpus_idf_in_one_pass(spark, tmp_path):
-    from simhash_udf.corpus_idf import with_corpus_idf
+    from simhash_udf.spark.fingerprint import with_corpus_idf
 
     texts = ["北京 天气 很好", "北京 天气 不好 不好", "上海 天气", None, "上海"]
     docs = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "id int, text string")

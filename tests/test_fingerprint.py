@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_udf.fingerprint import (
+from simhash_udf.core.fingerprint import (
     FeatureSpec,
     fingerprint_batch,
     fingerprint_text,
@@ -13,7 +13,7 @@ from simhash_udf.fingerprint import (
     simhash_from_hashes,
     weighted_bit_sums,
 )
-from simhash_udf.text import (
+from simhash_udf.core.text import (
     auto_bag,
     auto_set,
     normalize_chars,
@@ -180,7 +180,7 @@ def test_golden_fingerprints(text, spec, expected):
 
 
 def test_job_default_is_the_feature_spec_default():
-    from simhash_udf.config import DedupConfig
+    from simhash_udf.job.config import DedupConfig
 
     assert DedupConfig().features == FeatureSpec() and FeatureSpec().weighting == "binary"
 

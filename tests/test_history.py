@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simhash_udf.config import load_config
+from simhash_udf.job.config import load_config
 from simhash_udf.errors import DedupError
-from simhash_udf.pipeline import run
-from simhash_udf.sample_corpus import make_sample_corpus
+from simhash_udf.job.pipeline import run
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 
 DAYS = ["2026-03-01", "2026-03-02", "2026-03-03"]
 K = 3
@@ -118,7 +118,7 @@ def test_history_of_an_older_version_is_refused(spark, days, tmp_path):
     root, _ = days
     old = tmp_path / "old-history"
     os.makedirs(old / "run_date=2026-03-01")
-    from simhash_udf.config import load_config
+    from simhash_udf.job.config import load_config
 
     cfg = load_config(["--input", str(root / f"{DAYS[2]}.parquet"), "--output", "x", "--k", "3", "--weighting", "tf",
                        "--history", str(old), "--run-date", "2026-03-04"])

@@ -6,9 +6,9 @@ import os
 import pandas as pd
 import pytest
 
-from simhash_udf.config import load_config
+from simhash_udf.job.config import load_config
 from simhash_udf.errors import DedupError
-from simhash_udf.pipeline import run
+from simhash_udf.job.pipeline import run
 
 
 def job(spark, *argv):
@@ -105,7 +105,7 @@ def write_lines(path, rows, compress=None):
 
 
 def loaded(spark, path, fmt="auto"):
-    from simhash_udf.read import load_input
+    from simhash_udf.io.read import load_input
 
     return load_input(spark, str(path), fmt, lambda df: df)
 
@@ -155,7 +155,7 @@ def test_json_page_over_the_parsers_limit_is_read_then_capped(spark, tmp_path):
     the page is read whole, fingerprinted up to --max-text-chars and counted as truncated."""
     from pyspark.sql import functions as F
 
-    from simhash_udf.pipeline import prepare_documents
+    from simhash_udf.job.pipeline import prepare_documents
 
     write_lines(tmp_path / "in.jsonl", rows_of(0, 1) + [{"id": 1, "text": "word " * 4_000_001}])
     got = loaded(spark, tmp_path / "in.jsonl")

@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simhash_udf.blocks import chance_pairs, plan_tables
-from simhash_udf.config import DedupConfig, load_config
+from simhash_udf.core.blocks import chance_pairs, plan_tables
+from simhash_udf.job.config import DedupConfig, load_config
 from simhash_udf.errors import DedupError
-from simhash_udf.pipeline import run
-from simhash_udf.sample_corpus import make_sample_corpus, write_sample_corpus
+from simhash_udf.job.pipeline import run
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus, write_sample_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -98,8 +98,8 @@ def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
     with its kept page's on enough bins, or both pages are short and their shingle Jaccard verifies."""
     from reference import agreeing
 
-    from simhash_udf.shingles import jaccard, shingle_set
-    from simhash_udf.verified import VerifySpec
+    from simhash_udf.core.shingles import jaccard, shingle_set
+    from simhash_udf.core.verified import VerifySpec
 
     out, report = sample_run
     rows = read_clusters(out)
@@ -124,7 +124,7 @@ def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
 def test_simulated_fingerprint_width():
     """--simulate-fingerprint-bits keeps b of the 64 bits, spread so that every block keeps its share, and two
     random cut fingerprints are within k as often as two random b-bit ones."""
-    from simhash_udf.pipeline import simulation_mask
+    from simhash_udf.job.pipeline import simulation_mask
 
     for bits in (7, 45, 48, 64):
         mask = simulation_mask(bits) & (2**64 - 1)
@@ -274,7 +274,7 @@ def test_config_file_then_command_line(tmp_path):
 
 def test_conf_default_matches_dataclass():
     """conf/default.toml is the documented default: it must say what the code does without it."""
-    from simhash_udf.config import DEFAULT_CONF, DedupConfig, read_toml
+    from simhash_udf.job.config import DEFAULT_CONF, DedupConfig, read_toml
 
     defaults = DedupConfig()
     for key, value in read_toml(DEFAULT_CONF).items():
@@ -296,7 +296,7 @@ def test_finished_output_is_refused_unless_overwrite(spark, sample, sample_run, 
 
 def test_cli_exit_codes_and_messages(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    bad = subprocess.run([sys.executable, "-m", "simhash_udf.cli", "--input", str(tmp_path / "none"),
+    bad = subprocess.run([sys.executable, "-m", "simhash_udf.job.cli", "--input", str(tmp_path / "none"),
                           "--output", str(tmp_path / "out")], capture_output=True, text=True, env=env)
     assert bad.returncode == 2
     assert "does not exist: fix --input" in bad.stderr
@@ -335,7 +335,7 @@ def test_stored_fingerprints_dedup_again(spark, sample_run, tmp_path):
 
 
 def test_cluster_size_buckets_keep_every_cluster():
-    from simhash_udf.report_plots import size_buckets
+    from simhash_udf.job.report_plots import size_buckets
 
     histogram = {"1": 81, "2": 17, "10": 3, "11": 2, "15": 1, "16": 4, "57": 1, "3000": 2}
     labels, counts = size_buckets(histogram)

@@ -16,13 +16,13 @@ import time
 import pandas as pd
 import pytest
 
-from simhash_udf.config import load_config
+from simhash_udf.job.config import load_config
 from simhash_udf.errors import DedupError
-from simhash_udf.hadoop_fs import glob_root, relation
-from simhash_udf.ownership import Owner, process_start, stale_reason
-from simhash_udf.pipeline import run
-from simhash_udf.sample_corpus import make_sample_corpus
-from simhash_udf.write import COMMIT_STEPS, EXIT_AFTER_CODE, EXIT_AFTER_ENV, OutputDir
+from simhash_udf.io.hadoop_fs import glob_root, relation
+from simhash_udf.io.ownership import Owner, process_start, stale_reason
+from simhash_udf.job.pipeline import run
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus
+from simhash_udf.io.write import COMMIT_STEPS, EXIT_AFTER_CODE, EXIT_AFTER_ENV, OutputDir
 
 ENV = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
            SIMHASH_DEDUP_MASTER="local[1]", SIMHASH_DEDUP_DRIVER_MEMORY="1g")
@@ -146,7 +146,7 @@ def test_cli_exits_2_and_keeps_the_input_when_output_is_its_parent(tmp_path):
     """The issue's probe, on the command line: `--input /x/crawl --output /x --overwrite` exited 0 with crawl/
     gone."""
     crawl = write_input(str(tmp_path / "x" / "crawl"), 3)
-    proc = subprocess.run([sys.executable, "-m", "simhash_udf.cli", "--input", crawl, "--output", str(tmp_path / "x"),
+    proc = subprocess.run([sys.executable, "-m", "simhash_udf.job.cli", "--input", crawl, "--output", str(tmp_path / "x"),
                            "--overwrite"], env=ENV, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert f"error: --output {tmp_path / 'x'} contains the input {crawl}" in proc.stderr
@@ -206,8 +206,8 @@ def test_output_under_a_read_only_folder_is_a_clear_error(spark, runs, tmp_path)
 CHILD_COMMIT = r"""
 import sys
 from pyspark.java_gateway import launch_gateway
-from simhash_udf.hadoop_fs import HadoopFS
-from simhash_udf.write import OutputDir
+from simhash_udf.io.hadoop_fs import HadoopFS
+from simhash_udf.io.write import OutputDir
 
 path, token = sys.argv[1:3]
 jvm = launch_gateway().jvm  # a bare JVM with Hadoop's file systems: the job's commit without a SparkSession
@@ -391,7 +391,7 @@ def test_second_run_refused_and_sigterm_aborts_cleanly(spark, runs, tmp_path):
     leaves the old output as it was."""
     out = tmp_path / "out"
     shutil.copytree(runs["a"], out)
-    first = subprocess.Popen([sys.executable, "-m", "simhash_udf.cli", "--input", runs["in_b"], "--output", str(out),
+    first = subprocess.Popen([sys.executable, "-m", "simhash_udf.job.cli", "--input", runs["in_b"], "--output", str(out),
                               "--overwrite"], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(lambda: any(n.startswith("out.__staging-") for n in leftovers(out)), first)

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference import planted_fingerprints
-from simhash_udf.blocks import plan_tables
-from simhash_udf.pairs import block_rows, key_runs, packed_key_shift, walk_groups
+from simhash_udf.core.blocks import plan_tables
+from simhash_udf.spark.blocks import block_rows, key_runs, packed_key_shift, walk_groups
 
 
 def record_groups(seen):

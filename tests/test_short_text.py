@@ -9,14 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference import brute_force_short_pairs, brute_force_verified_short, components_of, planted_fingerprints, within_k_pairs
-from simhash_udf.blocks import plan_tables
-from simhash_udf.candidates import candidate_pairs
-from simhash_udf.config import load_config
+from simhash_udf.core.blocks import plan_tables
+from simhash_udf.core.candidates import candidate_pairs
+from simhash_udf.job.config import load_config
 from simhash_udf.errors import DedupError
-from simhash_udf.fingerprint import fingerprint_text
-from simhash_udf.pipeline import run
-from simhash_udf.short_text import ShortTextSpec, pair_jaccards, short_fingerprints
-from simhash_udf.verified import VerifySpec
+from simhash_udf.core.fingerprint import fingerprint_text
+from simhash_udf.job.pipeline import run
+from simhash_udf.core.short_text import ShortTextSpec, pair_jaccards, short_fingerprints
+from simhash_udf.core.verified import VerifySpec
 from test_candidates import python_key_groups
 
 

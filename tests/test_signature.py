@@ -6,8 +6,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_udf.fingerprint import FeatureSpec, fingerprint_arrow, fingerprint_batch
-from simhash_udf.signature import (SignatureSpec, densify, from_arrow, min_agreeing_bins, mix64, oph_signatures,
+from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_arrow, fingerprint_batch
+from simhash_udf.core.signature import (SignatureSpec, densify, from_arrow, min_agreeing_bins, mix64, oph_signatures,
                                    similarity, to_arrow)
 
 SPEC = SignatureSpec()

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_udf.fingerprint import FeatureSpec, fingerprint_arrow, fingerprint_batch
-from simhash_udf.text import INERT_HAN, normalize_chars, segmenter, tokens_auto
-from simhash_udf.text_batch import FOLD_RANGES, fold_table, split_pages
+from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_arrow, fingerprint_batch
+from simhash_udf.core.text import INERT_HAN, normalize_chars, segmenter, tokens_auto
+from simhash_udf.core.text_batch import FOLD_RANGES, fold_table, split_pages
 from test_fingerprint import PIECES, specs
 
 TABLE = [chr(cp) for cp in np.flatnonzero(fold_table() >= 0) if cp >= 128]
@@ -127,7 +127,7 @@ def test_table_characters_never_compose_with_neighbours():
 
 
 def test_han_ranges_match_inert_han():
-    from simhash_udf.text_batch import HAN_RANGES
+    from simhash_udf.core.text_batch import HAN_RANGES
 
     spec = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in HAN_RANGES)
     assert spec == INERT_HAN

@@ -9,10 +9,10 @@ from pyspark.sql import functions as F
 
 from reference import (agreeing, brute_force_clusters, brute_force_verified, components_of, planted_fingerprints,
                        planted_signatures, within_k_pairs)
-from simhash_udf.blocks import plan_tables
-from simhash_udf.pipeline import StageTimer, near_duplicate_clusters
-from simhash_udf.shingles import jaccard, shingle_set
-from simhash_udf.verified import VerifySpec, verified_centres, verify_groups
+from simhash_udf.core.blocks import plan_tables
+from simhash_udf.job.pipeline import StageTimer, near_duplicate_clusters
+from simhash_udf.core.shingles import jaccard, shingle_set
+from simhash_udf.core.verified import VerifySpec, verified_centres, verify_groups
 
 SPEC = VerifySpec(0.7)
 
@@ -64,7 +64,7 @@ def test_verify_groups_forest_spans_the_verified_pairs(seed, k, n, small):
     table0 = np.array([f for f in fps if True], dtype=np.int64)  # one group; the table rule applied as for table 0
     sigs = planted_signatures(rng, [int(f) for f in table0])
     out = verify_groups(table0, _sig_matrix(sigs), np.array([0, len(table0)]), np.array([0]), plan, SPEC, small)
-    from simhash_udf.candidates import pair_filter
+    from simhash_udf.core.candidates import pair_filter
 
     filt = pair_filter(plan)
     u = table0.view(np.uint64)
@@ -182,7 +182,7 @@ def test_component_walk_is_independent_of_batch_cuts(seed, cuts):
     """The resolve walk hands verified_centres whole components whatever the Arrow batches look like."""
     import pyarrow as pa
 
-    from simhash_udf.verified_pairs import component_centres
+    from simhash_udf.spark.verified import component_centres
 
     rng = np.random.default_rng(seed)
     sizes = rng.integers(1, 6, 8)

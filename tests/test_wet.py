@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from warcio.warcwriter import WARCWriter
 
-from simhash_udf import pipeline
-from simhash_udf.config import load_config
+from simhash_udf.job import pipeline
+from simhash_udf.job.config import load_config
 from simhash_udf.errors import DedupError
-from simhash_udf.pipeline import run
-from simhash_udf.wet import wet_records
+from simhash_udf.job.pipeline import run
+from simhash_udf.io.wet import wet_records
 
 
 def wet_bytes(pages, gzip_members=True):
@@ -62,7 +62,7 @@ def test_a_cut_record_is_flagged_never_dropped(layout, cut):
 
 
 def test_fastwarc_and_warcio_read_the_same_pages():
-    from simhash_udf.wet import warcio_records
+    from simhash_udf.io.wet import warcio_records
 
     data = wet_bytes(PAGES + [("https://x.example/3", "中文页面".encode() + b"\xff")])
     fast = list(wet_records("f", data))

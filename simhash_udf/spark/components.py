@@ -12,7 +12,7 @@ from typing import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .errors import DedupError
+from ..errors import DedupError
 
 
 def oriented(edges: DataFrame, a: str = "src", b: str = "dst") -> DataFrame:

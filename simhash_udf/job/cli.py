@@ -10,7 +10,7 @@ import sys
 
 from . import termination
 from .config import load_config
-from .errors import DedupError
+from ..errors import DedupError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"simhash-dedup: error: {exc}", file=sys.stderr)
         return 2
     from .pipeline import run
-    from .session import get_spark
+    from ..spark.session import get_spark
 
     with termination.handle_sigterm():
         spark = get_spark()

@@ -34,7 +34,7 @@ from .sample_corpus import (
     _zh_sentence,
     _zh_vocab,
 )
-from .text import normalize_text
+from ..core.text import normalize_text
 
 # Near-duplicate kinds. Short texts (< 140 characters) only get the ones that make sense for a post.
 VARIANTS = ("mirror", "boilerplate", "ad", "numbers", "edits", "moved", "truncated", "width_case")

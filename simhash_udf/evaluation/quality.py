@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .shingles import SHINGLE, _mix, jaccard, shingle_set  # noqa: F401  (the oracle's similarity)
+from ..core.shingles import SHINGLE, _mix, jaccard, shingle_set  # noqa: F401  (the oracle's similarity)
 
 SAMPLE_ABOVE = 64
 PAIRS_PER_BIG_CLUSTER = SAMPLE_ABOVE * (SAMPLE_ABOVE - 1) // 2

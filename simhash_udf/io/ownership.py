@@ -22,7 +22,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 
-from .errors import DedupError
+from ..errors import DedupError
 from .hadoop_fs import FileExists, HadoopFS, java_message
 
 log = logging.getLogger("simhash_dedup")

@@ -18,8 +18,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .blocks import F as FP_BITS
-from .blocks import TablePlan
+from ..core.blocks import BITS as FP_BITS
+from ..core.blocks import TablePlan
 
 # Rows per Arrow batch of the group walk: rows are two longs, so 2^18 rows are ~4 MB; bigger batches mean
 # fewer Python calls per partition (the session's batch size is tuned for page text, not for this).

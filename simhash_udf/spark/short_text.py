@@ -16,10 +16,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
-from .blocks import TablePlan, choose_plan
-from .candidates import candidate_pairs
-from .pairs import block_rows, group_batches, key_runs, walk_groups
-from .short_text import ShortTextSpec, pair_jaccards
+from ..core.blocks import TablePlan, choose_plan
+from ..core.candidates import candidate_pairs
+from .blocks import block_rows, group_batches, key_runs, walk_groups
+from ..core.short_text import ShortTextSpec, pair_jaccards
 
 PAIR_SCHEMA = StructType([StructField("a", LongType(), True), StructField("b", LongType(), True),
                           StructField("compared", LongType(), True)])

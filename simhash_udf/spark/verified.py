@@ -17,49 +17,17 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-from .blocks import TablePlan
-from .candidates import accepted_members
-from .pairs import key_runs, walk_groups
-from .signature import from_arrow
-from .verified import BANDS, VerifySpec, verified_centres, verify_groups
+from ..core.blocks import TablePlan
+from .blocks import walk_groups
+from ..core.signature import from_arrow
+from ..core.verified import BANDS, VerifySpec, verified_centres, verify_groups
 
-MEMBER_SCHEMA = StructType([
-    StructField("table", IntegerType(), True), StructField("key", LongType(), True),
-    StructField("fingerprint", LongType(), True), StructField("compared", LongType(), True),
-    StructField("accepted", LongType(), True), StructField("distance", IntegerType(), True),
-    StructField("groups", LongType(), True),
-])
-_MEMBER_ARROW = pa.schema([pa.field(f.name, pa.int32() if f.dataType == IntegerType() else pa.int64()) for f in MEMBER_SCHEMA])
 VERIFIED_SCHEMA = StructType([
     StructField("src", LongType(), True), StructField("dst", LongType(), True),
     StructField("band", IntegerType(), True), StructField("verified", LongType(), True),
     StructField("rejected", LongType(), True),
 ])
 _VERIFIED_ARROW = pa.schema([pa.field(f.name, pa.int32() if f.dataType == IntegerType() else pa.int64()) for f in VERIFIED_SCHEMA])
-
-
-def group_members(rows: DataFrame, plan: TablePlan) -> DataFrame:
-    """(table, key, fingerprint) of every member with an accepted pair in its key group, plus k + 1 statistics
-    rows per call (member columns null): pairs compared, accepted pairs at each distance, groups of 2+."""
-
-    def per_groups(members, offsets, tables, keys):
-        involved, compared, by_distance = accepted_members(members, offsets, tables, plan)
-        idx = np.flatnonzero(involved)
-        g = np.searchsorted(offsets, idx, side="right") - 1
-        n = len(idx)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(tables[g].astype(np.int32)), pa.array(keys[g], pa.int64()), pa.array(members[idx], pa.int64()),
-             pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.int32()), pa.nulls(n, pa.int64())],
-            schema=_MEMBER_ARROW)
-        d = len(by_distance)
-        groups = int((np.diff(offsets) >= 2).sum())
-        yield pa.RecordBatch.from_arrays(
-            [pa.nulls(d, pa.int32()), pa.nulls(d, pa.int64()), pa.nulls(d, pa.int64()),
-             pa.array([compared] + [0] * (d - 1), pa.int64()), pa.array(by_distance, pa.int64()),
-             pa.array(np.arange(d, dtype=np.int32)), pa.array([groups] + [0] * (d - 1), pa.int64())],
-            schema=_MEMBER_ARROW)
-
-    return key_runs(rows, plan).mapInArrow(lambda b: walk_groups(b, per_groups, with_keys=True), MEMBER_SCHEMA)
 
 
 def verified_edges(members: DataFrame, fp_signatures: DataFrame | None, plan: TablePlan,

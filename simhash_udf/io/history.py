@@ -21,7 +21,7 @@ import uuid
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .errors import DedupError
+from ..errors import DedupError
 
 log = logging.getLogger("simhash_dedup")
 VERSION_FILE = "_fingerprint_version"
@@ -222,7 +222,7 @@ def related_block_rows(history: DataFrame, today_rows: DataFrame, plan) -> DataF
     agree (pigeonhole), so its rows for all those tables are here and the pair is found and counted in its
     first shared table as usual. Keys held by history fingerprints alone are left out: pairs among earlier
     pages were settled by earlier runs."""
-    from .pairs import block_rows
+    from ..spark.blocks import block_rows
 
     return block_rows(history.select("fingerprint"), plan).join(
         today_rows.select("table", "key").distinct(), ["table", "key"], "left_semi"

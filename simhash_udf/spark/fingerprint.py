@@ -2,20 +2,29 @@
 
 mapInArrow rather than a pandas UDF: the text column goes from Arrow straight to Python strings (no pandas
 object Series in between) and the fingerprints go back as one Arrow array per batch. The text column is
-dropped in the same pass, so the page text is not sent back to the JVM."""
+dropped in the same pass, so the page text is not sent back to the JVM.
+
+Also the extra pass of weighting "tfidf-corpus" (with_corpus_idf): document frequencies of the features over
+the whole input. Each document contributes its distinct features once; features in fewer than two documents
+are dropped on the executors and at most MAX_FEATURES of the most frequent come back to the driver (a table
+of features, not of documents), to be shipped with the fingerprint UDF inside the FeatureSpec."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pandas as pd
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
-from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf
+from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from .fingerprint import FeatureSpec, fingerprint_arrow
-from .short_text import ShortTextSpec, short_fingerprints
-from .signature import SignatureSpec, to_arrow
+from ..core.fingerprint import CorpusIdf, FeatureSpec, features_of, fingerprint_arrow
+from ..core.short_text import ShortTextSpec, short_fingerprints
+from ..core.signature import SignatureSpec, to_arrow
 
 FINGERPRINT_FIELDS = [StructField("fingerprint", LongType(), True), StructField("n_features", IntegerType(), False)]
 SIGNATURE_FIELDS = [StructField("signature", BinaryType(), True)]
@@ -60,3 +69,25 @@ def with_fingerprints(docs: DataFrame, text_col: str, spec: FeatureSpec, short: 
         SHORT_FIELDS if short is not None else [])
     schema = StructType([f for f in docs.schema.fields if f.name != text_col] + fields)
     return docs.mapInArrow(lambda batches: fingerprint_record_batches(batches, text_col, spec, short, signature), schema)
+
+MAX_FEATURES = 1_000_000
+
+
+def with_corpus_idf(docs: DataFrame, text_col: str, spec: FeatureSpec) -> FeatureSpec:
+    """spec with its idf table computed from docs[text_col] (one pass over the texts)."""
+
+    @pandas_udf(ArrayType(StringType()))
+    def distinct_features(texts: pd.Series) -> pd.Series:
+        return pd.Series([sorted(set(features_of(t, spec))) if isinstance(t, str) else [] for t in texts])
+
+    n_docs = docs.count()
+    df = (
+        docs.select(F.explode(distinct_features(F.col(text_col))).alias("feature"))
+        .groupBy("feature")
+        .count()
+        .where(F.col("count") >= 2)
+        .orderBy(F.desc("count"), "feature")
+        .limit(MAX_FEATURES)
+    )
+    doc_freq = {r["feature"]: int(r["count"]) for r in df.collect()}
+    return dataclasses.replace(spec, idf=CorpusIdf(doc_freq, n_docs))

@@ -11,14 +11,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .blocks import check_k, plan_tables
-from .errors import DedupError
-from .fingerprint import WEIGHTINGS, FeatureSpec
-from .history import check_run_date
-from .short_text import ShortTextSpec
-from .signature import SignatureSpec
-from .verified import VerifySpec
-from .text import SEGMENTERS, TOKENIZERS
+from ..core.blocks import check_k, plan_tables
+from ..errors import DedupError
+from ..core.fingerprint import WEIGHTINGS, FeatureSpec
+from ..io.history import check_run_date
+from ..core.short_text import ShortTextSpec
+from ..core.signature import SignatureSpec
+from ..core.verified import VerifySpec
+from ..core.text import SEGMENTERS, TOKENIZERS
 
 CLUSTER_MODES = ("verified", "transitive", "star")
 INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")

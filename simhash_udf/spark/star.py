@@ -4,7 +4,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .star import star_centres
+from ..core.star import star_centres
 
 
 def keep_rank(keep: str, id_col: str, text_col: str) -> Column:

@@ -15,7 +15,7 @@ from math import comb
 
 import numpy as np
 
-F = 64
+BITS = 64  # fingerprint width
 MAX_K = 10
 MAX_TABLES = 512
 MAX_BLOCKS = 20  # the first-shared-table lookup has 2^m entries (2 MB at m = 20)
@@ -59,7 +59,7 @@ class TablePlan:
 
     def describe(self) -> dict:
         return {
-            "f": F,
+            "f": BITS,
             "k": self.k,
             "blocks": self.m,
             "block_widths": [w for _, w in self.blocks],
@@ -125,7 +125,7 @@ def plan_tables(k: int, m: int | None = None) -> TablePlan:
                          f"use between {k + 1} and {MAX_BLOCKS} blocks")
     if comb(m, k) > MAX_TABLES:
         raise ValueError(f"--blocks {m} with k={k} makes {comb(m, k)} tables (> {MAX_TABLES}); use fewer blocks")
-    base, extra = divmod(F, m)
+    base, extra = divmod(BITS, m)
     widths = [base + (1 if b < extra else 0) for b in range(m)]
     starts = np.r_[0, np.cumsum(widths)[:-1]].tolist()
     blocks = tuple(zip(starts, widths))

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from .report_plots import BLUE, GREY, RED, accepted_pair_distances, kept_distances, removed_by_size
-from .signature import SignatureSpec, agreeing_bins, from_arrow
+from ..core.signature import SignatureSpec, agreeing_bins, from_arrow
 
 EXAMPLE_PAIRS = 5  # example pairs shown side by side, one per (distance, similarity) cell and cluster
 EXAMPLES_BELOW = 2  # of which at most this many below the similarity threshold, when others are there

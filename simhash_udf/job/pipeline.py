@@ -11,24 +11,25 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import __version__, termination
-from .blocks import chance_pairs, choose_plan, plan_cost, plan_tables
-from .components import connected_components
+from .. import __version__
+
+from . import termination
+from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
+from ..spark.components import connected_components
 from .config import DedupConfig
-from .corpus_idf import with_corpus_idf
-from .fingerprint_udf import with_fingerprints
-from .history import History, attach_history, related_block_rows
-from .pairs import block_rows, group_batches
-from .errors import DedupError
-from .read import EmptyInput, check_columns, check_file_systems, check_ids, input_error, load_input
+from ..spark.fingerprint import with_corpus_idf, with_fingerprints
+from ..io.history import History, attach_history, related_block_rows
+from ..spark.blocks import block_rows, group_batches
+from ..errors import DedupError
+from ..io.read import EmptyInput, check_columns, check_file_systems, check_ids, input_error, load_input
 from .report_html import collect_page_data, render_html
 from .report_plots import write_plots
-from .resolve import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
-from .short_pairs import short_text_edges
-from .verified import BANDS, VerifySpec
-from .verified_pairs import (fingerprint_signatures, group_members, units_of, verified_clusters, verified_edges,
-                             with_units)
-from .write import OutputDir
+from ..spark.star import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
+from ..spark.short_text import short_text_edges
+from ..core.verified import BANDS, VerifySpec
+from ..spark.candidates import group_members
+from ..spark.verified import fingerprint_signatures, units_of, verified_clusters, verified_edges, with_units
+from ..io.write import OutputDir
 
 log = logging.getLogger("simhash_dedup")
 # Warn when chance pairs of random fingerprints are more than this share of the accepted pairs.

@@ -18,7 +18,7 @@ import os
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
-from .errors import DedupError
+from ..errors import DedupError
 from .hadoop_fs import HadoopFS, glob_root, java_message, qualified_path, relation
 from .ownership import Owner, OwnerFile, acquire, new_token
 

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from .errors import DedupError
+from ..errors import DedupError
 
 log = logging.getLogger("simhash_dedup")
 CORRUPT = "_corrupt_record"  # Spark's column for lines/rows its JSON and CSV parsers cannot read

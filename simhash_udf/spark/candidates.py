@@ -1,0 +1,44 @@
+"""Spark stage 5: candidates. Walks the key groups of the block rows (blocks.py) and keeps the members with an
+accepted pair in their group (within k, first shared table; core/candidates.py), so that signatures never ride
+along with the exploded block rows: only those members go on to the verify stage (verified.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+from ..core.blocks import TablePlan
+from ..core.candidates import accepted_members
+from .blocks import key_runs, walk_groups
+
+MEMBER_SCHEMA = StructType([
+    StructField("table", IntegerType(), True), StructField("key", LongType(), True),
+    StructField("fingerprint", LongType(), True), StructField("compared", LongType(), True),
+    StructField("accepted", LongType(), True), StructField("distance", IntegerType(), True),
+    StructField("groups", LongType(), True),
+])
+_MEMBER_ARROW = pa.schema([pa.field(f.name, pa.int32() if f.dataType == IntegerType() else pa.int64()) for f in MEMBER_SCHEMA])
+
+def group_members(rows: DataFrame, plan: TablePlan) -> DataFrame:
+    """(table, key, fingerprint) of every member with an accepted pair in its key group, plus k + 1 statistics
+    rows per call (member columns null): pairs compared, accepted pairs at each distance, groups of 2+."""
+
+    def per_groups(members, offsets, tables, keys):
+        involved, compared, by_distance = accepted_members(members, offsets, tables, plan)
+        idx = np.flatnonzero(involved)
+        g = np.searchsorted(offsets, idx, side="right") - 1
+        n = len(idx)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(tables[g].astype(np.int32)), pa.array(keys[g], pa.int64()), pa.array(members[idx], pa.int64()),
+             pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.int32()), pa.nulls(n, pa.int64())],
+            schema=_MEMBER_ARROW)
+        d = len(by_distance)
+        groups = int((np.diff(offsets) >= 2).sum())
+        yield pa.RecordBatch.from_arrays(
+            [pa.nulls(d, pa.int32()), pa.nulls(d, pa.int64()), pa.nulls(d, pa.int64()),
+             pa.array([compared] + [0] * (d - 1), pa.int64()), pa.array(by_distance, pa.int64()),
+             pa.array(np.arange(d, dtype=np.int32)), pa.array([groups] + [0] * (d - 1), pa.int64())],
+            schema=_MEMBER_ARROW)
+
+    return key_runs(rows, plan).mapInArrow(lambda b: walk_groups(b, per_groups, with_keys=True), MEMBER_SCHEMA)

@@ -1,0 +1,38 @@
+"""The layout's promises: the pure core runs without pyspark, and evaluation code is not shipped to executors."""
+from __future__ import annotations
+
+import os
+import pkgutil
+import subprocess
+import sys
+import zipfile
+
+import simhash_udf.core
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_core_imports_no_pyspark():
+    """Every core module imports in a Python where importing pyspark fails."""
+    names = [m.name for m in pkgutil.iter_modules(simhash_udf.core.__path__, "simhash_udf.core.")]
+    assert len(names) >= 8, names
+    code = ("import sys\nsys.modules['pyspark'] = None\n"  # any `import pyspark...` now raises ImportError
+            + "".join(f"import {n}\n" for n in names)
+            + "assert not any(m.startswith('pyspark') and sys.modules[m] is not None for m in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_executor_zip_has_no_evaluation_code(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    try:
+        from build_pyfiles import build
+    finally:
+        sys.path.pop(0)
+    names = zipfile.ZipFile(build(str(tmp_path / "simhash_udf.zip"))).namelist()
+    assert "simhash_udf/core/fingerprint.py" in names and "simhash_udf/job/cli.py" in names
+    assert not [n for n in names if n.startswith("simhash_udf/evaluation/")], names
+    shipped = {n for n in names if n.endswith(".py")}
+    on_disk = {os.path.relpath(os.path.join(d, f), ROOT).replace(os.sep, "/")
+               for d, _, files in os.walk(os.path.join(ROOT, "simhash_udf")) for f in files if f.endswith(".py")}
+    assert shipped == {n for n in on_disk if not n.startswith("simhash_udf/evaluation/")}
