@@ -22,7 +22,7 @@ from ..core.text import SEGMENTERS, TOKENIZERS
 
 CLUSTER_MODES = ("verified", "transitive", "star")
 INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")
-DEFAULT_CONF = Path(__file__).resolve().parent.parent / "conf" / "default.toml"
+DEFAULT_CONF = Path(__file__).resolve().parents[2] / "conf" / "default.toml"
 
 
 @dataclass
