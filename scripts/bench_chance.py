@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from evaluate import build_oracle, job_labels, load_corpus  # noqa: E402
+
 from simhash_udf.core.blocks import chance_pairs  # noqa: E402
 from simhash_udf.job.config import DedupConfig, load_config  # noqa: E402
 from simhash_udf.job.pipeline import run  # noqa: E402

@@ -20,7 +20,6 @@ import subprocess
 import sys
 import time
 
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -133,8 +132,8 @@ def spark_seconds(spark, texts, spec) -> dict[str, float]:
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from simhash_udf.spark.fingerprint import with_fingerprints
     from simhash_udf.core.text import segmenter
+    from simhash_udf.spark.fingerprint import with_fingerprints
 
     backend = spec.segmenter
 
@@ -171,9 +170,8 @@ def batch_sweep(spark, texts, spec, records: list[int], megabytes: list[int]) ->
     batch of that size needs at its peak (tracemalloc over fingerprint_arrow), relative to the batch's text."""
     import tracemalloc
 
-    from pyspark.sql import functions as F
-
     import pyarrow as pa
+    from pyspark.sql import functions as F
 
     from simhash_udf.core.fingerprint import fingerprint_arrow
     from simhash_udf.spark.fingerprint import with_fingerprints
@@ -207,10 +205,10 @@ def batch_sweep(spark, texts, spec, records: list[int], megabytes: list[int]) ->
 
 def measure(backend: str, megabytes: float, sweep: bool = False) -> list[dict]:
     """All measurements of one backend (run in a process of its own)."""
-    from simhash_udf.job.config import DedupConfig
     from simhash_udf.core.fingerprint import FeatureSpec
-    from simhash_udf.spark.session import get_spark
     from simhash_udf.core.text import segmenter
+    from simhash_udf.job.config import DedupConfig
+    from simhash_udf.spark.session import get_spark
 
     spark = get_spark("bench-fingerprint", master="local[1]")  # one core: throughput per core
     spark.sparkContext.setLogLevel("ERROR")
@@ -306,7 +304,8 @@ def main() -> None:
               f"| {r['noop']:.2f} | {r['python_sig']:.2f} | {r['python_sig'] / r['python']:.2f} | {r['udf_sig']:.2f} "
               f"| {r['udf_sig'] / r['udf']:.2f} |")
     print(f"\n(one core each: Python timings in one process, the Spark queries in local[1] over the same cached "
-          f"DataFrame with the job's Arrow batch limits; best of {REPEATS} rounds in which the runs take turns; bare cut is the backend's cut() of "
+          f"DataFrame with the job's Arrow batch limits; best of {REPEATS} rounds in which the runs take turns; "
+          "bare cut is the backend's cut() of "
           "the raw page, in Spark inside a mapInArrow like the stage's; the no-op only reads the pages into Python)")
     for lang, source in dict((r["lang"], r["source"]) for r in rows).items():
         print(f"text {lang}: {source}")

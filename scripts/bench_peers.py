@@ -49,9 +49,9 @@ import pyarrow.parquet as pq
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus  # noqa: E402
 from simhash_udf.job.config import load_config  # noqa: E402
 from simhash_udf.job.pipeline import run  # noqa: E402
-from simhash_udf.evaluation.sample_corpus import make_sample_corpus  # noqa: E402
 from simhash_udf.spark.session import get_spark  # noqa: E402
 
 ROWS_PER_ORIGINAL = 1.8  # make_sample_corpus: 40% of the originals get 1-3 variants, i.e. 0.8 on average

@@ -23,10 +23,10 @@ from pyspark.sql import functions as F
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+from simhash_udf.core.signature import SignatureSpec, to_arrow  # noqa: E402
 from simhash_udf.job.config import DedupConfig, load_config  # noqa: E402
 from simhash_udf.job.pipeline import run  # noqa: E402
 from simhash_udf.spark.session import get_spark  # noqa: E402
-from simhash_udf.core.signature import SignatureSpec, to_arrow  # noqa: E402
 
 
 def synthetic_fingerprints(n: int, k: int, dup_share: float, seed: int = 0):

@@ -33,7 +33,8 @@ def generate(target_mb: float, seed: int = 7) -> bytes:
     from warcio.warcwriter import WARCWriter
 
     rng = np.random.default_rng(seed)
-    words = np.array([f"w{i:x}" for i in range(20000)] + list("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动"))
+    words = np.array([f"w{i:x}" for i in range(20000)]
+                     + list("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动"))
     buf = io.BytesIO()
     writer = WARCWriter(buf, gzip=True)
     writer.write_record(writer.create_warc_record("", "warcinfo", payload=io.BytesIO(b"software: bench_wet\r\n")))

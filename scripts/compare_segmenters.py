@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_fingerprint import corpus, man_page_texts  # noqa: E402
+
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch  # noqa: E402
 from simhash_udf.core.text import normalize_chars, tokens_auto  # noqa: E402
 

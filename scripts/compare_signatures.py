@@ -24,10 +24,10 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from simhash_udf.core.fingerprint import FeatureSpec, _HASHES, simhash_from_hashes, weighted_features  # noqa: E402
-from simhash_udf.evaluation.quality import similar_pairs  # noqa: E402
+from simhash_udf.core.fingerprint import _HASHES, FeatureSpec, simhash_from_hashes, weighted_features  # noqa: E402
 from simhash_udf.core.shingles import jaccard, shingle_set  # noqa: E402
 from simhash_udf.core.signature import SignatureSpec, mix64, oph_signatures, similarity  # noqa: E402
+from simhash_udf.evaluation.quality import similar_pairs  # noqa: E402
 
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8)
 

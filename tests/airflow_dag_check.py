@@ -107,7 +107,8 @@ def parse_cli(line):
 
 
 if dag is not None:
-    interval = scheduler_timetable(dag.timetable).infer_manual_data_interval(run_after=day_start(day) + timedelta(days=1, hours=1))
+    run_after = day_start(day) + timedelta(days=1, hours=1)
+    interval = scheduler_timetable(dag.timetable).infer_manual_data_interval(run_after=run_after)
     out.update(
         task_ids=sorted(t.task_id for t in dag.tasks),
         upstream={t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks},

@@ -135,13 +135,13 @@ def brute_force_verified(ids, fps, sigs, k, need) -> dict:
     for i, fp, s in zip(ids, fps, sigs):
         best[(fp, s)] = min(best.get((fp, s), i), i)
     rep = {}
-    for (fp, s), b in sorted(best.items(), key=lambda kv: kv[1]):
+    for (fp, s), _ in sorted(best.items(), key=lambda kv: kv[1]):
         rep.setdefault(fp, s)
     nodes = sorted(rep)
     edges = [(nodes[a], nodes[b]) for a, b in within_k_pairs(nodes, k) if agreeing(rep[nodes[a]], rep[nodes[b]]) >= need]
     comp = components_of(nodes, edges)
     members: dict = {}
-    for unit, b in best.items():
+    for unit in best:
         members.setdefault(comp[unit[0]], []).append(unit)
     kept = {}
     for units in members.values():
@@ -188,7 +188,7 @@ def brute_force_verified_short(ids, texts, fps, sigs, k, need, spec, extra_edges
     for i, u in unit.items():
         best[u] = min(best.get(u, ids[i]), ids[i])
     rep = {}
-    for u, b in sorted(best.items(), key=lambda kv: kv[1]):
+    for u, _ in sorted(best.items(), key=lambda kv: kv[1]):
         rep.setdefault(u[0], u[1])
     nodes = sorted(rep)
     edges = [(nodes[a], nodes[b]) for a, b in within_k_pairs(nodes, k) if agreeing(rep[nodes[a]], rep[nodes[b]]) >= need]

@@ -1,15 +1,14 @@
 """Blocks and candidates, pure numpy: every pair within k is found, each exactly once, as a forest."""
-from itertools import combinations
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from reference import components_of, planted_fingerprints, within_k_pairs
+
 from simhash_udf.core.blocks import chance_pairs, plan_tables
-from simhash_udf.job.pipeline import chance_warning
 from simhash_udf.core.candidates import candidate_edges, spanning_forest_edges
+from simhash_udf.job.pipeline import chance_warning
 
 
 def python_key_groups(fps, plan):

@@ -11,9 +11,9 @@ import time
 import pandas as pd
 import pytest
 
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.job.config import load_config
 from simhash_udf.job.pipeline import run
-from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))

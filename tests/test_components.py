@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from reference import components_of
+
 from simhash_udf.spark.components import connected_components
 
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simhash_udf.core.text import normalize_text
 from simhash_udf.evaluation.corpus import SHORT_MAX, VARIANTS, make_corpus
 from simhash_udf.evaluation.quality import (
     PAIRS_PER_BIG_CLUSTER,
@@ -18,7 +19,6 @@ from simhash_udf.evaluation.quality import (
     shingle_set,
     similar_pairs,
 )
-from simhash_udf.core.text import normalize_text
 
 
 def ref_shingles(text):

@@ -4,10 +4,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
-
 from reference import brute_force_clusters, planted_fingerprints
-from simhash_udf.spark import blocks as pairs
+
 from simhash_udf.job.pipeline import StageTimer, near_duplicate_clusters
+from simhash_udf.spark import blocks as pairs
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,10 @@ import math
 
 import pytest
 
-from simhash_udf.job.config import load_config
-from simhash_udf.errors import DedupError
 from simhash_udf.core.fingerprint import IDF_SCALE, CorpusIdf, FeatureSpec, features_of, fingerprint_batch, mmh3_64
 from simhash_udf.core.text import normalize_text, stop_words, tokens_auto, word_shingles
+from simhash_udf.errors import DedupError
+from simhash_udf.job.config import load_config
 
 
 def loop_fingerprint(features, weight):

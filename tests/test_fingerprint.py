@@ -41,8 +41,9 @@ def reference_features(text, spec):
     return word_shingles(tokens, spec.word_ngram)
 
 
-def reference_fingerprint(text, spec=FeatureSpec()):
+def reference_fingerprint(text, spec=None):
     """Obviously correct: a Python loop over every feature and every one of the 64 bits."""
+    spec = spec or FeatureSpec()
     feats = reference_features(text, spec)
     if spec.weighting == "binary":
         feats = list(dict.fromkeys(feats))

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simhash_udf.job.config import load_config
 from simhash_udf.errors import DedupError
-from simhash_udf.job.pipeline import run
 from simhash_udf.evaluation.sample_corpus import make_sample_corpus
+from simhash_udf.job.config import load_config
+from simhash_udf.job.pipeline import run
 
 DAYS = ["2026-03-01", "2026-03-02", "2026-03-03"]
 K = 3

@@ -6,8 +6,8 @@ import os
 import pandas as pd
 import pytest
 
-from simhash_udf.job.config import load_config
 from simhash_udf.errors import DedupError
+from simhash_udf.job.config import load_config
 from simhash_udf.job.pipeline import run
 
 
@@ -180,7 +180,7 @@ def test_zero_rows_fail_unless_allow_empty(spark, tmp_path):
             job(spark, "--input", tmp_path / name, "--output", tmp_path / "out")
         assert "--id-col" not in str(err.value), name
         assert not (tmp_path / "out").exists()
-    for name, id_type in [("header.csv", "string"), ("empty.jsonl", "string")]:
+    for name in ("header.csv", "empty.jsonl"):
         out = tmp_path / f"out-{name}"
         report = job(spark, "--input", tmp_path / name, "--output", out, "--allow-empty")
         assert report["input_rows"] == 0 and report["kept"] == 0 and "holds no" in report["empty_input"]

@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from simhash_udf.core.blocks import chance_pairs, plan_tables
-from simhash_udf.job.config import DedupConfig, load_config
 from simhash_udf.errors import DedupError
+from simhash_udf.evaluation.sample_corpus import write_sample_corpus
+from simhash_udf.job.config import DedupConfig, load_config
 from simhash_udf.job.pipeline import run
-from simhash_udf.evaluation.sample_corpus import make_sample_corpus, write_sample_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -87,7 +87,8 @@ def test_output_layout(sample_run, sample):
     member = clusters[clusters.is_duplicate & clusters.fingerprint.notna()]
     pair = np.array([member["fingerprint"].astype(np.int64), kept_fp[member["cluster_id"]].astype(np.int64)]).view(np.uint64)
     far = pd.Series(np.bitwise_count(pair[0] ^ pair[1]), index=member["cluster_id"]).groupby(level=0).max()
-    assert on_disk["clusters"]["max_distance_to_kept_histogram"] == {str(d): int(n) for d, n in far.value_counts().sort_index().items()}
+    expect = {str(d): int(n) for d, n in far.value_counts().sort_index().items()}
+    assert on_disk["clusters"]["max_distance_to_kept_histogram"] == expect
     for name in on_disk["plots"]:
         with open(os.path.join(out, name), "rb") as fh:
             assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
@@ -145,7 +146,8 @@ def test_progress_is_logged_per_stage_with_counts(spark, sample, tmp_path, caplo
     for stage in report["seconds"]:
         assert f"stage {stage}: started" in lines
         assert any(line.startswith(f"stage {stage}: done in ") for line in lines), stage
-    assert f"stage fingerprint: done in {report['seconds']['fingerprint']:.1f} s (rows {report['input_rows']:,}, " in "\n".join(lines)
+    seconds, rows = report['seconds']['fingerprint'], report['input_rows']
+    assert f"stage fingerprint: done in {seconds:.1f} s (rows {rows:,}, " in "\n".join(lines)
     accepted = report["candidates"]["pairs_accepted"]
     assert any(f"accepted {accepted:,}" in line for line in lines if line.startswith("stage candidates"))
 

@@ -16,13 +16,13 @@ import time
 import pandas as pd
 import pytest
 
-from simhash_udf.job.config import load_config
 from simhash_udf.errors import DedupError
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.io.hadoop_fs import glob_root, relation
 from simhash_udf.io.ownership import Owner, process_start, stale_reason
-from simhash_udf.job.pipeline import run
-from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.io.write import COMMIT_STEPS, EXIT_AFTER_CODE, EXIT_AFTER_ENV, OutputDir
+from simhash_udf.job.config import load_config
+from simhash_udf.job.pipeline import run
 
 ENV = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
            SIMHASH_DEDUP_MASTER="local[1]", SIMHASH_DEDUP_DRIVER_MEMORY="1g")

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from reference import planted_fingerprints
+
 from simhash_udf.core.blocks import plan_tables
 from simhash_udf.spark.blocks import block_rows, key_runs, packed_key_shift, walk_groups
 

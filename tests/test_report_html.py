@@ -13,14 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simhash_udf.job.config import load_config
-from simhash_udf.job.pipeline import run
-from simhash_udf.io.read import load_input
-from simhash_udf.job.report_html import choose_examples, excerpt_pair, input_side, nice_ticks, render_html, to_kept_summary
-from simhash_udf.job.report_plots import accepted_pair_distances, kept_distances, removed_by_size
-from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.core.signature import SignatureSpec, similarity
 from simhash_udf.core.verified import VerifySpec
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus
+from simhash_udf.io.read import load_input
+from simhash_udf.job.config import load_config
+from simhash_udf.job.pipeline import run
+from simhash_udf.job.report_html import choose_examples, excerpt_pair, input_side, nice_ticks, render_html, to_kept_summary
+from simhash_udf.job.report_plots import accepted_pair_distances, kept_distances, removed_by_size
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Every page starts with markup that must stay text: a script, an image from the network, an entity.

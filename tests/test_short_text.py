@@ -1,23 +1,22 @@
 """Short-text mode: all-pairs candidates on the short fingerprint (pure numpy, against brute force), the
 short fingerprint itself, and the whole job against a brute-force reference of the mode's definition."""
-import os
 
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from reference import brute_force_short_pairs, brute_force_verified_short, components_of, planted_fingerprints, within_k_pairs
+from test_candidates import python_key_groups
+
 from simhash_udf.core.blocks import plan_tables
 from simhash_udf.core.candidates import candidate_pairs
-from simhash_udf.job.config import load_config
-from simhash_udf.errors import DedupError
 from simhash_udf.core.fingerprint import fingerprint_text
-from simhash_udf.job.pipeline import run
 from simhash_udf.core.short_text import ShortTextSpec, pair_jaccards, short_fingerprints
 from simhash_udf.core.verified import VerifySpec
-from test_candidates import python_key_groups
+from simhash_udf.errors import DedupError
+from simhash_udf.job.config import load_config
+from simhash_udf.job.pipeline import run
 
 
 @settings(max_examples=150, deadline=None)
@@ -69,7 +68,7 @@ def short_corpus(seed: int, n_base: int = 40) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     vocab = [f"w{i}" for i in range(60)] + ["的", "我们", "今天", "天气", "新闻", "价格", "北京"]
     rows = []
-    for b in range(n_base):
+    for _ in range(n_base):
         words = list(rng.choice(vocab, size=int(rng.integers(4, 14))))
         rows.append(" ".join(words))
         for _ in range(int(rng.integers(0, 4))):

@@ -7,8 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_arrow, fingerprint_batch
-from simhash_udf.core.signature import (SignatureSpec, densify, from_arrow, min_agreeing_bins, mix64, oph_signatures,
-                                   similarity, to_arrow)
+from simhash_udf.core.signature import (
+    SignatureSpec,
+    densify,
+    from_arrow,
+    min_agreeing_bins,
+    mix64,
+    oph_signatures,
+    similarity,
+    to_arrow,
+)
 
 SPEC = SignatureSpec()
 hashes64 = st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=300)

@@ -5,10 +5,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
-
 from reference import brute_force_clusters, brute_force_star, planted_fingerprints
-from simhash_udf.job.pipeline import StageTimer, near_duplicate_clusters
+
 from simhash_udf.core.star import star_centres
+from simhash_udf.job.pipeline import StageTimer, near_duplicate_clusters
 
 
 @settings(max_examples=200, deadline=None)

@@ -7,11 +7,11 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_fingerprint import PIECES, specs
 
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_arrow, fingerprint_batch
 from simhash_udf.core.text import INERT_HAN, normalize_chars, segmenter, tokens_auto
 from simhash_udf.core.text_batch import FOLD_RANGES, fold_table, split_pages
-from test_fingerprint import PIECES, specs
 
 TABLE = [chr(cp) for cp in np.flatnonzero(fold_table() >= 0) if cp >= 128]
 # Characters of every class split_pages tells apart: ASCII, Han in three and four bytes (inert and not),

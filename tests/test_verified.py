@@ -6,13 +6,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
+from reference import (
+    agreeing,
+    brute_force_clusters,
+    brute_force_verified,
+    components_of,
+    planted_fingerprints,
+    planted_signatures,
+    within_k_pairs,
+)
 
-from reference import (agreeing, brute_force_clusters, brute_force_verified, components_of, planted_fingerprints,
-                       planted_signatures, within_k_pairs)
 from simhash_udf.core.blocks import plan_tables
-from simhash_udf.job.pipeline import StageTimer, near_duplicate_clusters
 from simhash_udf.core.shingles import jaccard, shingle_set
 from simhash_udf.core.verified import VerifySpec, verified_centres, verify_groups
+from simhash_udf.job.pipeline import StageTimer, near_duplicate_clusters
 
 SPEC = VerifySpec(0.7)
 

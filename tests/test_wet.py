@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from warcio.warcwriter import WARCWriter
 
+from simhash_udf.errors import DedupError
+from simhash_udf.io.wet import wet_records
 from simhash_udf.job import pipeline
 from simhash_udf.job.config import load_config
-from simhash_udf.errors import DedupError
 from simhash_udf.job.pipeline import run
-from simhash_udf.io.wet import wet_records
 
 
 def wet_bytes(pages, gzip_members=True):

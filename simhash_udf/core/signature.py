@@ -91,7 +91,8 @@ def densify(mins: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return out
 
 
-def oph_signatures(hashes: np.ndarray, offsets: np.ndarray, spec: SignatureSpec = SignatureSpec()) -> tuple[np.ndarray, np.ndarray]:
+def oph_signatures(hashes: np.ndarray, offsets: np.ndarray,
+                   spec: SignatureSpec = SignatureSpec()) -> tuple[np.ndarray, np.ndarray]:
     """Signatures of many pages at once: (signatures (pages x bins) of spec.dtype, valid mask).
 
     hashes: uint64 feature hashes of all pages one after another (repeats allowed: a minimum ignores them);

@@ -27,6 +27,7 @@ import random
 import re
 from dataclasses import dataclass
 
+from ..core.text import normalize_text
 from .sample_corpus import (
     _EN_CONTENT,
     _en_sentence,
@@ -34,7 +35,6 @@ from .sample_corpus import (
     _zh_sentence,
     _zh_vocab,
 )
-from ..core.text import normalize_text
 
 # Near-duplicate kinds. Short texts (< 140 characters) only get the ones that make sense for a post.
 VARIANTS = ("mirror", "boilerplate", "ad", "numbers", "edits", "moved", "truncated", "width_case")
@@ -121,7 +121,8 @@ def site_boilerplate(site: int, lang: str) -> tuple[str, str]:
         footer = (f"关于我们 | 联系方式 | 广告服务 | 版权声明 © {srng.randint(2005, 2025)} {name} 版权所有 "
                   f"京ICP备{srng.randint(10000000, 99999999)}号")
         return header, footer
-    name = " ".join(w.capitalize() for w in srng.sample(_EN_CONTENT, 2)) + srng.choice((" News", " Times", " Daily", " Post", " Online"))
+    name = " ".join(w.capitalize() for w in srng.sample(_EN_CONTENT, 2))
+    name += srng.choice((" News", " Times", " Daily", " Post", " Online"))
     nav = " | ".join(srng.sample(("Home", "News", "World", "Business", "Tech", "Sports", "Culture", "Travel",
                                   "Health", "Opinion", "Video", "Podcasts", "Weather"), srng.randint(5, 9)))
     header = f"{name} {nav} Sign in Subscribe Search"
@@ -166,7 +167,7 @@ def generated_original(seed: int, number: int) -> tuple[Doc, int, random.Random]
     rng = random.Random(f"{seed}:orig:{number}")
     lang = "zh" if rng.random() < 0.5 else "en"
     r, acc = rng.random(), 0.0
-    for share, lo, hi in _LENGTHS:
+    for share, lo, hi in _LENGTHS:  # noqa: B007 (lo, hi are used after the break)
         acc += share
         if r < acc:
             break

@@ -228,7 +228,7 @@ def parse_file_batches(batches: Iterator[pa.RecordBatch], carried: list[str],
 
             def emit(rows: list[tuple]) -> pa.RecordBatch:
                 arrays = [pa.array(col, type=f.type) for col, f in zip(zip(*rows), _ARROW_SCHEMA)]
-                arrays += [pa.array([v] * len(rows), type=f.type) for v, f in zip(values, carried_schema)]
+                arrays += [pa.array([v] * len(rows), type=f.type) for v, f in zip(values, carried_schema)]  # noqa: B023 (called in this iteration)
                 return pa.RecordBatch.from_arrays(arrays, names=_ARROW_SCHEMA.names + carried)
 
             rows, size = [], 0

@@ -8,9 +8,9 @@ import json
 import logging
 import sys
 
+from ..errors import DedupError
 from . import termination
 from .config import load_config
-from ..errors import DedupError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,8 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     except DedupError as exc:
         print(f"simhash-dedup: error: {exc}", file=sys.stderr)
         return 2
-    from .pipeline import run
     from ..spark.session import get_spark
+    from .pipeline import run
 
     with termination.handle_sigterm():
         spark = get_spark()

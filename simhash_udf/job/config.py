@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.blocks import check_k, plan_tables
-from ..errors import DedupError
 from ..core.fingerprint import WEIGHTINGS, FeatureSpec
-from ..io.history import check_run_date
 from ..core.short_text import ShortTextSpec
 from ..core.signature import SignatureSpec
-from ..core.verified import VerifySpec
 from ..core.text import SEGMENTERS, TOKENIZERS
+from ..core.verified import VerifySpec
+from ..errors import DedupError
+from ..io.history import check_run_date
 
 CLUSTER_MODES = ("verified", "transitive", "star")
 INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")
@@ -123,7 +123,8 @@ class DedupConfig:
             raise bad("--weighting tfidf-corpus takes its idf from each run's own input, so fingerprints of different "
                       "runs would not be comparable: use tf, tfidf or binary with --history")
         if not 0.0 <= self.min_similarity <= 1.0:
-            raise bad(f"--min-similarity must be in 0..1 (an estimated Jaccard index; 0 = no verification), got {self.min_similarity}")
+            raise bad("--min-similarity must be in 0..1 (an estimated Jaccard index; 0 = no verification), "
+                      f"got {self.min_similarity}")
         if self.cluster_mode == "star" and self.history:
             raise bad("--cluster-mode star cannot be combined with --history yet: use the transitive mode")
         for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "arrow_batch_mb", "max_component_rounds",

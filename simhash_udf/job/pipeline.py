@@ -12,24 +12,23 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .. import __version__
-
-from . import termination
 from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
-from ..spark.components import connected_components
-from .config import DedupConfig
-from ..spark.fingerprint import with_corpus_idf, with_fingerprints
-from ..io.history import History, attach_history, related_block_rows
-from ..spark.blocks import block_rows, group_batches
+from ..core.verified import BANDS, VerifySpec
 from ..errors import DedupError
+from ..io.history import History, attach_history, related_block_rows
 from ..io.read import EmptyInput, check_columns, check_file_systems, check_ids, input_error, load_input
+from ..io.write import OutputDir
+from ..spark.blocks import block_rows, group_batches
+from ..spark.candidates import group_members
+from ..spark.components import connected_components
+from ..spark.fingerprint import with_corpus_idf, with_fingerprints
+from ..spark.short_text import short_text_edges
+from ..spark.star import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
+from ..spark.verified import fingerprint_signatures, units_of, verified_clusters, verified_edges, with_units
+from . import termination
+from .config import DedupConfig
 from .report_html import collect_page_data, render_html
 from .report_plots import write_plots
-from ..spark.star import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
-from ..spark.short_text import short_text_edges
-from ..core.verified import BANDS, VerifySpec
-from ..spark.candidates import group_members
-from ..spark.verified import fingerprint_signatures, units_of, verified_clusters, verified_edges, with_units
-from ..io.write import OutputDir
 
 log = logging.getLogger("simhash_dedup")
 # Warn when chance pairs of random fingerprints are more than this share of the accepted pairs.

@@ -25,8 +25,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructField, StructType
 
-from .report_plots import BLUE, GREY, RED, accepted_pair_distances, kept_distances, removed_by_size
 from ..core.signature import SignatureSpec, agreeing_bins, from_arrow
+from .report_plots import BLUE, GREY, RED, accepted_pair_distances, kept_distances, removed_by_size
 
 EXAMPLE_PAIRS = 5  # example pairs shown side by side, one per (distance, similarity) cell and cluster
 EXAMPLES_BELOW = 2  # of which at most this many below the similarity threshold, when others are there
@@ -366,7 +366,8 @@ def svg_bars(labels: list[str], series: list[tuple[str, list[int], str | list[st
         out.append(f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{top}" y2="{top + ph}" class="marker"/>'
                    f'<text x="{mx + 4:.1f}" y="{top + 10}" class="mark">{esc(marker[1])}</text>')
     out.append(f'<text x="{left + pw / 2}" y="{height - 10}" text-anchor="middle" class="axlabel">{esc(xlabel)}</text>'
-               f'<text transform="translate(14 {top + ph / 2}) rotate(-90)" text-anchor="middle" class="axlabel">{esc(ylabel)}</text>')
+               f'<text transform="translate(14 {top + ph / 2}) rotate(-90)" text-anchor="middle" '
+               f'class="axlabel">{esc(ylabel)}</text>')
     if len(series) > 1:
         lx = left + pw - 150
         for j, (name, _, colour) in enumerate(series):
@@ -469,7 +470,8 @@ def _rate_table(name: str, dim: dict) -> str:
     for r in dim["top"]:
         value = r[name]
         rows.append([esc(value) if value is not None else "<em>(none)</em>", f"{r['pages']:,}", f"{r['duplicates']:,}",
-                     f'{r["duplicate_rate"]:.1%}', f'<span class="bar" style="width:{round(80 * r["duplicate_rate"])}px"></span>'])
+                     f'{r["duplicate_rate"]:.1%}',
+                     f'<span class="bar" style="width:{round(80 * r["duplicate_rate"])}px"></span>'])
     shown = f"top {len(dim['top'])} of {dim['values']:,}" if dim["values"] > len(dim["top"]) else f"all {dim['values']:,}"
     return (f'<div><h3>Duplicate rate per {esc(name)} (column <code>{esc(dim["column"])}</code>; {shown}, most '
             f'duplicates first)</h3>{_table([name, "pages", "duplicates", "rate", ""], rows, {1, 2, 3}, f"rate-{name}")}</div>')
@@ -554,7 +556,8 @@ def render_html(report: dict, examples: list[dict]) -> str:
     parts.append("<h2>Example pairs</h2>")
     if examples:
         parts.append(f'<p class="note">{len(examples)} duplicates least similar to their kept page, one per cluster '
-                     f"and per (distance, similarity): the borderline cases (at most {EXAMPLES_BELOW} of them below the similarity threshold when "
+                     f"and per (distance, similarity): the borderline cases "
+                     f"(at most {EXAMPLES_BELOW} of them below the similarity threshold when "
                      "others are there). Each excerpt shows the page's start, then (after …) the text from just before "
                      "the two pages first differ; what differs is marked.</p>")
     else:

@@ -14,8 +14,8 @@ import dataclasses
 from typing import Iterator
 
 import numpy as np
-import pyarrow as pa
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F

@@ -18,8 +18,8 @@ from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
 from ..core.blocks import TablePlan, choose_plan
 from ..core.candidates import candidate_pairs
-from .blocks import block_rows, group_batches, key_runs, walk_groups
 from ..core.short_text import ShortTextSpec, pair_jaccards
+from .blocks import block_rows, group_batches, key_runs, walk_groups
 
 PAIR_SCHEMA = StructType([StructField("a", LongType(), True), StructField("b", LongType(), True),
                           StructField("compared", LongType(), True)])

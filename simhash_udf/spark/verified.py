@@ -18,16 +18,17 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from ..core.blocks import TablePlan
-from .blocks import walk_groups
 from ..core.signature import from_arrow
 from ..core.verified import BANDS, VerifySpec, verified_centres, verify_groups
+from .blocks import walk_groups
 
 VERIFIED_SCHEMA = StructType([
     StructField("src", LongType(), True), StructField("dst", LongType(), True),
     StructField("band", IntegerType(), True), StructField("verified", LongType(), True),
     StructField("rejected", LongType(), True),
 ])
-_VERIFIED_ARROW = pa.schema([pa.field(f.name, pa.int32() if f.dataType == IntegerType() else pa.int64()) for f in VERIFIED_SCHEMA])
+_VERIFIED_ARROW = pa.schema([pa.field(f.name, pa.int32() if f.dataType == IntegerType() else pa.int64())
+                             for f in VERIFIED_SCHEMA])
 
 
 def verified_edges(members: DataFrame, fp_signatures: DataFrame | None, plan: TablePlan,
