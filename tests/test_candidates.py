@@ -8,7 +8,7 @@ from reference import components_of, planted_fingerprints, within_k_pairs
 
 from simhash_udf.core.blocks import chance_pairs, plan_tables
 from simhash_udf.core.candidates import candidate_edges, spanning_forest_edges
-from simhash_udf.job.pipeline import chance_warning
+from simhash_udf.job.stages import chance_warning
 
 
 def python_key_groups(fps, plan):

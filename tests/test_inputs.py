@@ -155,7 +155,7 @@ def test_json_page_over_the_parsers_limit_is_read_then_capped(spark, tmp_path):
     the page is read whole, fingerprinted up to --max-text-chars and counted as truncated."""
     from pyspark.sql import functions as F
 
-    from simhash_udf.job.pipeline import prepare_documents
+    from simhash_udf.job.stages import prepare_documents
 
     write_lines(tmp_path / "in.jsonl", rows_of(0, 1) + [{"id": 1, "text": "word " * 4_000_001}])
     got = loaded(spark, tmp_path / "in.jsonl")

@@ -125,7 +125,7 @@ def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
 def test_simulated_fingerprint_width():
     """--simulate-fingerprint-bits keeps b of the 64 bits, spread so that every block keeps its share, and two
     random cut fingerprints are within k as often as two random b-bit ones."""
-    from simhash_udf.job.pipeline import simulation_mask
+    from simhash_udf.job.stages import simulation_mask
 
     for bits in (7, 45, 48, 64):
         mask = simulation_mask(bits) & (2**64 - 1)

@@ -19,7 +19,7 @@ from reference import (
 from simhash_udf.core.blocks import plan_tables
 from simhash_udf.core.shingles import jaccard, shingle_set
 from simhash_udf.core.verified import VerifySpec, verified_centres, verify_groups
-from simhash_udf.job.pipeline import StageTimer, near_duplicate_clusters
+from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
 
 SPEC = VerifySpec(0.7)
 
@@ -99,9 +99,10 @@ def cluster(spark, tmp_path_factory):
             history = spark.createDataFrame(history, "fingerprint long, h_cluster long, h_kept_date string, "
                                                      "signature binary, kept_signature binary")
         persisted = []
-        clusters, _, stats = near_duplicate_clusters(
-            docs, k, 0, 50, StageTimer(), lambda d: persisted.append(d.cache()) or d.cache(), cluster_mode=mode,
-            verify=verify, history=history, run_date="2026-11-23" if history is not None else "")
+        found = near_duplicate_clusters(
+            docs, k=k, max_rounds=50, timer=StageTimer(), keep=lambda d: persisted.append(d.cache()) or d.cache(),
+            cluster_mode=mode, verify=verify, history=history, run_date="2026-11-23" if history is not None else "")
+        clusters, stats = found.clusters, found.stats
         rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id for r in clusters.collect()}
         for d in persisted:
             d.unpersist()

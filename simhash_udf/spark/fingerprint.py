@@ -75,6 +75,13 @@ MAX_FEATURES = 1_000_000
 
 def with_corpus_idf(docs: DataFrame, text_col: str, spec: FeatureSpec) -> FeatureSpec:
     """spec with its idf table computed from docs[text_col] (one pass over the texts)."""
+    doc_freq, n_docs = corpus_doc_freq(docs, text_col, spec)
+    return dataclasses.replace(spec, idf=CorpusIdf(doc_freq, n_docs))
+
+
+def corpus_doc_freq(docs: DataFrame, text_col: str, spec: FeatureSpec) -> tuple[dict[str, int], int]:
+    """Document frequency of each feature in at least two documents (at most MAX_FEATURES of the most
+    frequent), and the number of documents."""
 
     @pandas_udf(ArrayType(StringType()))
     def distinct_features(texts: pd.Series) -> pd.Series:
@@ -89,5 +96,4 @@ def with_corpus_idf(docs: DataFrame, text_col: str, spec: FeatureSpec) -> Featur
         .orderBy(F.desc("count"), "feature")
         .limit(MAX_FEATURES)
     )
-    doc_freq = {r["feature"]: int(r["count"]) for r in df.collect()}
-    return dataclasses.replace(spec, idf=CorpusIdf(doc_freq, n_docs))
+    return {r["feature"]: int(r["count"]) for r in df.collect()}, n_docs

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
@@ -35,3 +36,38 @@ def get_spark(app_name: str = "simhash-dedup", master: str | None = None) -> Spa
         # One machine: Spark's default of 200 shuffle partitions only adds task overhead.
         spark.conf.set("spark.sql.shuffle.partitions", str(max(4, 2 * sc.defaultParallelism)))
     return spark
+
+
+def checkpoint_dir(spark: SparkSession) -> str | None:
+    """The SparkContext's checkpoint directory, or None when it has none."""
+    option = spark.sparkContext._jsc.sc().getCheckpointDir()
+    return option.get() if option.isDefined() else None
+
+
+@contextmanager
+def scoped_settings(spark: SparkSession, conf: dict[str, str], checkpoints: str | None = None):
+    """Run the block with these session settings (and checkpoint directory), then put back what the caller
+    had: the job and the API never leave a caller's session changed, nor pointing into a removed directory."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    before_dir = checkpoint_dir(spark)
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    if checkpoints:
+        spark.sparkContext.setCheckpointDir(checkpoints)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+        if checkpoints:
+            _set_checkpoint_dir(spark, before_dir)
+
+
+def _set_checkpoint_dir(spark: SparkSession, path: str | None) -> None:
+    """Put the checkpoint directory back as it was, or unset it: setCheckpointDir would add a new random
+    subdirectory and cannot unset (the SparkContext's own setter is reached through the JVM gateway)."""
+    jvm = spark.sparkContext._jvm
+    getattr(spark.sparkContext._jsc.sc(), "checkpointDir_$eq")(jvm.scala.Option.apply(path))

@@ -1,0 +1,97 @@
+"""report.json in one place: what the run read, kept and removed, the bad rows and their treatment, the pair
+search, the seconds per stage and the configuration. The job writes it next to clusters/ and kept/ (with
+report.html and the plots built from it); the Python API returns the same dict without the file parts."""
+from __future__ import annotations
+
+import time
+
+from .. import __version__
+from .config import DedupConfig
+from .stages import Clustered, Fingerprinted, ShortText
+
+BAD_ROWS_TREATMENT = (
+    "null text or text without features (empty, only white space or punctuation): no fingerprint, kept as a "
+    "cluster of its own; invalid UTF-8: replaced by U+FFFD then fingerprinted (counted: texts that hold U+FFFD "
+    "once decoded); text longer than max_text_chars: fingerprinted up to that length; truncated_records: WET "
+    "records cut off by the end of their file (Content-Length larger than the bytes present, or a cut gzip "
+    "member): no fingerprint, kept as a cluster of its own with the bytes present as text")
+
+
+def fingerprint_version(cfg: DedupConfig, fp: Fingerprinted | None = None) -> str:
+    if cfg.input_format == "fingerprints":
+        return "as stored in the input"
+    spec = fp.spec if fp is not None else cfg.features
+    return f"{spec.version()}+{cfg.signature.version()}"
+
+
+def bad_rows(stats: dict) -> dict:
+    return {"null_text": stats.get("null_text", 0), "no_features": stats.get("no_features", 0),
+            "invalid_utf8_replaced": stats.get("invalid_utf8", 0), "truncated": stats.get("truncated", 0),
+            "truncated_records": stats.get("truncated_records", 0), "treatment": BAD_ROWS_TREATMENT}
+
+
+def dedup_report(cfg: DedupConfig, fp: Fingerprinted, short: ShortText, found: Clustered, kept_rows: int) -> dict:
+    """The counts of a run of the stages: the part of report.json that the API returns as well."""
+    near = dict(found.stats)
+    histogram = found.histogram
+    input_rows = fp.stats["input_rows"]
+    duplicates = input_rows - kept_rows
+    exact = fp.stats["fingerprinted"] - near["distinct_fingerprints"]
+    return {
+        "simhash_dedup_version": __version__,
+        "fingerprint_version": fingerprint_version(cfg, fp),
+        "input_rows": input_rows,
+        "kept": kept_rows,
+        "duplicates": duplicates,
+        "exact_duplicates": exact,
+        "near_duplicates": duplicates - exact,
+        "bad_rows": bad_rows(fp.stats),
+        "distinct_fingerprints": near["distinct_fingerprints"],
+        "clusters": {
+            "total": sum(histogram.values()),
+            "with_duplicates": sum(c for s, c in histogram.items() if s > 1),
+            "largest": max(histogram) if histogram else 0,
+            "size_histogram": {str(s): histogram[s] for s in sorted(histogram)},
+            # clusters by the largest Hamming distance of a member to its kept page (> k: joined by a chain)
+            "max_distance_to_kept_histogram": near.pop("max_distance_to_kept"),
+        },
+        "candidates": {k: v for k, v in near.items()
+                       if k not in ("distinct_fingerprints", "table_plan", "history_fingerprints",
+                                    "history_fingerprints_compared")},
+        "table_plan": near["table_plan"],
+        "short_text": short.report,
+    }
+
+
+def run_report(cfg: DedupConfig, body: dict, *, input_files: dict, history: dict | None, seconds: dict,
+               spark_version: str, started: float) -> dict:
+    """report.json of a job run: the stages' counts plus where the data came from and went, and timing."""
+    head = {k: body[k] for k in ("simhash_dedup_version", "fingerprint_version")}
+    return {**head, "input": cfg.input, "output": cfg.output, "input_files": input_files,
+            **{k: v for k, v in body.items() if k not in head},
+            "history": history, "seconds": seconds, "config": cfg.to_dict(), "spark_version": spark_version,
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "total_seconds": round(time.time() - started, 3)}
+
+
+def empty_report(cfg: DedupConfig, why: str, seconds: dict, spark_version: str, started: float) -> dict:
+    """report.json of --allow-empty on an input of 0 rows."""
+    return {
+        "simhash_dedup_version": __version__,
+        "fingerprint_version": fingerprint_version(cfg),
+        "input": cfg.input,
+        "output": cfg.output,
+        "empty_input": why,
+        "input_rows": 0, "kept": 0, "duplicates": 0, "exact_duplicates": 0, "near_duplicates": 0,
+        "bad_rows": bad_rows({}),
+        "distinct_fingerprints": 0,
+        "clusters": {"total": 0, "with_duplicates": 0, "largest": 0, "size_histogram": {},
+                     "max_distance_to_kept_histogram": {}},
+        "history": {"path": cfg.history, "run_date": cfg.run_date, "written": False} if cfg.history else None,
+        "seconds": seconds,
+        "config": cfg.to_dict(),
+        "spark_version": spark_version,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "total_seconds": round(time.time() - started, 3),
+        "plots": [],
+    }

@@ -1,0 +1,342 @@
+"""The stages of the job between reading and writing, each under the StageTimer: fingerprint, short text,
+then the near-duplicate stages on fingerprints (exact collapse, blocks, candidates, verify, components,
+resolve). Each returns a small dataclass. Both the job (pipeline.run) and the Python API (api.py) run them.
+Each stage is materialised once (persist + count) so its seconds can be reported and nothing expensive,
+least of all the Python UDF, runs twice."""
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
+from ..core.fingerprint import FeatureSpec
+from ..core.verified import BANDS, VerifySpec
+from ..io.history import attach_history, related_block_rows
+from ..spark.blocks import block_rows, group_batches
+from ..spark.candidates import group_members
+from ..spark.components import connected_components
+from ..spark.fingerprint import with_corpus_idf, with_fingerprints
+from ..spark.short_text import short_text_edges
+from ..spark.star import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
+from ..spark.verified import fingerprint_signatures, units_of, verified_clusters, verified_edges, with_units
+from . import termination
+from .config import DedupConfig
+
+log = logging.getLogger("simhash_dedup")
+# Warn when chance pairs of random fingerprints are more than this share of the accepted pairs.
+CHANCE_WARN_SHARE = 0.01
+
+
+def chance_warning(chance: float, accepted: int, k: int, n: int) -> str | None:
+    """The warning to log when at least one accepted pair, and more than CHANCE_WARN_SHARE of them, is
+    expected by chance alone among n random fingerprints (`blocks.chance_pairs`); None otherwise."""
+    if chance < 1 or chance <= CHANCE_WARN_SHARE * accepted:
+        return None
+    return (f"{chance:,.0f} of the {accepted:,} pairs within k = {k} are expected between unrelated pages by "
+            f"chance alone ({n:,} fingerprints, even if they were uniformly random); transitive clusters can "
+            f"chain through them: verify pairs (--min-similarity 0.7, the default) or use a smaller --k")
+
+
+def simulation_mask(bits: int) -> int:
+    """A 64-bit mask (as int64) keeping `bits` bits spread evenly over the 64, so every block of every table
+    keeps about the same share: two random cut fingerprints are within k as often as two random `bits`-bit
+    ones (blocks.chance_pairs with f = bits)."""
+    mask = sum(1 << i for i in range(64) if (i + 1) * bits // 64 > i * bits // 64)
+    return mask - (1 << 64) if mask >= 1 << 63 else mask
+
+
+class StageTimer:
+    """Seconds per stage for the report, and a progress line per stage in the log: when it starts, and when
+    it ends with its seconds and the counts the stage put into the dict it yields."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self.counts: dict[str, dict] = {}
+
+    @contextmanager
+    def __call__(self, name: str):
+        termination.check()  # SIGTERM: stop between stages too (running Spark jobs are cancelled at once)
+        log.info("stage %s: started", name)
+        start = time.perf_counter()
+        counts: dict = {}
+        yield counts
+        self.seconds[name] = round(time.perf_counter() - start, 3)
+        self.counts[name] = counts
+        shown = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in counts.items())
+        log.info("stage %s: done in %.1f s%s", name, self.seconds[name], f" ({shown})" if shown else "")
+
+
+def _persist(df: DataFrame) -> DataFrame:
+    return df.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def prepare_documents(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
+    """(id, text, rank, text_null, invalid_utf8, truncated, truncated_record): text made valid UTF-8 and capped.
+    A WET record cut off by the end of its file (wet.py: `truncated_record`) gets no text, so no fingerprint:
+    a cluster of its own."""
+    text = F.col(cfg.text_col)
+    if dict(raw.dtypes)[cfg.text_col] == "binary":
+        text = text.cast("string")
+    valid = F.make_valid_utf8(text)
+    cut = F.col("truncated_record") if "truncated_record" in raw.columns else F.lit(False)
+    return raw.select(
+        F.col(cfg.id_col).alias("id"),
+        F.when(~cut, F.substring(valid, 1, cfg.max_text_chars)).alias("text"),
+        keep_rank(cfg.keep, cfg.id_col, cfg.text_col).alias("rank"),
+        text.isNull().alias("text_null"),
+        # binary text: invalid UTF-8 is replaced here; string text: the reader replaced it already, so the
+        # U+FFFD it left is what can be counted
+        (~F.coalesce(F.is_valid_utf8(text), F.lit(True)) | F.coalesce(valid.contains("\ufffd"), F.lit(False))).alias(
+            "invalid_utf8"
+        ),
+        (F.coalesce(F.length(valid), F.lit(0)) > cfg.max_text_chars).alias("truncated"),
+        cut.alias("truncated_record"),
+    )
+
+
+def stored_fingerprints(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
+    """Rows of an `--input-format fingerprints` input (id, fingerprint) in the shape the fingerprint stage
+    gives: the near-duplicate stages run unchanged, and stored fingerprints can be dedup'd again."""
+    fp = F.col("fingerprint").cast("long")
+    signature = [F.col("signature").cast("binary")] if "signature" in raw.columns else []
+    return raw.select(
+        F.col(cfg.id_col).alias("id"),
+        keep_rank(cfg.keep, cfg.id_col, None).alias("rank"),
+        F.lit(False).alias("text_null"),
+        F.lit(False).alias("invalid_utf8"),
+        F.lit(False).alias("truncated"),
+        F.lit(False).alias("truncated_record"),
+        fp.alias("fingerprint"),
+        F.when(fp.isNull(), 0).otherwise(1).alias("n_features"),
+        *signature,
+    )
+
+
+Keep = Callable[[DataFrame], DataFrame]  # persists a DataFrame and registers it for clean-up
+
+
+def reliable_checkpoint(df: DataFrame) -> DataFrame:
+    """The job's checkpoint of a component round: files in the SparkContext's checkpoint directory (the
+    run's staging directory), so a lost executor costs a re-read, not a recomputation of every round."""
+    return df.checkpoint(eager=True)
+
+
+@dataclass
+class Fingerprinted:
+    docs: DataFrame  # id, rank, bad-row flags, fingerprint, n_features[, signature][, short_fingerprint, short_text]
+    stats: dict  # input_rows, null_text, no_features, invalid_utf8, truncated, truncated_records, fingerprinted
+    spec: FeatureSpec  # with the corpus idf table for weighting tfidf-corpus
+
+
+@dataclass
+class ShortText:
+    edges: DataFrame | None  # (src, dst) fingerprint pairs verified by shingle Jaccard; None when off
+    report: dict
+
+
+@dataclass
+class Clustered:
+    clusters: DataFrame  # id, fingerprint, cluster_id, is_duplicate, signature[, kept_run_date]
+    histogram: dict[int, int]  # cluster size -> clusters
+    stats: dict  # pair statistics, table plan, chaining
+
+
+def fingerprint_stage(raw: DataFrame, cfg: DedupConfig, keep: Keep, timer: StageTimer) -> Fingerprinted:
+    """Stage 2: the fingerprint and signature of every page (or the stored ones of an --input-format
+    fingerprints input), counted with the bad rows in one pass."""
+    spec = cfg.features
+    with timer("fingerprint") as counts:
+        if cfg.input_format == "fingerprints":
+            docs = keep(stored_fingerprints(raw, cfg))
+        else:
+            prepared = prepare_documents(raw, cfg)
+            if cfg.weighting == "tfidf-corpus":  # one extra pass over the texts for the idf table
+                spec = with_corpus_idf(prepared, "text", spec)
+            short = None if cfg.short_text_off_because() else cfg.short_text
+            docs = keep(with_fingerprints(prepared, "text", spec, short, cfg.signature))
+        if cfg.simulate_fingerprint_bits:
+            docs = keep(docs.withColumn("fingerprint", F.col("fingerprint").bitwiseAND(
+                F.lit(simulation_mask(cfg.simulate_fingerprint_bits)))))
+        stats = docs.agg(
+            F.count(F.lit(1)).alias("input_rows"),
+            F.sum(F.col("text_null").cast("long")).alias("null_text"),
+            F.sum(((F.col("n_features") == 0)).cast("long")).alias("no_features"),
+            F.sum(F.col("invalid_utf8").cast("long")).alias("invalid_utf8"),
+            F.sum(F.col("truncated").cast("long")).alias("truncated"),
+            F.sum(F.col("truncated_record").cast("long")).alias("truncated_records"),
+            F.count("fingerprint").alias("fingerprinted"),
+        ).first().asDict()
+        stats = {name: int(v or 0) for name, v in stats.items()}
+        counts.update(rows=stats["input_rows"], fingerprinted=stats["fingerprinted"])
+    return Fingerprinted(docs, stats, spec)
+
+
+def short_text_stage(docs: DataFrame, cfg: DedupConfig, keep: Keep, timer: StageTimer) -> ShortText:
+    """Stage 2b: pairs of short pages verified by their shingles' Jaccard index (off: edges None)."""
+    off = cfg.short_text_off_because()
+    if off:
+        return ShortText(None, {"enabled": False, "off_because": off})
+    with timer("short_text") as counts:
+        edges, stats = short_text_edges(docs, cfg.short_text, keep)
+        edges = keep(edges)
+        counts.update(candidates=stats["candidate_pairs"], verified=stats["verified_pairs"])
+    return ShortText(edges, {"enabled": True, **stats})
+
+
+def near_duplicate_clusters(
+    docs: DataFrame, *, k: int, timer: StageTimer, keep: Keep, blocks: int = 0, max_rounds: int = 200,
+    checkpoint: Keep = reliable_checkpoint, history: DataFrame | None = None, run_date: str = "",
+    cluster_mode: str = "verified", short_edges: DataFrame | None = None, verify: VerifySpec | None = None,
+) -> Clustered:
+    """Stages 3-7 on (id, fingerprint, rank[, signature][, short_text]) rows: exact collapse, blocks,
+    candidates, verification, components, resolve. blocks = 0 lets the planner choose the tables from the
+    number of distinct fingerprints; verify = None (or no signature column) makes every candidate pair an edge.
+
+    Returns the clusters (id, fingerprint, cluster_id, is_duplicate), the cluster-size histogram
+    {size: clusters} and the pair statistics. `keep` persists a DataFrame and registers it for clean-up;
+    `checkpoint` cuts the lineage of each component round (the job: reliable_checkpoint).
+
+    history: (fingerprint, h_cluster, h_kept_date, signature, kept_signature) of earlier runs (history.py); its
+    fingerprints that share a key with this run's join the pair search, and pages that meet them become
+    duplicates of their clusters (in verified mode only if verified-similar to the cluster's kept page; the
+    clusters then also carry kept_run_date, and the histogram counts this run's pages only)."""
+    if "signature" not in docs.columns:
+        docs, verify = docs.withColumn("signature", F.lit(None).cast("binary")), None
+    if "short_text" not in docs.columns:
+        docs = docs.withColumn("short_text", F.lit(None).cast("string"))
+    with timer("exact_collapse") as counts:
+        # units: pages with the same fingerprint, signature and short text, which verify alike
+        docs = keep(with_units(docs))
+        units = keep(units_of(docs))
+        fp_sigs = keep(fingerprint_signatures(units))
+        n_distinct = counts["distinct_fingerprints"] = fp_sigs.count()
+        n_history = history.count() if history is not None else 0
+        if history is not None:
+            counts["history_fingerprints"] = n_history
+
+    n_search = n_distinct + n_history  # fingerprints in the pair search
+    plan = plan_tables(k, blocks) if blocks else choose_plan(n_search, k)
+    with timer("blocks") as counts:
+        rows = block_rows(fp_sigs, plan)
+        search_sigs = fp_sigs
+        if history is not None:
+            related_rows = keep(related_block_rows(history, rows, plan))
+            related = keep(history.join(related_rows.select("fingerprint").distinct(), "fingerprint", "left_semi"))
+            n_related = related.count()
+            rows = rows.union(related_rows)
+            search_sigs = fp_sigs.unionByName(
+                related.select("fingerprint", "signature").join(fp_sigs, "fingerprint", "left_anti"))
+        counts["tables"] = len(plan.tables)
+
+    with timer("candidates") as counts:  # the shuffle and sort that form the key groups happen here
+        members = keep(group_members(rows, plan))
+        with group_batches(docs.sparkSession):
+            pair_stats = members.agg(
+                F.sum("compared").alias("pairs_compared"),
+                F.sum("accepted").alias("pairs_accepted"),
+                F.sum("groups").alias("key_groups"),
+            ).first()
+        n_groups = counts["key_groups"] = int(pair_stats["key_groups"] or 0)
+        by_distance = {
+            int(r["distance"]): int(r["pairs"])
+            for r in members.where(F.col("distance").isNotNull()).groupBy("distance")
+            .agg(F.sum("accepted").alias("pairs")).collect()
+        }
+        counts.update(compared=int(pair_stats["pairs_compared"] or 0), accepted=int(pair_stats["pairs_accepted"] or 0))
+        chance = float(f"{chance_pairs(n_search, k):.4g}")
+        warning = chance_warning(chance, counts["accepted"], k, n_search) if verify is None else None
+        if warning:
+            log.warning(warning)
+
+    with timer("verify") as counts:
+        edge_rows = keep(verified_edges(members.where(F.col("fingerprint").isNotNull()), search_sigs, plan, verify))
+        bands = {int(r["band"]): (int(r["v"]), int(r["r"])) for r in edge_rows.where(F.col("band").isNotNull())
+                 .groupBy("band").agg(F.sum("verified").alias("v"), F.sum("rejected").alias("r")).collect()}
+        n_verified, n_rejected = sum(v for v, _ in bands.values()), sum(r for _, r in bands.values())
+        counts.update(verified=n_verified, rejected=n_rejected)
+        edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
+        n_edges = counts["forest_edges"] = edges.count()
+        if short_edges is not None:
+            edges = edges.unionByName(short_edges)
+
+    with timer("components") as counts:
+        roots, rounds = connected_components(edges, checkpoint, max_rounds)
+        counts["rounds"] = rounds
+
+    with timer("resolve") as counts:
+        page_cols = docs.select("id", "fingerprint", "rank", "signature", "short_text", "unit")
+        if cluster_mode == "verified":
+            fixed = None
+            if history is not None:
+                fixed = related.where(F.col("kept_signature").isNotNull() | F.lit(verify is None)).select(
+                    "fingerprint", "h_cluster", "h_kept_date", F.col("kept_signature").alias("signature"))
+            assigned = verified_clusters(units, roots, verify, fixed, keep)
+            clusters = resolve_verified(page_cols, assigned, run_date if history is not None else None)
+        elif cluster_mode == "star":
+            clusters = star_clusters(page_cols.select("id", "fingerprint", "rank"), roots, k)
+        else:
+            clusters = resolve_clusters(page_cols.select("id", "fingerprint", "rank"), roots)
+        if history is not None and cluster_mode != "verified":
+            clusters = attach_history(clusters, roots, related, run_date)
+        if cluster_mode != "verified":  # the signature goes into clusters/ with its page
+            clusters = clusters.join(page_cols.select("id", "signature"), "id")
+        clusters = keep(clusters)
+        sizes = clusters.groupBy("cluster_id").count()
+        histogram = {
+            int(r["count"]): int(r["clusters"])
+            for r in sizes.groupBy("count").agg(F.count(F.lit(1)).alias("clusters")).collect()
+        }
+        counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
+        chaining = max_distance_to_kept(clusters)
+    stats = {
+        "distinct_fingerprints": n_distinct,
+        "key_groups": n_groups,
+        "pairs_compared": int(pair_stats["pairs_compared"] or 0),
+        "pairs_accepted": int(pair_stats["pairs_accepted"] or 0),
+        "pairs_verified": n_verified,
+        "pairs_rejected": n_rejected,
+        "similarity_bands": {f"{b / BANDS:.1f}-{(b + 1) / BANDS:.1f}": {"verified": bands.get(b, (0, 0))[0],
+                                                                       "rejected": bands.get(b, (0, 0))[1]}
+                             for b in range(BANDS)} if verify is not None else None,
+        "verification": verify.describe() if verify is not None else None,
+        "forest_edges": n_edges,
+        "pairs_accepted_by_distance": {str(d): by_distance.get(d, 0) for d in range(k + 1)},
+        "component_rounds": rounds,
+        "chance_pairs_uniform": chance,
+        "table_plan": {**plan.describe(), **plan_cost(n_search, plan)},
+        "max_distance_to_kept": {str(d): chaining[d] for d in sorted(chaining)},
+    }
+    if history is not None:
+        stats["history_fingerprints"] = n_history
+        stats["history_fingerprints_compared"] = n_related
+    return Clustered(clusters, histogram, stats)
+
+
+def resolve_verified(pages: DataFrame, assigned: DataFrame, run_date: str | None) -> DataFrame:
+    """Each page's cluster from its unit's centre (verified_pairs.verified_clusters): the best page of the
+    centre unit, or an earlier run's cluster; pages without a fingerprint are clusters of their own. With a
+    run date (--history) also kept_run_date. Keeps the page's signature (for clusters/ and the history)."""
+    # joined on the fingerprint alone, then the unit: pages are partitioned by fingerprint (with_units), so
+    # only the per-unit assignments move, not the pages and their signatures
+    with_fp = pages.where(F.col("fingerprint").isNotNull()).join(assigned, "fingerprint").where(
+        F.col("unit.id") == F.col("unit_id"))
+    without = pages.where(F.col("fingerprint").isNull()).select(
+        *pages.columns, *[F.lit(None).cast(t).alias(c) for c, t in assigned.dtypes if c != "fingerprint"])
+    joined = with_fp.unionByName(without)
+    id_type = dict(pages.dtypes)["id"]
+    earlier = F.col("h_cluster").isNotNull()
+    cluster_id = F.when(earlier, F.col("h_cluster").cast(id_type)).otherwise(F.coalesce("kept_id", "id"))
+    cols = [F.col("id"), F.col("fingerprint"), cluster_id.alias("cluster_id"),
+            (earlier | (F.col("id") != F.coalesce("kept_id", "id"))).alias("is_duplicate"), F.col("signature")]
+    if run_date is not None:
+        cols.append(F.when(earlier, F.col("h_kept_date")).otherwise(F.lit(run_date)).alias("kept_run_date"))
+    return joined.select(*cols)
+
+

@@ -1,0 +1,175 @@
+"""The fingerprint as a pyspark.ml stage: `SimHashFingerprint` (a Transformer) and, for weighting
+"tfidf-corpus", `SimHashFingerprintEstimator` whose fit is the pass over the corpus that counts document
+frequencies. They compose in a `pyspark.ml.Pipeline`, save and load like Spark's own stages, keep every
+column of the input, and read string or binary (UTF-8) text (WET files give binary).
+
+The values are the job's: the same features, weights and 64-bit SimHash (`core/fingerprint.py`), text made
+valid UTF-8 and cut at maxTextChars first; a text without features (or null) gets a null fingerprint."""
+from __future__ import annotations
+
+from pyspark.ml import Estimator, Model, Transformer
+from pyspark.ml.param import Param, Params, TypeConverters
+from pyspark.ml.param.shared import HasInputCol, HasOutputCol
+from pyspark.ml.util import (
+    DefaultParamsReadable,
+    DefaultParamsReader,
+    DefaultParamsWritable,
+    DefaultParamsWriter,
+    MLReadable,
+    MLReader,
+    MLWritable,
+    MLWriter,
+)
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from ..core.fingerprint import WEIGHTINGS, CorpusIdf, FeatureSpec
+from ..core.signature import SignatureSpec
+from ..core.text import SEGMENTERS, TOKENIZERS
+from .fingerprint import FINGERPRINT_FIELDS, SIGNATURE_FIELDS, corpus_doc_freq, fingerprint_record_batches
+
+_TEXT = "__simhash_text"  # the prepared text while the stage runs (dropped by the Arrow pass)
+_SPEC = FeatureSpec()  # the defaults of the Params are the FeatureSpec's
+
+
+class _FingerprintParams(HasInputCol, HasOutputCol):
+    signatureCol = Param(Params._dummy(), "signatureCol", "column for the 128-bin verification signature (binary); "
+                         "empty = none", typeConverter=TypeConverters.toString)
+    tokenizer = Param(Params._dummy(), "tokenizer", f"features: one of {', '.join(TOKENIZERS)}",
+                      typeConverter=TypeConverters.toString)
+    segmenter = Param(Params._dummy(), "segmenter", f"Chinese word segmenter: one of {', '.join(SEGMENTERS)}",
+                      typeConverter=TypeConverters.toString)
+    weighting = Param(Params._dummy(), "weighting", "feature weights: binary, tf or tfidf (tfidf-corpus: use "
+                      "SimHashFingerprintEstimator)", typeConverter=TypeConverters.toString)
+    charNgram = Param(Params._dummy(), "charNgram", "n of tokenizer 'char'", typeConverter=TypeConverters.toInt)
+    wordNgram = Param(Params._dummy(), "wordNgram", "token n-gram shingles (1 = single tokens)",
+                      typeConverter=TypeConverters.toInt)
+    stopWords = Param(Params._dummy(), "stopWords", "drop stop words before shingling",
+                      typeConverter=TypeConverters.toBoolean)
+    maxTextChars = Param(Params._dummy(), "maxTextChars", "fingerprint at most this many characters of a text",
+                         typeConverter=TypeConverters.toInt)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(inputCol="text", outputCol="fingerprint", signatureCol="", tokenizer=_SPEC.tokenizer,
+                         segmenter=_SPEC.segmenter, weighting=_SPEC.weighting, charNgram=_SPEC.char_ngram,
+                         wordNgram=_SPEC.word_ngram, stopWords=_SPEC.stop_words, maxTextChars=1_000_000)
+
+    def feature_spec(self, idf: CorpusIdf | None = None) -> FeatureSpec:
+        """The FeatureSpec these Params stand for (checked: a bad value fails here, naming the Param)."""
+        g = self.getOrDefault
+        for name, allowed in (("tokenizer", TOKENIZERS), ("segmenter", SEGMENTERS), ("weighting", WEIGHTINGS)):
+            if g(name) not in allowed:
+                raise ValueError(f"{type(self).__name__}: {name}={g(name)!r} is not one of {', '.join(allowed)}")
+        if (g("weighting") == "tfidf-corpus") != (idf is not None):
+            raise ValueError("weighting 'tfidf-corpus' needs the corpus pass: use SimHashFingerprintEstimator and "
+                             "its fitted model")
+        return FeatureSpec(g("tokenizer"), g("weighting"), g("charNgram"), g("wordNgram"), g("segmenter"),
+                           g("stopWords"), idf)
+
+    def _fingerprint(self, df: DataFrame, idf: CorpusIdf | None) -> DataFrame:
+        spec = self.feature_spec(idf)
+        text_col, out_col, sig_col = (self.getOrDefault(p) for p in ("inputCol", "outputCol", "signatureCol"))
+        if text_col not in df.columns:
+            raise ValueError(f"{type(self).__name__}: inputCol {text_col!r} is not a column of {df.columns}")
+        signature = SignatureSpec() if sig_col else None
+        taken = [c for c in (out_col, sig_col) if c and c in df.columns]
+        if taken:
+            raise ValueError(f"{type(self).__name__}: output column(s) {taken} already exist: choose other names")
+        prepared = df.withColumn(_TEXT, prepared_text(df, text_col, self.getOrDefault("maxTextChars")))
+        fields = [f for f in prepared.schema.fields if f.name != _TEXT]
+        schema = StructType(fields + FINGERPRINT_FIELDS + (SIGNATURE_FIELDS if signature else []))
+        out = prepared.mapInArrow(lambda b: fingerprint_record_batches(b, _TEXT, spec, None, signature), schema)
+        renamed = [F.col(c) for c in df.columns] + [F.col("fingerprint").alias(out_col)]
+        if signature:
+            renamed.append(F.col("signature").alias(sig_col))
+        return out.select(*renamed)
+
+
+def prepared_text(df: DataFrame, text_col: str, max_chars: int):
+    """The text the fingerprint is taken from, as the job takes it: binary read as UTF-8, invalid bytes
+    replaced (U+FFFD), cut at max_chars characters."""
+    text = F.col(text_col)
+    if dict(df.dtypes)[text_col] == "binary":
+        text = text.cast("string")
+    return F.substring(F.make_valid_utf8(text), 1, max_chars)
+
+
+class SimHashFingerprint(Transformer, _FingerprintParams, DefaultParamsReadable, DefaultParamsWritable):
+    """df + outputCol (bigint: the 64-bit SimHash of inputCol, null without features) [+ signatureCol].
+
+        SimHashFingerprint(inputCol="text", outputCol="fingerprint", signatureCol="signature").transform(df)
+    """
+
+    def __init__(self, *, inputCol: str = "text", outputCol: str = "fingerprint", signatureCol: str = "", **params):
+        super().__init__()
+        self._set(inputCol=inputCol, outputCol=outputCol, signatureCol=signatureCol, **params)
+
+    def _transform(self, df: DataFrame) -> DataFrame:
+        return self._fingerprint(df, None)
+
+
+class SimHashFingerprintEstimator(Estimator, _FingerprintParams, DefaultParamsReadable, DefaultParamsWritable):
+    """weighting "tfidf-corpus": fit counts each feature's document frequency over the corpus (features in at
+    least two documents, at most 1,000,000 of them), and the model fingerprints with those idf weights."""
+
+    def __init__(self, *, inputCol: str = "text", outputCol: str = "fingerprint", signatureCol: str = "", **params):
+        super().__init__()
+        self._setDefault(weighting="tfidf-corpus")
+        self._set(inputCol=inputCol, outputCol=outputCol, signatureCol=signatureCol, **params)
+
+    def _fit(self, df: DataFrame) -> "SimHashFingerprintModel":
+        prepared = df.select(prepared_text(df, self.getInputCol(), self.getOrDefault("maxTextChars")).alias(_TEXT))
+        base = self.feature_spec(CorpusIdf({}, 0))
+        doc_freq, n_docs = corpus_doc_freq(prepared, _TEXT, base)
+        model = SimHashFingerprintModel(doc_freq, n_docs)
+        return self._copyValues(model)
+
+
+class SimHashFingerprintModel(Model, _FingerprintParams, MLReadable, MLWritable):
+    """The fitted SimHashFingerprintEstimator: the document frequencies travel with the model (saved as
+    Parquet next to the Params' metadata)."""
+
+    def __init__(self, doc_freq: dict[str, int] | None = None, n_docs: int = 0):
+        super().__init__()
+        self._setDefault(weighting="tfidf-corpus")
+        self.doc_freq, self.n_docs = dict(doc_freq or {}), n_docs
+        self.idf = CorpusIdf(self.doc_freq, n_docs)
+
+    def _transform(self, df: DataFrame) -> DataFrame:
+        return self._fingerprint(df, self.idf)
+
+    def write(self) -> MLWriter:
+        return _ModelWriter(self)
+
+    @classmethod
+    def read(cls) -> MLReader:
+        return _ModelReader(cls)
+
+
+class _ModelWriter(MLWriter):
+    def __init__(self, instance: SimHashFingerprintModel):
+        super().__init__()
+        self.instance = instance
+
+    def saveImpl(self, path: str) -> None:
+        DefaultParamsWriter.saveMetadata(self.instance, path, self.sparkSession,
+                                         extraMetadata={"n_docs": self.instance.n_docs})
+        rows = sorted(self.instance.doc_freq.items())
+        schema = "feature string, doc_freq long"
+        self.sparkSession.createDataFrame(rows, schema).coalesce(1).write.parquet(f"{path}/doc_freq")
+
+
+class _ModelReader(MLReader):
+    def __init__(self, cls):
+        super().__init__()
+        self.cls = cls
+
+    def load(self, path: str) -> SimHashFingerprintModel:
+        meta = DefaultParamsReader.loadMetadata(path, self.sparkSession)
+        rows = self.sparkSession.read.parquet(f"{path}/doc_freq").collect()
+        model = self.cls({r["feature"]: int(r["doc_freq"]) for r in rows}, int(meta["n_docs"]))
+        model._resetUid(meta["uid"])
+        DefaultParamsReader.getAndSetParams(model, meta)
+        return model
