@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     from ..spark.session import get_spark
     from .pipeline import run
 
+    from pyspark.sql import SparkSession
+
+    callers = SparkSession.getActiveSession()  # called from a notebook or a driver program: not ours to stop
     with termination.handle_sigterm():
         spark = get_spark()
         try:
@@ -37,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             raise
         finally:
-            spark.stop()
+            if callers is None:
+                spark.stop()
     if termination.requested():
         print("simhash-dedup: SIGTERM arrived once the output was being committed; the run completed", file=sys.stderr)
     summary = {k: report[k] for k in ("input_rows", "kept", "duplicates", "exact_duplicates", "near_duplicates")}

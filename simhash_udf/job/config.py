@@ -103,6 +103,25 @@ class DedupConfig:
             raise bad("no input: pass --input PATH (a file or directory of Parquet, JSON Lines, CSV, text or WET)")
         if not self.output:
             raise bad("no output: pass --output DIR (a directory the job creates)")
+        self.check_options()
+        local = local_path(self.input)
+        if is_local(self.input) and not (os.path.exists(local) or glob.glob(local) or has_hadoop_glob(local)):
+            raise bad(f"input {self.input} does not exist: fix --input")
+        if os.path.abspath(self.input) == os.path.abspath(self.output):
+            raise bad("--output must not be the input path")
+        if self.history:
+            if self.input_format == "fingerprints":
+                raise bad("--history needs fingerprints of a known version: it cannot be used with --input-format fingerprints")
+            if os.path.abspath(self.history) in (os.path.abspath(self.output), os.path.abspath(self.input)):
+                raise bad("--history must be a directory of its own, not the input or the output")
+            self.run_date = check_run_date(self.run_date or datetime.datetime.now(datetime.timezone.utc).date().isoformat())
+        elif self.run_date:
+            raise bad("--run-date only means something with --history DIR")
+        return self
+
+    def check_options(self) -> "DedupConfig":
+        """The checks that need no paths (the job's and the Python API's)."""
+        bad = DedupError
         if self.input_format not in INPUT_FORMATS:
             raise bad(f"--input-format {self.input_format!r} is unknown; choose one of {', '.join(INPUT_FORMATS)}")
         if self.tokenizer not in TOKENIZERS:
@@ -141,21 +160,8 @@ class DedupConfig:
             self.short_text.check()
         except ValueError as exc:
             raise bad(str(exc)) from None
-        local = local_path(self.input)
-        if is_local(self.input) and not (os.path.exists(local) or glob.glob(local) or has_hadoop_glob(local)):
-            raise bad(f"input {self.input} does not exist: fix --input")
         if self.input_format == "fingerprints" and self.keep == "longest":
             raise bad("--keep longest needs the text; with --input-format fingerprints use --keep id or earliest:COLUMN")
-        if os.path.abspath(self.input) == os.path.abspath(self.output):
-            raise bad("--output must not be the input path")
-        if self.history:
-            if self.input_format == "fingerprints":
-                raise bad("--history needs fingerprints of a known version: it cannot be used with --input-format fingerprints")
-            if os.path.abspath(self.history) in (os.path.abspath(self.output), os.path.abspath(self.input)):
-                raise bad("--history must be a directory of its own, not the input or the output")
-            self.run_date = check_run_date(self.run_date or datetime.datetime.now(datetime.timezone.utc).date().isoformat())
-        elif self.run_date:
-            raise bad("--run-date only means something with --history DIR")
         return self
 
     def to_dict(self) -> dict:

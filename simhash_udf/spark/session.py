@@ -22,6 +22,10 @@ def _half_of_ram() -> str:
 
 
 def get_spark(app_name: str = "simhash-dedup", master: str | None = None) -> SparkSession:
+    """The active session as it is (a caller's: never reconfigured), or a new one for the job."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
     builder = SparkSession.builder.appName(app_name)
     if master or not under_spark_submit():
         # Local workers must run this interpreter (the one with our dependencies), not the system python.

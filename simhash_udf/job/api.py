@@ -1,0 +1,88 @@
+"""The near-duplicate step for PySpark users: a DataFrame in (id and text, or id and fingerprint [and
+signature]), clusters and kept rows out, with the job's report as a dict. The same stages as the job
+(stages.py) with the same defaults (DedupConfig); nothing is read from or written to files.
+
+It never stops or reconfigures the caller's session: the settings it needs are set for its own actions and
+put back (scoped_settings), and component rounds are checkpointed locally (localCheckpoint: in the
+executors' block managers, no checkpoint directory). The returned DataFrames are persisted; call
+`result.unpersist()` when done with them."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..errors import DedupError
+from ..io.read import check_ids
+from ..spark.session import scoped_settings
+from .config import DedupConfig
+from .pipeline import job_settings
+from .report import dedup_report
+from .stages import StageTimer, _persist, fingerprint_stage, near_duplicate_clusters, short_text_stage
+
+
+@dataclass
+class NearDuplicates:
+    clusters: DataFrame  # id, fingerprint, signature, cluster_id, is_duplicate: one row per input row
+    kept: DataFrame  # the input rows that are kept (one per cluster), all their columns
+    report: dict  # counts, bad rows, pair statistics, seconds per stage (as in the job's report.json)
+    persisted: list[DataFrame] = field(default_factory=list, repr=False)
+
+    def unpersist(self) -> None:
+        for df in self.persisted:
+            df.unpersist()
+        self.persisted.clear()
+
+
+def local_checkpoint(df: DataFrame) -> DataFrame:
+    return df.localCheckpoint(eager=True)
+
+
+def near_duplicates(df: DataFrame, *, id_col: str = "id", text_col: str | None = "text",
+                    fingerprint_col: str | None = None, config: DedupConfig | None = None,
+                    **options) -> NearDuplicates:
+    """Cluster the rows of df and keep one per cluster, as the job does.
+
+    df: id_col and text_col (string or binary), or id_col and fingerprint_col (bigint, e.g. from
+    SimHashFingerprint or an earlier run's clusters/) plus a `signature` column unless min_similarity=0.
+    options: any DedupConfig field (k=6, min_similarity=0.7, cluster_mode="verified", keep="id", ...).
+    """
+    base = config or DedupConfig()
+    fmt = "fingerprints" if fingerprint_col else "auto"
+    try:
+        cfg = dataclasses.replace(base, id_col=id_col, text_col=text_col or "", input_format=fmt, **options)
+    except TypeError as exc:
+        raise DedupError(f"near_duplicates: {exc}: options are DedupConfig's fields") from None
+    cfg.check_options()
+    if cfg.history:
+        raise DedupError("near_duplicates: history is a job feature (files by run date); use the job for it")
+    needed = [id_col, fingerprint_col or text_col]
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise DedupError(f"near_duplicates: columns {missing} are not in the DataFrame {df.columns}")
+    if fingerprint_col and cfg.verify is not None and "signature" not in df.columns:
+        raise DedupError("near_duplicates: verification needs a `signature` column next to the fingerprints "
+                         "(SimHashFingerprint(signatureCol='signature')), or pass min_similarity=0")
+    raw = df.withColumnRenamed(fingerprint_col, "fingerprint") if fingerprint_col else df
+    check_ids(raw, id_col)
+    result = NearDuplicates(None, None, {})
+    timer = StageTimer()
+
+    def keep(d: DataFrame) -> DataFrame:
+        result.persisted.append(_persist(d))
+        return result.persisted[-1]
+
+    with scoped_settings(df.sparkSession, job_settings(cfg)):
+        fp = fingerprint_stage(raw, cfg, keep, timer)
+        short = short_text_stage(fp.docs, cfg, keep, timer)
+        found = near_duplicate_clusters(
+            fp.docs, k=cfg.k, blocks=cfg.blocks, max_rounds=cfg.max_component_rounds, timer=timer, keep=keep,
+            checkpoint=local_checkpoint, cluster_mode=cfg.cluster_mode, short_edges=short.edges, verify=cfg.verify)
+        kept_rows = sum(found.histogram.values())
+        result.report = {**dedup_report(cfg, fp, short, found, kept_rows), "seconds": timer.seconds}
+    result.clusters = found.clusters.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate")
+    kept_ids = found.clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
+    result.kept = df.join(kept_ids, df[id_col] == kept_ids["_kept_id"], "left_semi")
+    return result
