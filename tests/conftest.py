@@ -17,3 +17,39 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+# Markers (registered in pyproject.toml): `pytest -m "not spark"` runs the pure core's tests alone.
+# A test is `spark` when it uses the session fixture (directly or through another fixture) or starts Spark in
+# a subprocess (the modules below); `cluster` starts a standalone cluster; `airflow` needs the Airflow
+# environments (scripts/airflow_env.sh); `slow` is set on the test itself.
+SUBPROCESS_SPARK = {"test_api.py", "test_cluster.py", "test_job.py", "test_output_safety.py", "test_report_html.py"}
+AIRFLOW = {"test_airflow.py"}
+# over ~20 s each on the 2-core CI machine (pytest --durations): skip them with -m "not slow"
+SLOW = {"test_executor_killed_mid_job", "test_executors_import_the_shipped_zip", "test_clusters_equal_brute_force_components",
+        "test_spark_submit_entry_point", "test_bad_shapes_converge_in_few_rounds", "test_random_graphs_match_union_find",
+        "test_each_day_equals_one_run_over_all_days", "test_keep_policies", "test_groups_cut_across_arrow_batches_stay_exact",
+        "test_verified_mode_equals_brute_force_definition", "test_dag_loads_with_the_day_that_just_ended"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        if "spark" in getattr(item, "fixturenames", ()) or (name in SUBPROCESS_SPARK and "subprocess" in
+                                                              _source(item)):
+            item.add_marker(pytest.mark.spark)
+        if name == "test_cluster.py":
+            item.add_marker(pytest.mark.cluster)
+        if name in AIRFLOW:
+            item.add_marker(pytest.mark.airflow)
+        if getattr(item, "originalname", item.name) in SLOW:
+            item.add_marker(pytest.mark.slow)
+
+
+def _source(item) -> str:
+    import inspect
+
+    try:
+        return inspect.getsource(item.function)
+    except (OSError, TypeError, AttributeError):
+        return ""
