@@ -27,7 +27,7 @@ def _left_out(subdir: str) -> bool:
 def build(out: str = os.path.join(ROOT, "dist", "simhash_udf.zip")) -> str:
     package = os.path.join(ROOT, "simhash_udf")
     sources = sorted(os.path.relpath(os.path.join(d, f), package) for d, subdirs, files in os.walk(package)
-                     for f in files if f.endswith(".py") and not _left_out(os.path.relpath(d, package)))
+                     for f in files if f.endswith((".py", ".toml")) and not _left_out(os.path.relpath(d, package)))
     os.makedirs(os.path.dirname(out), exist_ok=True)
     tmp = out + ".tmp"
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:

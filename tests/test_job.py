@@ -274,15 +274,6 @@ def test_config_file_then_command_line(tmp_path):
         load_config(["--input", ".", "--output", "x", "--config", str(conf)])
 
 
-def test_conf_default_matches_dataclass():
-    """conf/default.toml is the documented default: it must say what the code does without it."""
-    from simhash_udf.job.config import DEFAULT_CONF, DedupConfig, read_toml
-
-    defaults = DedupConfig()
-    for key, value in read_toml(DEFAULT_CONF).items():
-        assert getattr(defaults, key) == value, key
-
-
 def test_finished_output_is_refused_unless_overwrite(spark, sample, sample_run, tmp_path):
     out = tmp_path / "out"
     out.mkdir()

@@ -32,7 +32,9 @@ def test_executor_zip_has_no_evaluation_code(tmp_path):
     names = zipfile.ZipFile(build(str(tmp_path / "simhash_udf.zip"))).namelist()
     assert "simhash_udf/core/fingerprint.py" in names and "simhash_udf/job/cli.py" in names
     assert not [n for n in names if n.startswith("simhash_udf/evaluation/")], names
-    shipped = {n for n in names if n.endswith(".py")}
+    assert "simhash_udf/job/default.toml" in names  # the shipped defaults travel with the code
+    shipped = set(names)
     on_disk = {os.path.relpath(os.path.join(d, f), ROOT).replace(os.sep, "/")
-               for d, _, files in os.walk(os.path.join(ROOT, "simhash_udf")) for f in files if f.endswith(".py")}
+               for d, _, files in os.walk(os.path.join(ROOT, "simhash_udf")) for f in files
+               if f.endswith((".py", ".toml"))}
     assert shipped == {n for n in on_disk if not n.startswith("simhash_udf/evaluation/")}

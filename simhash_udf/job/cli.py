@@ -20,10 +20,10 @@ def main(argv: list[str] | None = None) -> int:
     except DedupError as exc:
         print(f"simhash-dedup: error: {exc}", file=sys.stderr)
         return 2
+    from pyspark.sql import SparkSession
+
     from ..spark.session import get_spark
     from .pipeline import run
-
-    from pyspark.sql import SparkSession
 
     callers = SparkSession.getActiveSession()  # called from a notebook or a driver program: not ours to stop
     with termination.handle_sigterm():

@@ -7,8 +7,10 @@ import dataclasses
 import datetime
 import glob
 import os
+import textwrap
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 from ..core.blocks import check_k, plan_tables
@@ -22,44 +24,82 @@ from ..io.history import check_run_date
 
 CLUSTER_MODES = ("verified", "transitive", "star")
 INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")
-DEFAULT_CONF = Path(__file__).resolve().parents[2] / "conf" / "default.toml"
+SECTIONS = ("input", "features", "search", "short_text", "output", "history", "spark")
+# The shipped defaults file (package data: also in the wheel and the executor zip); conf/default.toml is the
+# same file (a symbolic link), the one to copy for --config. Both are generated: render_defaults_toml().
+DEFAULT_CONF = "default.toml"  # a resource of this package (read with importlib.resources: works from a zip)
+
+_FEATURES, _SHORT, _VERIFY = FeatureSpec(), ShortTextSpec(), VerifySpec()  # their defaults are the job's
+
+
+def option(default, section: str, help: str, *, choices: tuple | None = None, toml: bool = True):
+    """A DedupConfig field: its default, TOML section and help text; the command-line option and the TOML
+    key are made from it (build_parser, render_defaults_toml)."""
+    assert section in SECTIONS, section
+    return field(default=default, metadata={"section": section, "help": help, "choices": choices, "toml": toml})
 
 
 @dataclass
 class DedupConfig:
-    input: str = ""
-    output: str = ""
-    input_format: str = "auto"
-    id_col: str = "id"
-    text_col: str = "text"
-    k: int = 6
-    blocks: int = 0
-    tokenizer: str = "auto"
-    segmenter: str = "rjieba"
-    weighting: str = "binary"
-    char_ngram: int = 5
-    word_ngram: int = 1
-    stop_words: bool = False
-    keep: str = "id"
-    cluster_mode: str = "verified"
-    min_similarity: float = 0.7  # estimated feature-set Jaccard a pair needs; 0 = no verification
-    short_text_chars: int = 140  # short-text mode for pages with fewer characters; 0 = off
-    short_k: int = 8
-    short_char_ngram: int = 5
-    short_min_jaccard: float = 0.7
-    max_text_chars: int = 1_000_000
-    arrow_batch_size: int = 2000
-    arrow_batch_mb: int = 16
-    shuffle_partitions: int = 0
-    max_component_rounds: int = 200
-    checkpoint_dir: str = ""
-    overwrite: bool = False
-    lock_stale_minutes: int = 10  # another host's lock (or history staging owner) without a heartbeat this long is dead
-    allow_empty: bool = False  # an input of 0 rows writes an empty, finished output instead of failing
-    input_partitions: int = 0  # repartition the input (0 = as read); for tests and skewed inputs
-    history: str = ""  # incremental mode: fingerprints and clusters of earlier runs, by run date
-    run_date: str = ""  # this run's date in the history (YYYY-MM-DD); "" = today (UTC)
-    simulate_fingerprint_bits: int = 0  # benchmarks only: search on fingerprints cut to this many bits (0 = all 64)
+    # input
+    input: str = option("", "input", "input file, directory or glob (read recursively)", toml=False)
+    input_format: str = option("auto", "input", "auto (by file extension), parquet, json, csv, text, wet, fingerprints",
+                               choices=INPUT_FORMATS)
+    id_col: str = option("id", "input", "column with the document id (unique, not null)")
+    text_col: str = option("text", "input", "column with the text (string or binary UTF-8)")
+    max_text_chars: int = option(1_000_000, "input", "characters fingerprinted per page; longer pages are cut there "
+                                 "and counted")
+    input_partitions: int = option(0, "input", "repartition the input (0 = as read); for tests and skewed inputs")
+    allow_empty: bool = option(False, "input", "an input of 0 rows writes an empty, finished output; false = it fails "
+                               "(exit 2)")
+    # features
+    tokenizer: str = option(_FEATURES.tokenizer, "features", "auto: jieba for Han runs, words elsewhere; jieba; word; "
+                            "char", choices=TOKENIZERS)
+    segmenter: str = option(_FEATURES.segmenter, "features", "jieba (reference, pure Python) or rjieba (jieba-rs: same "
+                            "dictionary and results, ~10x faster)", choices=SEGMENTERS)
+    weighting: str = option(_FEATURES.weighting, "features", "binary, tf, tfidf (jieba's idf), tfidf-corpus (idf of "
+                            "this input: one extra pass)", choices=WEIGHTINGS)
+    char_ngram: int = option(_FEATURES.char_ngram, "features", "n for tokenizer char")
+    word_ngram: int = option(_FEATURES.word_ngram, "features", "token n-gram shingles (1 = single tokens)")
+    stop_words: bool = option(_FEATURES.stop_words, "features", "drop stop words (jieba's English list + 60 Chinese "
+                              "function words) before shingling")
+    # search
+    k: int = option(6, "search", "max Hamming distance between fingerprints of candidate pairs")
+    blocks: int = option(0, "search", "fingerprint blocks; 0 = the planner chooses from the distinct count")
+    min_similarity: float = option(_VERIFY.min_similarity, "search", "estimated Jaccard index of two pages' feature "
+                                   "sets a pair needs to be verified; 0 = no verification (fingerprint distance alone)")
+    cluster_mode: str = option("verified", "search", "verified: every duplicate is verified-similar to its kept page; "
+                               "transitive: components of verified pairs; star: a duplicate is within k of its kept "
+                               "page", choices=CLUSTER_MODES)
+    keep: str = option("id", "search", "which page of a cluster is kept: id (smallest id), longest, earliest:COLUMN")
+    max_component_rounds: int = option(200, "search", "large-star/small-star rounds before the job gives up")
+    simulate_fingerprint_bits: int = option(0, "search", "benchmarks only (scripts/bench_chance.py): cut fingerprints "
+                                            "to this many bits before the pair search; 0 = off")
+    # short_text
+    short_text_chars: int = option(_SHORT.max_chars, "short_text", "short-text mode for pages with fewer characters; "
+                                   "0 = off (also off for --input-format fingerprints and --cluster-mode star)")
+    short_k: int = option(_SHORT.k, "short_text", "candidate distance on the short pages' character n-gram "
+                          "fingerprint (wider than k: each candidate is verified)")
+    short_char_ngram: int = option(_SHORT.char_ngram, "short_text", "character n-grams of the short fingerprint and of "
+                                   "the verified shingles")
+    short_min_jaccard: float = option(_SHORT.min_jaccard, "short_text", "exact shingle Jaccard a short candidate pair "
+                                      "needs")
+    # output
+    output: str = option("", "output", "output directory (clusters/, kept/, report.json, report.html, _SUCCESS)",
+                         toml=False)
+    overwrite: bool = option(False, "output", "replace an existing finished output")
+    lock_stale_minutes: int = option(10, "output", "a lock on the output from another host without a heartbeat this "
+                                     "long is a dead run's (taken over; on the same host as soon as its process is gone)")
+    # history
+    history: str = option("", "history", "incremental mode: directory with the fingerprints and clusters of earlier "
+                          "runs (run_date=YYYY-MM-DD/); read, then appended")
+    run_date: str = option("", "history", "this run's date in the history, YYYY-MM-DD; \"\" = today (UTC)")
+    # spark
+    arrow_batch_size: int = option(2000, "spark", "documents per Arrow batch of the fingerprint stage")
+    arrow_batch_mb: int = option(16, "spark", "and at most this many MB of text per batch")
+    shuffle_partitions: int = option(0, "spark", "spark.sql.shuffle.partitions for the run; 0 = the session's")
+    checkpoint_dir: str = option("", "spark", "reliable checkpoints of the component rounds; \"\" = inside the "
+                                 "output's staging directory")
 
     @property
     def features(self) -> FeatureSpec:
@@ -190,7 +230,7 @@ def _apply(cfg: DedupConfig, values: dict, source: str) -> None:
         name = key.replace("-", "_")
         if name not in _FIELDS:
             raise DedupError(f"{source}: unknown setting {key!r}; known settings: {', '.join(sorted(_FIELDS))}")
-        expected = type(getattr(DedupConfig(), name))
+        expected = type(_FIELDS[name].default)
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if expected is int and isinstance(value, bool) or not isinstance(value, expected):
@@ -198,14 +238,59 @@ def _apply(cfg: DedupConfig, values: dict, source: str) -> None:
         setattr(cfg, name, value)
 
 
+def flatten_sections(values: dict, source: str) -> dict:
+    """TOML in sections ([features] tokenizer = ...) to settings; keys outside a section are accepted too
+    (the files of earlier versions were flat). A key in the wrong section is refused, naming the right one."""
+    flat = {}
+    for key, value in values.items():
+        if key in SECTIONS and isinstance(value, dict):
+            for name, v in value.items():
+                f = _FIELDS.get(name.replace("-", "_"))
+                if f is not None and f.metadata["section"] != key:
+                    raise DedupError(f"{source}: {name} belongs in [{f.metadata['section']}], not [{key}]")
+                flat[name] = v
+        else:
+            flat[key] = value
+    return flat
+
+
+def shipped_defaults() -> str:
+    """The text of the package's default.toml (in the wheel and in the executor zip)."""
+    return resources.files(__package__).joinpath(DEFAULT_CONF).read_text(encoding="utf-8")
+
+
 def read_toml(path: str | Path) -> dict:
+    """A TOML settings file, flattened (flatten_sections)."""
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            return flatten_sections(tomllib.load(fh), str(path))
     except FileNotFoundError:
         raise DedupError(f"config file {path} does not exist: fix the --config path") from None
     except tomllib.TOMLDecodeError as exc:
         raise DedupError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(v)
+
+
+def render_defaults_toml() -> str:
+    """The text of default.toml, from the dataclass: every setting with its default and help, by section."""
+    lines = ["# Default configuration of simhash-dedup, generated from simhash_udf/job/config.py (DedupConfig):",
+             "#   python -m simhash_udf.job.config > simhash_udf/job/default.toml",
+             "# Copy it for --config FILE (any subset of the keys, in these sections); the command line overrides",
+             "# both (--k 4, --tokenizer char, ...). input and output are given on the command line."]
+    for section in SECTIONS:
+        lines += ["", f"[{section}]"]
+        for f in dataclasses.fields(DedupConfig):
+            if f.metadata["section"] == section and f.metadata["toml"]:
+                lines += ["# " + line for line in textwrap.wrap(f.metadata["help"], 108)]
+                lines.append(f"{f.name} = {_toml_value(f.default)}")
+    return "\n".join(lines) + "\n"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -214,66 +299,42 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="dedup_job.py",
-        description="Find near-duplicate documents with 64-bit SimHash and keep one per cluster.",
-        allow_abbrev=False,
-    )
-    p.add_argument("--input", required=True, help="input file or directory")
-    p.add_argument("--output", required=True, help="output directory (clusters/, kept/, report.json, _SUCCESS)")
-    p.add_argument("--config", help="TOML file overriding conf/default.toml")
-    p.add_argument("--input-format", choices=INPUT_FORMATS)
-    p.add_argument("--id-col")
-    p.add_argument("--text-col")
-    p.add_argument("--k", type=int, help="max Hamming distance of near-duplicates (default 6)")
-    p.add_argument("--blocks", type=int, help="fingerprint blocks (0 = chosen by the table planner)")
-    p.add_argument("--tokenizer", choices=TOKENIZERS)
-    p.add_argument("--segmenter", choices=SEGMENTERS, help="jieba implementation for Han runs (default rjieba)")
-    p.add_argument("--weighting", choices=WEIGHTINGS)
-    p.add_argument("--char-ngram", type=int)
-    p.add_argument("--word-ngram", type=int)
-    p.add_argument("--stop-words", action=argparse.BooleanOptionalAction, default=None,
-                   help="drop stop words (jieba's English list and 60 Chinese function words) before the shingles")
-    p.add_argument("--keep", help="id | longest | earliest:COLUMN")
-    p.add_argument("--cluster-mode", choices=CLUSTER_MODES,
-                   help="verified (default): every duplicate is verified-similar to its kept page; transitive: "
-                   "connected components of verified pairs; star: a duplicate is within k of its kept page")
-    p.add_argument("--min-similarity", type=float,
-                   help="estimated Jaccard index of the feature sets a pair needs (default 0.7; 0 = no verification)")
-    p.add_argument("--short-text-chars", type=int,
-                   help="short-text mode for pages with fewer characters (default 140; 0 = off)")
-    p.add_argument("--short-k", type=int, help="max distance of short-text candidates on the character n-gram fingerprint")
-    p.add_argument("--short-char-ngram", type=int, help="character n-gram size of the short-text mode")
-    p.add_argument("--short-min-jaccard", type=float, help="shingle Jaccard a short-text candidate pair needs")
-    p.add_argument("--max-text-chars", type=int)
-    p.add_argument("--arrow-batch-size", type=int)
-    p.add_argument("--arrow-batch-mb", type=int)
-    p.add_argument("--shuffle-partitions", type=int)
-    p.add_argument("--input-partitions", type=int)
-    p.add_argument("--max-component-rounds", type=int)
-    p.add_argument("--checkpoint-dir")
-    p.add_argument("--overwrite", action="store_true", default=None, help="replace a finished output")
-    p.add_argument("--lock-stale-minutes", type=int,
-                   help="a lock on the output held from another host is taken over after this many minutes without "
-                   "a heartbeat (default 10; on the same host as soon as its process is gone)")
-    p.add_argument("--allow-empty", action="store_true", default=None,
-                   help="an input of 0 rows writes an empty, finished output (default: it fails with exit 2)")
-    p.add_argument("--history", help="incremental mode: directory of earlier runs' fingerprints (read, then appended)")
-    p.add_argument("--run-date", help="this run's date in the history, YYYY-MM-DD (default: today, UTC)")
-    p.add_argument("--simulate-fingerprint-bits", type=int,
-                   help="benchmarks only: cut every fingerprint to this many bits (spread over the 64) before the "
-                   "pair search, so chance pairs are as frequent as in a far larger crawl (scripts/bench_chance.py)")
+    """The command line, one option per DedupConfig field (--k, --tokenizer, --overwrite/--no-overwrite ...),
+    grouped by section; options left out keep the files' values (default None)."""
+    p = _Parser(prog="dedup_job.py", allow_abbrev=False,
+                description="Find near-duplicate documents with 64-bit SimHash and keep one per cluster.")
+    p.add_argument("--config", help="TOML file of settings (sections as in conf/default.toml)")
+    groups = {section: p.add_argument_group(section) for section in SECTIONS}
+    for f in dataclasses.fields(DedupConfig):
+        flag, meta = "--" + f.name.replace("_", "-"), f.metadata
+        help_text = f"{meta['help']} (default: {f.default!r})" if meta["toml"] else meta["help"]
+        group = groups[meta["section"]]
+        if isinstance(f.default, bool):
+            group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+        elif f.name in ("input", "output"):
+            group.add_argument(flag, required=True, help=help_text)
+        else:
+            group.add_argument(flag, type=type(f.default), choices=meta["choices"], default=None, help=help_text)
     return p
 
 
-def load_config(argv: list[str] | None = None, defaults_file: str | Path | None = DEFAULT_CONF) -> DedupConfig:
-    """Defaults < conf/default.toml < --config FILE < command line; then validated."""
+def load_config(argv: list[str] | None = None, shipped: bool = True) -> DedupConfig:
+    """Defaults (the dataclass) < the shipped default.toml (the same values unless edited where installed)
+    < --config FILE < command line; then validated."""
     args = build_parser().parse_args(argv)
     cfg = DedupConfig()
-    if defaults_file and Path(defaults_file).exists():
-        _apply(cfg, read_toml(defaults_file), str(defaults_file))
+    if shipped:
+        source = f"{__package__}/{DEFAULT_CONF}"
+        try:
+            _apply(cfg, flatten_sections(tomllib.loads(shipped_defaults()), source), source)
+        except tomllib.TOMLDecodeError as exc:
+            raise DedupError(f"{source} (the shipped defaults) is not valid TOML: {exc}") from None
     if args.config:
         _apply(cfg, read_toml(args.config), args.config)
     overrides = {k: v for k, v in vars(args).items() if v is not None and k != "config"}
     _apply(cfg, overrides, "command line")
     return cfg.validate()
+
+
+if __name__ == "__main__":
+    print(render_defaults_toml(), end="")

@@ -1,0 +1,74 @@
+"""One source of defaults: the dataclasses. The shipped TOML, the command line and the core's spec
+dataclasses all follow DedupConfig; TOML files are read in sections."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+
+import pytest
+
+from simhash_udf.core.fingerprint import FeatureSpec
+from simhash_udf.core.short_text import ShortTextSpec
+from simhash_udf.core.verified import VerifySpec
+from simhash_udf.errors import DedupError
+from simhash_udf.job.config import (SECTIONS, DedupConfig, build_parser, load_config, render_defaults_toml,
+                                    shipped_defaults)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARGS = ["--input", ".", "--output", "x"]
+
+
+def test_shipped_toml_is_generated_from_the_dataclass():
+    """default.toml (package data) is exactly what render_defaults_toml() prints, and conf/default.toml is
+    that file: edit DedupConfig, then `python -m simhash_udf.job.config > simhash_udf/job/default.toml`."""
+    assert shipped_defaults() == render_defaults_toml()
+    with open(os.path.join(ROOT, "conf", "default.toml"), encoding="utf-8") as fh:
+        assert fh.read() == shipped_defaults()
+    parsed = tomllib.loads(shipped_defaults())
+    assert list(parsed) == list(SECTIONS)
+    defaults = DedupConfig()
+    for f in dataclasses.fields(DedupConfig):
+        if f.metadata["toml"]:
+            assert parsed[f.metadata["section"]][f.name] == getattr(defaults, f.name), f.name
+
+
+def test_core_specs_have_the_same_defaults():
+    cfg = DedupConfig()
+    assert cfg.features == FeatureSpec()
+    assert cfg.short_text == ShortTextSpec()
+    assert cfg.verify == VerifySpec()
+
+
+def test_every_field_is_an_option_and_files_and_flags_override_in_order(tmp_path):
+    parser_dests = {a.dest for a in build_parser()._actions}
+    assert {f.name for f in dataclasses.fields(DedupConfig)} <= parser_dests
+    conf = tmp_path / "mine.toml"
+    conf.write_text('[features]\ntokenizer = "char"\nstop_words = false\n[search]\nk = 5\n')
+    cfg = load_config(ARGS + ["--config", str(conf), "--k", "4"])
+    assert (cfg.tokenizer, cfg.k, cfg.weighting) == ("char", 4, DedupConfig().weighting)
+    assert load_config(ARGS + ["--config", str(conf)]).k == 5
+    assert load_config(ARGS + ["--stop-words"]).stop_words is True
+    assert load_config(ARGS + ["--overwrite", "--no-overwrite"]).overwrite is False
+    conf.write_text("k = 3\n")  # flat files of earlier versions still work
+    assert load_config(ARGS + ["--config", str(conf)]).k == 3
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[search]\ntokenizer = "char"\n', r"tokenizer belongs in \[features\], not \[search\]"),
+    ("[search]\nkk = 5\n", "unknown setting 'kk'"),
+    ('[search]\nk = "six"\n', "k must be int"),
+    ("[search\n", "not valid TOML"),
+])
+def test_bad_settings_files_say_what_to_change(tmp_path, text, message):
+    conf = tmp_path / "bad.toml"
+    conf.write_text(text)
+    with pytest.raises(DedupError, match=message):
+        load_config(ARGS + ["--config", str(conf)])
+
+
+def test_help_lists_options_by_section_with_defaults():
+    text = build_parser().format_help()
+    for section in SECTIONS:
+        assert f"\n{section}:\n" in text
+    assert "--min-similarity MIN_SIMILARITY" in text and "(default: 0.7)" in text
