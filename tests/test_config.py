@@ -12,8 +12,7 @@ from simhash_udf.core.fingerprint import FeatureSpec
 from simhash_udf.core.short_text import ShortTextSpec
 from simhash_udf.core.verified import VerifySpec
 from simhash_udf.errors import DedupError
-from simhash_udf.job.config import (SECTIONS, DedupConfig, build_parser, load_config, render_defaults_toml,
-                                    shipped_defaults)
+from simhash_udf.job.config import SECTIONS, DedupConfig, build_parser, load_config, render_defaults_toml, shipped_defaults
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARGS = ["--input", ".", "--output", "x"]
