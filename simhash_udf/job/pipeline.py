@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -18,7 +19,7 @@ from ..spark.session import scoped_settings
 from . import termination
 from .config import DedupConfig
 from .report import dedup_report, empty_report, run_report
-from .report_html import collect_page_data, render_html
+from .report_html import PageData, collect_page_data, render_html
 from .report_plots import write_plots
 from .stages import Clustered, Fingerprinted, StageTimer, _persist, fingerprint_stage, near_duplicate_clusters, short_text_stage
 
@@ -36,7 +37,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         return persisted[-1]
 
     out.acquire(cfg.lock_stale_minutes * 60)  # one run at a time onto DIR; dead runs' leftovers removed
-    try:
+    with cleaned_up(spark, out, history, persisted):
         out.check_writable(cfg.overwrite)  # again: a run that held the lock may have finished DIR meanwhile
         if history is not None:
             history.remove_stale_staging(cfg.lock_stale_minutes * 60)
@@ -54,13 +55,22 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 short_edges=short.edges, verify=cfg.verify)
             kept_rows = count_kept(found, history, history_report)
             write_stage(cfg, out, history, loaded.df, found, fp, kept_rows, timer)
+            page = report_stage(spark, cfg, out, loaded.df, found, fp.stats["input_rows"] - kept_rows, timer)
             report = run_report(cfg, dedup_report(cfg, fp, short, found, kept_rows),
                                 input_files={"format": loaded.fmt, **loaded.files.describe()},
                                 history=history_report, seconds=timer.seconds, spark_version=spark.version,
                                 started=started)
-            report_stage(spark, cfg, out, loaded.df, found, report, timer)
+            write_report_files(cfg, out, report, page)
         commit(cfg, out, history, report)
         return report
+
+
+@contextmanager
+def cleaned_up(spark: SparkSession, out: OutputDir, history: History | None, persisted: list[DataFrame]):
+    """Whatever happens in the run: on a failure its Spark jobs cancelled, the staging directories removed
+    and an input error turned into a clear message; always the cached data freed and the lock released."""
+    try:
+        yield
     except BaseException as exc:
         settle_spark_jobs(spark)
         out.abort()
@@ -176,14 +186,18 @@ def write_stage(cfg: DedupConfig, out: OutputDir, history: History | None, raw: 
 
 
 def report_stage(spark: SparkSession, cfg: DedupConfig, out: OutputDir, raw: DataFrame, found: Clustered,
-                 report: dict, timer: StageTimer) -> None:
-    """report.html's aggregates (histograms and a few example pairs), the plots, report.html and
-    report.json, staged."""
+                 duplicates: int, timer: StageTimer) -> PageData:
+    """report.html's aggregates: histograms and a few example pairs (small Spark aggregates; no per-page
+    data reaches the driver)."""
     with timer("report") as counts:
         kept_written = spark.read.schema(raw.schema).parquet(out.staged("kept"))  # no footer-reading job
-        page = collect_page_data(found.clusters, raw, kept_written, cfg, report["duplicates"])
+        page = collect_page_data(found.clusters, raw, kept_written, cfg, duplicates)
         counts["example_pairs"] = len(page.examples)
-    report["seconds"] = timer.seconds
+    return page
+
+
+def write_report_files(cfg: DedupConfig, out: OutputDir, report: dict, page: PageData) -> None:
+    """The plots, report.html and report.json, staged."""
     if not cfg.checkpoint_dir:
         out.remove_staged("_checkpoints")
     report.update(page.summary)
