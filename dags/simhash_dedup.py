@@ -12,7 +12,7 @@ Three tasks a day (the day is {{ ds }}, the data interval that just ended):
                   DEDUP_ROOT
 The history must be written in date order: `dedup` waits for the previous day's `dedup` and `check_result`
 (depends_on_past + wait_for_downstream) and one run is active at a time, so a missing or rejected day holds
-the later days back until an operator acts (README, "Airflow").
+the later days back until an operator acts (docs/operations.md, "Airflow").
 
 Settings (environment of the DAG processor / scheduler and the workers, read when the file is parsed; no
 database access):

@@ -7,7 +7,7 @@
 # Versions are pinned: no constraints file is needed (and none could be fetched from GitHub here). The same
 # Spark provider serves both (6.3.4 accepts apache-airflow >= 2.11 and needs only pyspark-client).
 # Installs with uv (from PyPI, unpacked into .venv-uv): with no cache about a minute for both at once, uv
-# included, where pip took 4.7 min for Airflow 3 and 8.6 min for Airflow 2 (README, "Airflow"); pip is the fallback.
+# included, where pip took 4.7 min for Airflow 3 and 8.6 min for Airflow 2 (docs/operations.md, "Airflow"); pip is the fallback.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 UV_PIN="uv==0.13.9"

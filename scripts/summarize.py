@@ -39,7 +39,7 @@ def main(out_dir: str, input_path: str) -> None:
         missed = copies[~found]
         if len(missed):
             print(f"  missed by variant: {missed['variant'].value_counts().to_dict()} "
-                  "(their SimHash differs in more than k bits; see README, Quality)")
+                  "(their SimHash differs in more than k bits; see docs/quality.md)")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,9 @@ scripts/airflow_env.sh, apart from the job's): it loads without import errors, t
 the day that just ended, the spark-submit command the provider's hook builds carries the dated paths and the
 Spark settings of the params, the input sensor finds, waits for or gives up on the day's input, the result gate
 passes a report.json on as XCom and Asset event or fails with its numbers, the failure callback hook is
-called, the README's backfill commands are accepted by the installed Airflow's own command line parser, and a
-broken DAG file shows up as an import error. Both Airflow checks run at the same time, one subprocess each
-(tests/airflow_dag_check.py)."""
+called, the documented backfill commands (docs/operations.md) are accepted by the installed Airflow's own
+command line parser, and a broken DAG file shows up as an import error. Both Airflow checks run at the same
+time, one subprocess each (tests/airflow_dag_check.py)."""
 import json
 import os
 import re
@@ -54,8 +54,8 @@ def job_args(crawl_root, dedup_root):
 
 
 def readme_backfill_commands():
-    """The backfill command lines of the README's Airflow section, each marked `# Airflow N`."""
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    """The backfill command lines of the Airflow section of docs/operations.md, each marked `# Airflow N`."""
+    text = open(os.path.join(ROOT, "docs", "operations.md"), encoding="utf-8").read()
     section = text.split("\n## Airflow\n", 1)[1].split("\n## ", 1)[0]
     found = re.findall(r"^\s*(airflow [^#\n]*backfill[^#\n]*?)\s*#\s*Airflow ([23])", section, flags=re.M)
     return {version: [cmd for cmd, v in found if v == version] for version in VERSIONS}
@@ -217,9 +217,9 @@ def test_failure_callback_hook_is_called(checks, day, version):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_readme_backfill_command_of_each_airflow(checks, version):
     """Each version's command is accepted by its own CLI parser and refused by the other's (Airflow 3 removed
-    `airflow dags backfill`; Airflow 2 has no `airflow backfill`), so the README must name both."""
+    `airflow dags backfill`; Airflow 2 has no `airflow backfill`), so docs/operations.md must name both."""
     commands = readme_backfill_commands()
-    assert commands[version], "the README's Airflow section names no backfill command for Airflow " + version
+    assert commands[version], "docs/operations.md's Airflow section names no backfill command for Airflow " + version
     parsed = checks[version]["cli"]
     for cmd in commands[version]:
         assert "ok" in parsed[cmd], parsed[cmd]

@@ -127,7 +127,7 @@ def test_bit_sums_equal_loop(hashes, f, weighted, data):
 
 
 def test_worked_example_with_injected_6bit_hash():
-    """README's worked example: the five steps with 6-bit hashes chosen by hand."""
+    """The worked example of docs/design.md: the five steps with 6-bit hashes chosen by hand."""
     # 1. normalise, 2. tokenise
     tokens = tokenize(normalize_text("The  CAT,\tthe ＤＯＧ!"), "word")
     assert tokens == ["the", "cat", "the", "dog"]

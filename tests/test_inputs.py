@@ -84,7 +84,7 @@ def test_20mb_page_is_capped_and_counted(spark, tmp_path):
     assert clusters.loc[101, "cluster_id"] == 100
 
 
-# --- where the files are, how they are compressed, and inputs with no rows (issue 19) ---
+# --- where the files are, how they are compressed, and inputs with no rows ---
 
 def rows_of(start, stop):
     return [{"id": i, "text": f"page {i}: {' '.join(f'w{i * 31 + j}' for j in range(12))}"} for i in range(start, stop)]

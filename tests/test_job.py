@@ -166,7 +166,7 @@ def test_sample_corpus_duplicates_found_and_unrelated_pages_apart(sample_run, sa
     # length) are always found
     assert copies[copies.variant.isin(["mirror", "fullwidth"])]["found"].all()
     # edited copies: SimHash at k = 3 resolves weighted-cosine similarity of about 0.99; this corpus's
-    # ads and edits sit right at that edge (README "Quality"): measured recall, not a promise
+    # ads and edits sit right at that edge (docs/quality.md): measured recall, not a promise
     recall = copies["found"].mean()
     print(f"planted copies found: {copies['found'].sum()} of {len(copies)} ({recall:.0%})")
     assert recall >= 0.8

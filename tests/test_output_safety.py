@@ -1,4 +1,4 @@
-"""Output safety (issue 19, item 1): an output that is, contains or lies inside the input or the history is
+"""Output safety: an output that is, contains or lies inside the input or the history is
 refused however it is written; replacing an output never leaves DIR looking finished when it is not (a
 kill after every step of the commit, in a child process); one run at a time per output (two real
 processes); dead runs' leftovers removed by the next run; SIGTERM aborts cleanly; an output that cannot

@@ -2,7 +2,7 @@
 
 Files are read by Spark's `binaryFile` source (so globs, recursive lookup and partition directories behave as
 for every other format) and parsed on the executors by `mapInArrow`: Arrow batches of whole files in, Arrow
-batches of pages out. fastwarc parses ~2.5x faster than warcio (scripts/bench_wet.py, README "Inputs").
+batches of pages out. fastwarc parses ~2.5x faster than warcio (scripts/bench_wet.py, docs/operations.md, "Inputs").
 
 Truncation: a WET file cut off mid-record (an interrupted download) is recognised, never read silently:
 - a compressed stream that ends inside a member is seen (fastwarc and warcio both silently drop a record
