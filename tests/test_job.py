@@ -256,7 +256,7 @@ def test_missing_columns_are_clear_errors(spark, tmp_path, argv, message):
         (["--input", ".", "--output", "x", "--bogus"], r"unrecognized arguments: --bogus"),
         (["--input", ".", "--output", "x", "--tokenizer", "nltk"], r"invalid choice: 'nltk'"),
         (["--input", ".", "--output", "x", "--keep", "newest"], r"--keep 'newest' is unknown"),
-        (["--output", "x"], r"the following arguments are required: --input"),
+        (["--output", "x"], r"no input: pass --input PATH"),
     ],
 )
 def test_configuration_errors(argv, message):

@@ -20,6 +20,11 @@ def main(argv: list[str] | None = None) -> int:
     except DedupError as exc:
         print(f"simhash-dedup: error: {exc}", file=sys.stderr)
         return 2
+    if cfg.plan:  # no Spark: the table plan and the cost model only
+        from .sizing import format_plan, plan_report
+
+        print(format_plan(plan_report(cfg.plan, cfg)))
+        return 0
     from pyspark.sql import SparkSession
 
     from ..spark.session import get_spark

@@ -73,6 +73,8 @@ class DedupConfig:
                                "page", choices=CLUSTER_MODES)
     keep: str = option("id", "search", "which page of a cluster is kept: id (smallest id), longest, earliest:COLUMN")
     max_component_rounds: int = option(200, "search", "large-star/small-star rounds before the job gives up")
+    plan: int = option(0, "search", "print the plan and estimated cost of a run over this many pages, then exit "
+                       "(no Spark, no input needed)", toml=False)
     simulate_fingerprint_bits: int = option(0, "search", "benchmarks only (scripts/bench_chance.py): cut fingerprints "
                                             "to this many bits before the pair search; 0 = off")
     # short_text
@@ -139,6 +141,10 @@ class DedupConfig:
         def bad(msg: str) -> DedupError:
             return DedupError(msg)
 
+        if self.plan:
+            if self.plan < 2:
+                raise bad(f"--plan needs a number of pages of 2 or more (got {self.plan})")
+            return self.check_options()
         if not self.input:
             raise bad("no input: pass --input PATH (a file or directory of Parquet, JSON Lines, CSV, text or WET)")
         if not self.output:
@@ -312,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         if isinstance(f.default, bool):
             group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         elif f.name in ("input", "output"):
-            group.add_argument(flag, required=True, help=help_text)
+            group.add_argument(flag, help=help_text + " (required, but for --plan)")
         else:
             group.add_argument(flag, type=type(f.default), choices=meta["choices"], default=None, help=help_text)
     return p

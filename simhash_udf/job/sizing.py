@@ -1,0 +1,72 @@
+"""`--plan N`: what a run over N pages would cost, without Spark: the table plan the job would choose, the
+rows the blocks stage explodes and shuffles, the expected candidate comparisons and chance pairs, and
+core-hours extrapolated from rates measured by the benchmarks on the 2-core development machine.
+
+The estimate is a model, not a promise: two terms for the pair search (per page, and per unit of the
+planner's own cost: one shuffled block row or COMPARISONS_PER_ROW comparisons), fitted to two runs of
+`scripts/bench_scale.py` at 10^7 fingerprints that differ only in k, times the factor verification added in
+the same benchmark; the fingerprint stage at the rate the job reached on Chinese pages. docs/sizing.md shows
+what it gives for 10^7 to 8 x 10^9 pages."""
+from __future__ import annotations
+
+from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
+from .config import DedupConfig
+
+BYTES_PER_BLOCK_ROW = 16  # (table and key packed in one long, fingerprint): what the blocks stage shuffles
+
+# Measured (docs/performance.md), 2 cores, local mode, synthetic fingerprints, before verification:
+# bench_scale.py --sizes 10000000 at k = 6 (28 tables, cost 3.63e8): 301.0 s; at k = 3 (4 tables, cost 5.19e7):
+# 98.4 s. Two equations in core-seconds (2 x wall) give the two rates below.
+SEARCH_SECONDS_PER_PAGE = 1.30e-5
+SEARCH_SECONDS_PER_COST = 1.31e-6
+# The same benchmark at 10^6 with and without verification, one after the other: 103.0 s / 75.2 s.
+VERIFICATION_FACTOR = 1.37
+# The fingerprint stage inside the job on Chinese pages of about 1.5 KB: 5.9 MB/s per core (120 MB, 80,696
+# pages, 10.2 s on 2 cores).
+FINGERPRINT_MB_PER_CORE_SECOND = 5.9
+PAGE_KB = 1.5
+
+
+def plan_report(n: int, cfg: DedupConfig, page_kb: float = PAGE_KB) -> dict:
+    """The plan and its cost for n distinct pages (exact copies collapse before the search, so n distinct
+    fingerprints is the worst case)."""
+    plan = plan_tables(cfg.k, cfg.blocks) if cfg.blocks else choose_plan(n, cfg.k)
+    cost = plan_cost(n, plan)
+    search = (n * SEARCH_SECONDS_PER_PAGE + cost["cost"] * SEARCH_SECONDS_PER_COST)
+    if cfg.min_similarity > 0:
+        search *= VERIFICATION_FACTOR
+    fingerprint = n * page_kb / 1024 / FINGERPRINT_MB_PER_CORE_SECOND
+    return {
+        "pages": n,
+        "k": cfg.k,
+        "blocks": plan.m,
+        "tables": len(plan.tables),
+        "key_bits": sorted(set(plan.key_bits())),
+        "block_rows": int(cost["rows"]),
+        "bytes_shuffled_by_blocks": int(cost["rows"]) * BYTES_PER_BLOCK_ROW,
+        "expected_comparisons": cost["expected_comparisons"],
+        "chance_pairs_uniform": chance_pairs(n, cfg.k),
+        "verified": cfg.min_similarity > 0,
+        "core_hours": {"fingerprint": fingerprint / 3600, "pair_search": search / 3600,
+                       "total": (fingerprint + search) / 3600},
+        "assumptions": f"pages of {page_kb} KB at {FINGERPRINT_MB_PER_CORE_SECOND} MB/s per core; pair search "
+                       "rates fitted to bench_scale.py at 10^7 (k = 6 and k = 3) on 2 cores, x"
+                       f"{VERIFICATION_FACTOR} with verification; every page distinct",
+    }
+
+
+def format_plan(r: dict) -> str:
+    """The plan as a person reads it."""
+    h = r["core_hours"]
+    return "\n".join([
+        f"plan for {r['pages']:,} pages at k = {r['k']}: {r['blocks']} blocks, {r['tables']} tables "
+        f"(key bits {', '.join(map(str, r['key_bits']))})",
+        f"  block rows exploded and shuffled   {r['block_rows']:.3g} ({r['bytes_shuffled_by_blocks'] / 1e12:.3g} TB "
+        f"at {BYTES_PER_BLOCK_ROW} bytes a row)",
+        f"  expected candidate comparisons     {r['expected_comparisons']:.3g}",
+        f"  chance pairs (uniform fingerprints) {r['chance_pairs_uniform']:.3g}"
+        + ("  (each is checked by its signatures)" if r["verified"] else "  (no verification: each can join clusters)"),
+        f"  core-hours, estimated               fingerprint {h['fingerprint']:.3g}, pair search {h['pair_search']:.3g}, "
+        f"total {h['total']:.3g}",
+        f"  assumptions: {r['assumptions']}",
+    ])

@@ -1,0 +1,58 @@
+"""--plan N: the plan the job would choose and its cost, without Spark; the cost model reproduces the
+benchmark runs it was fitted to."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from simhash_udf.core.blocks import choose_plan, plan_cost
+from simhash_udf.job import sizing
+from simhash_udf.job.config import DedupConfig, load_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_rates_are_the_fit_of_the_two_benchmark_runs():
+    """core-seconds = pages x per_page + planner cost x per_cost, solved for bench_scale.py's 10^7 runs at
+    k = 6 (301.0 s) and k = 3 (98.4 s) on 2 cores."""
+    n = 10**7
+    c6, c3 = (plan_cost(n, choose_plan(n, k))["cost"] for k in (6, 3))
+    per_cost = (2 * 301.0 - 2 * 98.4) / (c6 - c3)
+    per_page = (2 * 98.4 - c3 * per_cost) / n
+    assert sizing.SEARCH_SECONDS_PER_COST == pytest.approx(per_cost, rel=0.01)
+    assert sizing.SEARCH_SECONDS_PER_PAGE == pytest.approx(per_page, rel=0.01)
+    for k, seconds in ((6, 301.0), (3, 98.4)):
+        r = sizing.plan_report(n, DedupConfig(k=k, min_similarity=0))
+        assert r["core_hours"]["pair_search"] * 3600 == pytest.approx(2 * seconds, rel=0.01)
+
+
+def test_plan_at_a_billion_pages():
+    r = sizing.plan_report(10**9, DedupConfig())
+    plan = choose_plan(10**9, 6)
+    assert (r["tables"], r["blocks"]) == (len(plan.tables), plan.m) == (84, 9)
+    assert r["block_rows"] == 84 * 10**9 and r["bytes_shuffled_by_blocks"] == 16 * 84 * 10**9
+    assert r["expected_comparisons"] == pytest.approx(plan_cost(10**9, plan)["expected_comparisons"])
+    assert r["chance_pairs_uniform"] == pytest.approx(2.26e6, rel=0.01)
+    at_k3 = sizing.plan_report(10**9, DedupConfig(k=3))
+    assert at_k3["tables"] == 10 and at_k3["core_hours"]["pair_search"] < r["core_hours"]["pair_search"] / 5
+    fixed = sizing.plan_report(10**9, DedupConfig(k=6, blocks=8))
+    assert fixed["tables"] == 28  # --blocks is honoured as in the job
+
+
+def test_plan_from_the_command_line_needs_no_java_and_no_input():
+    env = {"PATH": os.path.dirname(sys.executable), "JAVA_HOME": "/nonexistent", "PYTHONPATH": ROOT}
+    proc = subprocess.run([sys.executable, "-m", "simhash_udf.job.cli", "--plan", "1000000000"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "84 tables" in proc.stdout and "8.4e+10" in proc.stdout and "core-hours" in proc.stdout
+    bad = subprocess.run([sys.executable, "-m", "simhash_udf.job.cli", "--plan", "1"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--plan needs" in bad.stderr
+
+
+def test_plan_checks_the_options_it_uses():
+    with pytest.raises(Exception, match="k=11"):
+        load_config(["--plan", "1000", "--k", "11"])
