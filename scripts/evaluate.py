@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from simhash_udf.evaluation.quality import Oracle  # noqa: E402
+from simhash_udf.evaluation.quality import Oracle, found_by_variant  # noqa: E402
 
 
 def read_table(path: str, columns: list[str] | None = None) -> pd.DataFrame:
@@ -51,11 +51,16 @@ def job_labels(docs: pd.DataFrame, output_dir: str) -> np.ndarray:
 
 
 def truth_labels(docs: pd.DataFrame, truth_path: str) -> np.ndarray:
-    truth = read_table(truth_path, ["id", "cluster"])
+    return truth_table(docs, truth_path)["cluster"].to_numpy()
+
+
+def truth_table(docs: pd.DataFrame, truth_path: str) -> pd.DataFrame:
+    """id, cluster (and variant when the truth has it) of every corpus document, in corpus order."""
+    truth = read_table(truth_path, ["id", "cluster", "variant"])
     merged = docs[["id"]].merge(truth, on="id", how="left", validate="one_to_one")
     if merged["cluster"].isna().any():
         raise SystemExit(f"{truth_path} lacks {int(merged['cluster'].isna().sum())} corpus documents")
-    return merged["cluster"].to_numpy()
+    return merged
 
 
 def build_oracle(docs: pd.DataFrame) -> Oracle:
@@ -81,6 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(docs):,} documents; oracle: {len(oracle.pos_a):,} pairs with Jaccard >= 0.9 "
           f"(char 5-grams after normalize_text) in {oracle_s:.1f} s; total {time.perf_counter() - start:.1f} s")
     print(result.table())
+    if args.truth:
+        truth = truth_table(docs, args.truth)
+        if "variant" in truth.columns:
+            rows = found_by_variant(truth["variant"].to_numpy(), truth["cluster"].to_numpy(), job_labels(docs, args.output),
+                                    docs["text"].fillna("").str.len().to_numpy())
+            print("\ncopies found per edit kind (truth recall: in the cluster of their original)")
+            print(pd.DataFrame(rows).pivot(index="variant", columns="length", values="share").round(3).to_string())
+            result.rows.append({"found_by_variant": rows})
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result.rows, fh, indent=1)

@@ -173,3 +173,14 @@ def test_width_case_copy_is_identical_after_normalisation(corpus):
     for r in copies:  # full-width forms and case fold away; only "。" may have become "."
         assert r["text"] != by_id[r["cluster"]]["text"]
         assert normalize_text(r["text"]).replace(".", "。") == normalize_text(by_id[r["cluster"]]["text"]).replace(".", "。")
+
+
+def test_found_by_variant_counts_copies_in_their_originals_cluster():
+    from simhash_udf.evaluation.quality import found_by_variant
+
+    variant = ["original", "edits", "mirror", "original", "edits", "hard_negative", "edits"]
+    truth = [1, 1, 1, 2, 2, 3, 9]  # cluster 9 has no original in the corpus: not counted
+    job = [10, 10, 11, 20, 20, 20, 10]  # the mirror was missed; the hard negative is precision's business
+    lengths = [600, 600, 600, 50, 50, 50, 600]
+    rows = {(r["variant"], r["length"]): (r["copies"], r["found"]) for r in found_by_variant(variant, truth, job, lengths)}
+    assert rows == {("edits", "long"): (1, 1), ("mirror", "long"): (1, 0), ("edits", "short"): (1, 1)}

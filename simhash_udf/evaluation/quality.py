@@ -249,3 +249,24 @@ class Oracle:
                 row.update(truth_recall=t_recall, truth_precision=t_precision, truth_f1=_f1(t_precision, t_recall))
             rows.append(row)
         return Evaluation(rows)
+
+
+def found_by_variant(variant: np.ndarray, truth_cluster: np.ndarray, job_cluster: np.ndarray,
+                     lengths: np.ndarray) -> list[dict]:
+    """Truth recall per edit kind and length bucket: the share of the generator's copies of each variant that
+    the job put in the cluster of their original (the member of their truth cluster with variant "original").
+    Pages without an original in their truth cluster (hard negatives: their own clusters) are not copies and
+    count in precision only. Rows: variant, length bucket, copies, found, share."""
+    variant, truth_cluster, job_cluster = map(np.asarray, (variant, truth_cluster, job_cluster))
+    originals = np.flatnonzero(variant == "original")
+    job_of_original = dict(zip(truth_cluster[originals].tolist(), job_cluster[originals].tolist()))
+    rows = {}
+    for i in np.flatnonzero(variant != "original"):
+        kept = job_of_original.get(int(truth_cluster[i]))
+        if kept is None:
+            continue  # a copy whose original is not in the corpus
+        key = (str(variant[i]), length_bucket(int(lengths[i])))
+        n, f = rows.get(key, (0, 0))
+        rows[key] = (n + 1, f + int(job_cluster[i] == kept))
+    return [{"variant": v, "length": b, "copies": n, "found": f, "share": f / n}
+            for (v, b), (n, f) in sorted(rows.items())]
