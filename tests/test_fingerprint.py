@@ -208,7 +208,7 @@ def test_no_feature_texts_have_no_fingerprint():
 
 
 def test_version_names_the_definition():
-    assert FeatureSpec().version().startswith("sh64-1/")
+    assert FeatureSpec().version().startswith("sh64-2/nfkc-lower-digit0-hanjoin-ws/")
     assert "(rjieba-" in FeatureSpec().version() and "(jieba-" in FeatureSpec(segmenter="jieba").version()
     assert FeatureSpec().version() != FeatureSpec(weighting="tfidf").version()
     assert FeatureSpec(tokenizer="char", char_ngram=4).version() != FeatureSpec(tokenizer="char").version()

@@ -65,7 +65,7 @@ def test_output_layout(sample_run, sample):
     assert on_disk["input_rows"] == len(rows) == report["input_rows"]
     assert on_disk["kept"] == len(kept_ids)
     assert on_disk["duplicates"] == on_disk["exact_duplicates"] + on_disk["near_duplicates"] == len(rows) - len(kept_ids)
-    assert on_disk["fingerprint_version"].startswith("sh64-1/") and on_disk["fingerprint_version"].endswith("+oph128x8")
+    assert on_disk["fingerprint_version"].startswith("sh64-2/") and on_disk["fingerprint_version"].endswith("+oph128x8")
     assert on_disk["table_plan"]["block_widths"] == plan_tables(DedupConfig().k).describe()["block_widths"]
     assert set(on_disk["seconds"]) >= {"read", "fingerprint", "exact_collapse", "blocks", "candidates",
                                        "components", "resolve", "write"}

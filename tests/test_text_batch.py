@@ -73,10 +73,10 @@ def test_split_pages_cases(segment):
     assert han[0] == "今天北京" and rest[0].split() == []
     assert han[1] == "今天是\n年\n" and rest[1].split() == ["hello", "world", "0000"]
     assert han[2] == "开头与结尾的标点\n"
-    assert han[3] == "汉字\n汉字\n汉字"
+    assert han[3] == "汉字汉字\n汉字"  # white space between Han characters is not a boundary
     assert (han[4], rest[4]) == ("", "")
     assert slow.tolist() == [False, False, False, False, False, False, True, False, True, False]
-    assert han[7] == "\U00020000\U00020001\n吉\n" and rest[7].split() == ["ok"]
+    assert han[7] == "\U00020000\U00020001吉\n" and rest[7].split() == ["ok"]
     fps, counts = fingerprint_arrow(pa.array(texts), FeatureSpec(segmenter=segment))
     for text, n in zip(texts, counts.tolist()):
         assert n == (-1 if text is None else len(definition(text, segment)))
@@ -131,3 +131,51 @@ def test_han_ranges_match_inert_han():
 
     spec = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in HAN_RANGES)
     assert spec == INERT_HAN
+
+
+_HAN_TEXT = "今天北京的天气很好我们一起去公园散步看到很多人在锻炼身体新闻报道说价格上涨了百分之五"
+_BREAKS = ["\n", " ", "\r\n", "\u3000", "\t", "\n\n  ", "\u00a0"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, len(_HAN_TEXT) - 1), st.sampled_from(_BREAKS)), max_size=8),
+       st.sampled_from(["，", "。", " ok ", "", "2024年"]))
+def test_rewrapped_chinese_has_the_same_features(breaks, tail):
+    """White space between two Han characters is not a word boundary: a page re-wrapped with hard line
+    breaks (or spaces, ideographic spaces) inside its Chinese sentences gives the same fingerprint and
+    signature on every path: the batch fast path, the per-page path, char n-grams and the short-text shingles."""
+    from simhash_udf.core.shingles import shingle_set
+    from simhash_udf.core.signature import SignatureSpec
+
+    text = _HAN_TEXT + tail + _HAN_TEXT[:10]
+    wrapped = text
+    for pos, br in sorted(set(breaks), reverse=True):
+        wrapped = wrapped[:pos] + br + wrapped[pos:]
+    pages = [text, wrapped]
+    for spec in (FeatureSpec(), FeatureSpec(segmenter="jieba"), FeatureSpec(tokenizer="char")):
+        fast = fingerprint_arrow(pa.array(pages), spec, SignatureSpec())
+        slow = fingerprint_batch(pages, spec, SignatureSpec())
+        assert fast[0].tolist() == slow[0].tolist()
+        assert fast[0][0] == fast[0][1] and (fast[2][0] == fast[2][1]).all(), (spec, wrapped)
+    assert set(shingle_set(text, 5).tolist()) == set(shingle_set(wrapped, 5).tolist())
+    han, _, slow_pages = split_pages(pa.array(pages))
+    assert not slow_pages.any() and han[0] == han[1]
+
+
+_GAP_ALPHABET = ["天", "气", "很", "好", "我们", "。", "，", "ok", "A", "\n", " ", "\u3000", "\u00a0", "\u2028", "\x1c",
+                 "\t", " " * 20, "\u3000" * 7, "\u2003", "\u3002", "é"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_GAP_ALPHABET), max_size=30).map("".join), min_size=1, max_size=6))
+def test_white_gaps_between_han_agree_with_the_definition(pages):
+    """The batch path's joined Han runs (any white space, long runs, non-ASCII spaces) give the definition's
+    features: tokens of normalize_chars, whose white space between Han characters is removed."""
+    from simhash_udf.core.text import auto_set, distinct_tokens
+
+    han, rest, slow = split_pages(pa.array(pages))
+    for i, page in enumerate(pages):
+        expect = set(tokens_auto(normalize_chars(page), "rjieba", ordered=False)) - {"\n"}
+        assert auto_set(page, "rjieba") == expect, page
+        if not slow[i]:
+            assert distinct_tokens(han[i], rest[i].split(), "rjieba") == expect, page

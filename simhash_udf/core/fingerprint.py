@@ -4,7 +4,8 @@ Everything here is plain numpy over a whole batch of documents; nothing knows ab
 arithmetic is integer arithmetic, so a fingerprint is the same on every machine and numpy build (no
 floating-point summation order can flip a bit that sits on zero).
 
-Definition (fingerprint version "sh64-1"): normalise (NFKC, lower case, digits to 0, white space folded),
+Definition (fingerprint version "sh64-2"): normalise (NFKC, lower case, digits to 0, white space between two
+Han characters removed (sh64-1 kept it: a re-wrapped Chinese page had other words), other white space folded),
 tokenise (text.py), then for a document with features t_1..t_n (token occurrences),
 weights w(t) (integers) and 64-bit hashes h(t) = first 64 bits of MurmurHash3 x64-128 (seed 0) of the
 UTF-8 feature, bit i of the fingerprint is 1 iff  sum_t w(t) * (+1 if bit i of h(t) else -1)  > 0.
@@ -24,7 +25,7 @@ from .signature import SignatureSpec, oph_signatures
 from .text import auto_set, distinct_tokens, features, features_without_stop_words, segmenter_version
 from .text_batch import split_pages
 
-DEFINITION_VERSION = "sh64-1"  # bump whenever any step below changes what a fingerprint is
+DEFINITION_VERSION = "sh64-2"  # bump whenever any step below changes what a fingerprint is
 WEIGHTINGS = ("tf", "tfidf", "binary", "tfidf-corpus")
 IDF_SCALE = 1000  # tf-idf weights are idf * IDF_SCALE rounded to integers: exact, portable sums
 
@@ -171,7 +172,7 @@ class FeatureSpec:
                 feats += f"({segmenter_version(self.segmenter)})"
             feats += "-stop" if self.stop_words else ""
         weighting = self.weighting + (f"({self.idf.digest})" if self.weighting == "tfidf-corpus" and self.idf else "")
-        return f"{DEFINITION_VERSION}/nfkc-lower-digit0-ws/{feats}/{weighting}/mmh3x64"
+        return f"{DEFINITION_VERSION}/nfkc-lower-digit0-hanjoin-ws/{feats}/{weighting}/mmh3x64"
 
 
 def features_of(text: str, spec: FeatureSpec) -> list[str]:

@@ -26,6 +26,9 @@ _HAN_CHAR = re.compile(f"[{HAN}]")
 _RUNS = re.compile(f"([{HAN}]+)|([^\\W_{HAN}]+)")
 _WORDS = re.compile(f"[^\\W_{HAN}]+")
 _HAN_RUNS = re.compile(f"[{HAN}]+")
+# White space between two Han characters: Chinese is written without spaces, so a line break or space there is
+# where a page was wrapped, not a word boundary (a re-wrapped copy must give the same features).
+_HAN_GAP = re.compile(f"(?<=[{HAN}])\\s+(?=[{HAN}])")
 _WORDS_AND_HAN_CHARS = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
 _WORD_TOKEN = re.compile(r"[^\W_]")
 _RUN_SEPARATOR = "\n"  # segmenters split at it and return it as a token of its own
@@ -49,13 +52,35 @@ SEGMENTERS = ("jieba", "rjieba")
 
 
 def normalize_text(text: str) -> str:
-    """Unicode NFKC, lower case, every decimal digit to 0, every white-space run to one space, ends stripped."""
+    """Unicode NFKC, lower case, every decimal digit to 0, white space between two Han characters removed,
+    every other white-space run to one space, ends stripped."""
     return _WHITESPACE.sub(" ", normalize_chars(text)).strip()
 
 
 def normalize_chars(text: str) -> str:
     """normalize_text without the white-space folding, which cannot change any token but char n-grams."""
-    return _DIGIT.sub("0", unicodedata.normalize("NFKC", text).lower())
+    normal = _DIGIT.sub("0", unicodedata.normalize("NFKC", text).lower())
+    return _HAN_GAP.sub("", normal) if _HAN_CHAR.search(normal) else normal
+
+
+def is_han_gap(piece: str) -> bool:
+    """A piece of a page between two Han runs that normalisation removes: white space once normalised."""
+    return unicodedata.normalize("NFKC", piece).isspace()
+
+
+def han_runs_and_rest(raw: str) -> tuple[list[str], list[str]]:
+    """The inert Han runs of a page, runs separated only by white space joined (the page re-wrapped), and
+    the pieces between them (the rest)."""
+    pieces = _INERT_HAN_RUNS.split(raw)
+    runs, rest = [], [pieces[0]]
+    for i in range(1, len(pieces), 2):
+        if runs and is_han_gap(rest[-1]) and len(rest) > 1:
+            rest.pop()
+            runs[-1] += pieces[i]
+        else:
+            runs.append(pieces[i])
+        rest.append(pieces[i + 1])
+    return runs, rest
 
 
 @lru_cache(maxsize=None)
@@ -111,14 +136,13 @@ def auto_bag(raw: str, segment: str = "jieba") -> list[str]:
     ideographs, Kangxi radicals), the page takes the slow path, so the result never differs."""
     if raw.isascii():
         return raw.translate(_ASCII_FOLD).split()
-    pieces = _INERT_HAN_RUNS.split(raw)
-    rest = _RUN_SEPARATOR.join(pieces[0::2])
-    words = _rest_words(rest)
+    runs, pieces = han_runs_and_rest(raw)
+    words = _rest_words(_RUN_SEPARATOR.join(pieces))
     if words is None:
         return tokens_auto(normalize_chars(raw), segment, ordered=False)
-    if len(pieces) == 1:
+    if not runs:
         return words
-    han = segmenter(segment)(_RUN_SEPARATOR.join(pieces[1::2]))
+    han = segmenter(segment)(_RUN_SEPARATOR.join(runs))
     return [t for t in han if t != _RUN_SEPARATOR] + words
 
 
@@ -127,11 +151,11 @@ def auto_set(raw: str, segment: str = "jieba") -> set[str]:
     output goes straight into a set and its separator tokens are dropped once, not once per token)."""
     if raw.isascii():
         return set(raw.translate(_ASCII_FOLD).split())
-    pieces = _INERT_HAN_RUNS.split(raw)
-    words = _rest_words(_RUN_SEPARATOR.join(pieces[0::2]))
+    runs, pieces = han_runs_and_rest(raw)
+    words = _rest_words(_RUN_SEPARATOR.join(pieces))
     if words is None:
         return set(tokens_auto(normalize_chars(raw), segment, ordered=False))
-    return distinct_tokens(_RUN_SEPARATOR.join(pieces[1::2]), words, segment)
+    return distinct_tokens(_RUN_SEPARATOR.join(runs), words, segment)
 
 
 def distinct_tokens(han: str, words: list[str], segment: str = "jieba") -> set[str]:

@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 import pyarrow as pa
 
-from .text import _ASCII_FOLD, _HAN_CHAR, _WORDS, normalize_chars
+from .text import _ASCII_FOLD, _HAN_CHAR, _WORDS, is_han_gap, normalize_chars
 
 # Non-ASCII code points looked at for the table (all others make a page slow): Latin-1 and Latin Extended
 # (only their symbols qualify), general punctuation to miscellaneous symbols and arrows, CJK symbols and
@@ -162,6 +162,7 @@ def split_pages(texts: pa.Array) -> tuple[list[str], list[str], np.ndarray]:
     ends = ends[~in_han[ends]]
     page_starts = offsets[:-1]
     newline = ends[~np.isin(ends, page_starts)]
+    newline = newline[~_white_gap(newline, han_lead, offsets, data, lead, other, cp)]
     han_bytes = data.copy()
     han_bytes[newline] = NEWLINE
     in_han[newline] = True
@@ -169,6 +170,59 @@ def split_pages(texts: pa.Array) -> tuple[list[str], list[str], np.ndarray]:
     np.cumsum(han_width, out=han_before[1:])
     han_offsets = _before(han_lead, han_before, offsets) + np.searchsorted(newline, offsets)
     return _strings(n, np.compress(in_han, han_bytes), han_offsets), _strings(n, rest_bytes, rest_offsets), slow
+
+
+@lru_cache(maxsize=1)
+def white_table() -> np.ndarray:
+    """bool per code point below TABLE_SIZE: the character is white space once normalised (text.is_han_gap)."""
+    return np.array([is_han_gap(chr(c)) if not 0xD800 <= c < 0xE000 else False for c in range(TABLE_SIZE)])
+
+
+# First bytes of the characters that can be white space once normalised: ASCII white space, and the lead
+# bytes of U+0085/U+00A0 (C2), U+1680 (E1), U+2000-U+205F (E2) and U+3000 (E3). Other run ends are no gap.
+_WHITE_FIRST = np.zeros(256, dtype=bool)
+_WHITE_FIRST[[0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20, 0xC2, 0xE1, 0xE2, 0xE3]] = True
+_GAP_WINDOW = 16  # bytes looked at per gap in one vectorised pass; longer gaps are checked one by one
+
+
+def _white_gap(ends: np.ndarray, han_lead: np.ndarray, offsets: np.ndarray, data: np.ndarray, lead: np.ndarray,
+               other: np.ndarray, cp: np.ndarray) -> np.ndarray:
+    """For each run end (the byte after a Han run), whether only white space separates it from the next Han
+    character of the same page: normalisation removes that gap (text.normalize_chars), so the runs join."""
+    out = np.zeros(len(ends), dtype=bool)
+    if len(ends) == 0:
+        return out
+    nxt = np.searchsorted(han_lead, ends)
+    has_next = nxt < len(han_lead)
+    nxt_pos = han_lead[np.minimum(nxt, len(han_lead) - 1)]
+    page_end = offsets[np.searchsorted(offsets, ends, side="right")]
+    candidate = np.flatnonzero(has_next & (nxt_pos < page_end) & _WHITE_FIRST[data[ends]])
+    table = white_table()
+    padded = np.zeros(len(data) + 4, dtype=np.uint8)
+    padded[: len(data)] = data
+    first = ends[candidate]
+    multi = data[first] >= 0xC0  # the gap's first character, decoded: white once normalised?
+    if multi.any():
+        code = _code_points(padded, first[multi])
+        keep = np.ones(len(candidate), dtype=bool)
+        keep[multi] = table[np.minimum(code, TABLE_SIZE - 1)] & (code < TABLE_SIZE)
+        candidate = candidate[keep]
+    if len(candidate) == 0:
+        return out
+    start, stop = ends[candidate], nxt_pos[candidate]
+    idx = start[:, None] + np.arange(_GAP_WINDOW)  # the first _GAP_WINDOW bytes of each gap
+    inside = idx < stop[:, None]
+    window = padded[np.minimum(idx, len(data))]
+    is_lead = window >= 0xC0
+    code = _code_points(padded, np.where(is_lead, idx, 0).ravel()).reshape(idx.shape)
+    white = np.where(window < 0x80, table[:128][np.minimum(window, 127)],
+                     np.where(is_lead, table[np.minimum(code, TABLE_SIZE - 1)] & (code < TABLE_SIZE), True))
+    white_so_far = (white | ~inside).all(axis=1)
+    long = stop - start > _GAP_WINDOW
+    out[candidate[white_so_far & ~long]] = True
+    for i in np.flatnonzero(white_so_far & long):  # white space longer than the window: rare, checked whole
+        out[candidate[i]] = is_han_gap(bytes(data[start[i]:stop[i]]).decode("utf-8", "replace"))
+    return out
 
 
 def _code_points(padded: np.ndarray, lead: np.ndarray) -> np.ndarray:
