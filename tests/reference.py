@@ -123,12 +123,27 @@ def agreeing(a, b) -> int:
     return sum(x == y for x, y in zip(a, b))
 
 
-def brute_force_verified(ids, fps, sigs, k, need) -> dict:
+def band_pairs(nodes, rep, k, bands, bins) -> list:
+    """Pairs of distinct fingerprints more than k bits apart whose signatures (bytes, one byte a bin) are equal
+    on every bin of at least one of `bands` bands of `bins` consecutive bins: the band search's candidates."""
+    out = []
+    for a in range(len(nodes)):
+        for b in range(a + 1, len(nodes)):
+            if bin((nodes[a] ^ nodes[b]) & (2**64 - 1)).count("1") <= k:
+                continue
+            sa, sb = rep[nodes[a]], rep[nodes[b]]
+            if any(sa[i * bins:(i + 1) * bins] == sb[i * bins:(i + 1) * bins] for i in range(bands)):
+                out.append((nodes[a], nodes[b]))
+    return out
+
+
+def brute_force_verified(ids, fps, sigs, k, need, bands=None) -> dict:
     """id -> kept id under the verified cluster policy, from its definition (verified.py), page by page.
 
     Units: pages with the same (fingerprint, signature); a unit's best page is its smallest id. Each
     fingerprint's signature is that of its unit with the smallest best id. Edges: fingerprint pairs within
-    k whose signatures agree on >= need bins. Components of the fingerprints; inside each, units by best
+    k whose signatures agree on >= need bins (with bands: also the band_pairs that agree so). Components of
+    the fingerprints; inside each, units by best
     id; the first unit left is a centre and takes every unit left whose signature agrees with its own on
     >= need bins."""
     best = {}
@@ -139,6 +154,8 @@ def brute_force_verified(ids, fps, sigs, k, need) -> dict:
         rep.setdefault(fp, s)
     nodes = sorted(rep)
     edges = [(nodes[a], nodes[b]) for a, b in within_k_pairs(nodes, k) if agreeing(rep[nodes[a]], rep[nodes[b]]) >= need]
+    if bands is not None:  # (bands, bins): the signature-band candidates, verified the same way
+        edges += [(a, b) for a, b in band_pairs(nodes, rep, k, *bands) if agreeing(rep[a], rep[b]) >= need]
     comp = components_of(nodes, edges)
     members: dict = {}
     for unit in best:

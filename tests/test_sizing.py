@@ -56,3 +56,16 @@ def test_plan_from_the_command_line_needs_no_java_and_no_input():
 def test_plan_checks_the_options_it_uses():
     with pytest.raises(Exception, match="k=11"):
         load_config(["--plan", "1000", "--k", "11"])
+
+
+def test_plan_with_signature_bands_adds_one_row_per_band():
+    """Bands add n x bands rows and almost no chance comparisons (2^-32 a band for 4 bins of 8 bits); the
+    issue's budget at 10^9 pages (k = 3 and 10 bands): <= 2e10 rows and <= 2e12 comparisons."""
+    without = sizing.plan_report(10**9, DedupConfig(k=3))
+    r = sizing.plan_report(10**9, DedupConfig(k=3, signature_bands=10, band_bins=4))
+    assert r["band_rows"] == 10 * 10**9 and r["rows_total"] == r["block_rows"] + r["band_rows"] == 2 * 10**10
+    extra = r["expected_comparisons"] - without["expected_comparisons"]
+    assert extra == pytest.approx(10**9 * (10**9 - 1) / 2 * 10 / 2**32)
+    assert r["expected_comparisons"] <= 2e12 and r["core_hours"]["pair_search"] > without["core_hours"]["pair_search"]
+    off = sizing.plan_report(10**9, DedupConfig(k=3, signature_bands=10, min_similarity=0))
+    assert off["band_rows"] == 0 and off["signature_bands"] is None  # bands need verification

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .bands import FarFilter, SignatureBands
 from .candidates import SMALL_GROUP, _small_group_pairs, bfs_forest, key_groups, pair_filter, spanning_forest_edges
 from .shingles import jaccard, shingle_set
 from .signature import SignatureSpec, agreeing_bins, min_agreeing_bins, similarity
@@ -99,6 +100,44 @@ def verify_groups(members: np.ndarray, sigs: np.ndarray | None, offsets: np.ndar
         bi, bj = bfs_forest(fps, int(tables[g]), filt, verify)
         src.append(fps[bi])
         dst.append(fps[bj])
+    return VerifiedGroups(np.concatenate(src).view(np.int64), np.concatenate(dst).view(np.int64), verified, rejected)
+
+
+def verify_band_groups(members: np.ndarray, sigs: np.ndarray, offsets: np.ndarray, group_bands: np.ndarray,
+                       k: int, bands: SignatureBands, spec: VerifySpec, small_group: int = SMALL_GROUP) -> VerifiedGroups:
+    """Verified spanning-forest edges of many band key groups (bands.py), the second pass: group g (members
+    offsets[g]:offsets[g+1], signatures sigs, rows x bins) holds fingerprints whose signatures share band
+    group_bands[g]. A pair is accepted in the first band it shares if it is more than k bits apart, and is
+    counted (verified or rejected, by similarity band) there; every verified pair may be an edge, so a
+    group emits a spanning forest of its verified pairs (large groups by breadth-first search)."""
+    u, group_bands, starts, sizes = key_groups(members, offsets, group_bands)
+    far = FarFilter(k)
+    verified, rejected = np.zeros(BANDS, np.int64), np.zeros(BANDS, np.int64)
+
+    def accepted_checked(i, j, band):
+        acc = bands.first_shared(sigs[i], sigs[j]) == band
+        ok = np.zeros(len(i), dtype=bool)
+        ok[acc] = _check(sigs, i[acc], j[acc], spec, verified, rejected)
+        return ok
+
+    small = (sizes >= 2) & (sizes <= small_group)
+    i, j = _small_group_pairs(u, starts[small], sizes[small], group_bands[small], far)
+    t = np.repeat(group_bands, sizes)[i] if len(i) else np.zeros(0, np.int64)
+    ok = accepted_checked(i, j, t)
+    fi, fj = spanning_forest_edges(i[ok], j[ok])
+    src, dst = [u[fi]], [u[fj]]
+    for g in np.flatnonzero(sizes > small_group):
+        s, e = int(starts[g]), int(starts[g] + sizes[g])
+        for a in range(s, e, 512):  # every accepted pair counted, by blocks of rows
+            b = min(a + 512, e)
+            ii, jj = np.nonzero(np.arange(a, b)[:, None] < np.arange(s, e)[None, :])
+            ii, jj = ii + a, jj + s
+            keep = far.accept(u[ii] ^ u[jj])
+            accepted_checked(ii[keep], jj[keep], int(group_bands[g]))
+        gs = sigs[s:e]
+        bi, bj = bfs_forest(u[s:e], 0, far, lambda x, idx, gs=gs: agreeing_bins(gs[idx], gs[x]) >= spec.need)
+        src.append(u[s:e][bi])
+        dst.append(u[s:e][bj])
     return VerifiedGroups(np.concatenate(src).view(np.int64), np.concatenate(dst).view(np.int64), verified, rejected)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from ..core.bands import SignatureBands
 from ..core.blocks import check_k, plan_tables
 from ..core.fingerprint import WEIGHTINGS, FeatureSpec
 from ..core.short_text import ShortTextSpec
@@ -68,6 +69,10 @@ class DedupConfig:
     blocks: int = option(0, "search", "fingerprint blocks; 0 = the planner chooses from the distinct count")
     min_similarity: float = option(_VERIFY.min_similarity, "search", "estimated Jaccard index of two pages' feature "
                                    "sets a pair needs to be verified; 0 = no verification (fingerprint distance alone)")
+    signature_bands: int = option(0, "search", "a second candidate source: pages whose signatures are equal on all "
+                                  "bins of one of this many bands are compared too, then verified (MinHash LSH; "
+                                  "0 = off; off without verification)")
+    band_bins: int = option(4, "search", "signature bins a band (bands x bins <= 128; 8 bits a bin)")
     cluster_mode: str = option("verified", "search", "verified: every duplicate is verified-similar to its kept page; "
                                "transitive: components of verified pairs; star: a duplicate is within k of its kept "
                                "page", choices=CLUSTER_MODES)
@@ -118,6 +123,13 @@ class DedupConfig:
         if self.min_similarity <= 0:
             return None
         return VerifySpec(self.min_similarity, self.signature, self.short_min_jaccard, self.short_char_ngram)
+
+    @property
+    def bands(self) -> SignatureBands | None:
+        """The signature-band search; None when off (no bands, or no verification)."""
+        if self.signature_bands <= 0 or self.verify is None:
+            return None
+        return SignatureBands(self.signature_bands, self.band_bins, self.signature)
 
     def fingerprint_version(self) -> str:
         """The feature definition and the signature's: what stored fingerprints and signatures depend on."""
@@ -204,6 +216,7 @@ class DedupConfig:
         try:
             plan_tables(self.k, self.blocks) if self.blocks else check_k(self.k)
             self.short_text.check()
+            SignatureBands(self.signature_bands, self.band_bins, self.signature).check()
         except ValueError as exc:
             raise bad(str(exc)) from None
         if self.input_format == "fingerprints" and self.keep == "longest":

@@ -32,7 +32,12 @@ def plan_report(n: int, cfg: DedupConfig, page_kb: float = PAGE_KB) -> dict:
     fingerprints is the worst case)."""
     plan = plan_tables(cfg.k, cfg.blocks) if cfg.blocks else choose_plan(n, cfg.k)
     cost = plan_cost(n, plan)
-    search = (n * SEARCH_SECONDS_PER_PAGE + cost["cost"] * SEARCH_SECONDS_PER_COST)
+    bands = cfg.bands
+    band_rows = n * bands.bands if bands else 0
+    band_comparisons = bands.expected_chance_comparisons(n) if bands else 0.0
+    # a band row is shuffled and sorted like a block row: the same rate per row (the pairs that share a band
+    # by similarity, not by chance, depend on the corpus and are not in the model)
+    search = (n * SEARCH_SECONDS_PER_PAGE + (cost["cost"] + band_rows) * SEARCH_SECONDS_PER_COST)
     if cfg.min_similarity > 0:
         search *= VERIFICATION_FACTOR
     fingerprint = n * page_kb / 1024 / FINGERPRINT_MB_PER_CORE_SECOND
@@ -44,7 +49,10 @@ def plan_report(n: int, cfg: DedupConfig, page_kb: float = PAGE_KB) -> dict:
         "key_bits": sorted(set(plan.key_bits())),
         "block_rows": int(cost["rows"]),
         "bytes_shuffled_by_blocks": int(cost["rows"]) * BYTES_PER_BLOCK_ROW,
-        "expected_comparisons": cost["expected_comparisons"],
+        "signature_bands": bands.describe() if bands else None,
+        "band_rows": band_rows,
+        "rows_total": int(cost["rows"]) + band_rows,
+        "expected_comparisons": cost["expected_comparisons"] + band_comparisons,
         "chance_pairs_uniform": chance_pairs(n, cfg.k),
         "verified": cfg.min_similarity > 0,
         "core_hours": {"fingerprint": fingerprint / 3600, "pair_search": search / 3600,
@@ -63,7 +71,10 @@ def format_plan(r: dict) -> str:
         f"(key bits {', '.join(map(str, r['key_bits']))})",
         f"  block rows exploded and shuffled   {r['block_rows']:.3g} ({r['bytes_shuffled_by_blocks'] / 1e12:.3g} TB "
         f"at {BYTES_PER_BLOCK_ROW} bytes a row)",
-        f"  expected candidate comparisons     {r['expected_comparisons']:.3g}",
+        (f"  signature band rows                {r['band_rows']:.3g} ({r['signature_bands']['bands']} bands of "
+         f"{r['signature_bands']['bins_per_band']} bins); rows in all {r['rows_total']:.3g}"
+         if r["signature_bands"] else "  signature bands                    off"),
+        f"  expected candidate comparisons     {r['expected_comparisons']:.3g} (uniform fingerprints and signatures)",
         f"  chance pairs (uniform fingerprints) {r['chance_pairs_uniform']:.3g}"
         + ("  (each is checked by its signatures)" if r["verified"] else "  (no verification: each can join clusters)"),
         f"  core-hours, estimated               fingerprint {h['fingerprint']:.3g}, pair search {h['pair_search']:.3g}, "

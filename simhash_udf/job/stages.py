@@ -15,10 +15,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..core.bands import SignatureBands
 from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
 from ..core.fingerprint import FeatureSpec
 from ..core.verified import BANDS, VerifySpec
 from ..io.history import attach_history, related_block_rows
+from ..spark.bands import band_edges, band_group_members, band_rows
 from ..spark.blocks import block_rows, group_batches
 from ..spark.candidates import group_members
 from ..spark.components import connected_components
@@ -194,10 +196,12 @@ def near_duplicate_clusters(
     docs: DataFrame, *, k: int, timer: StageTimer, keep: Keep, blocks: int = 0, max_rounds: int = 200,
     checkpoint: Keep = reliable_checkpoint, history: DataFrame | None = None, run_date: str = "",
     cluster_mode: str = "verified", short_edges: DataFrame | None = None, verify: VerifySpec | None = None,
+    bands: SignatureBands | None = None,
 ) -> Clustered:
     """Stages 3-7 on (id, fingerprint, rank[, signature][, short_text]) rows: exact collapse, blocks,
     candidates, verification, components, resolve. blocks = 0 lets the planner choose the tables from the
     number of distinct fingerprints; verify = None (or no signature column) makes every candidate pair an edge.
+    bands: the signature-band search beside the tables (bands.py), used only when pairs are verified.
 
     Returns the clusters (id, fingerprint, cluster_id, is_duplicate), the cluster-size histogram
     {size: clusters} and the pair statistics. `keep` persists a DataFrame and registers it for clean-up;
@@ -223,17 +227,27 @@ def near_duplicate_clusters(
 
     n_search = n_distinct + n_history  # fingerprints in the pair search
     plan = plan_tables(k, blocks) if blocks else choose_plan(n_search, k)
+    use_bands = bands is not None and bands.bands > 0 and verify is not None
     with timer("blocks") as counts:
         rows = block_rows(fp_sigs, plan)
+        brows = band_rows(fp_sigs, bands) if use_bands else None
         search_sigs = fp_sigs
         if history is not None:
             related_rows = keep(related_block_rows(history, rows, plan))
-            related = keep(history.join(related_rows.select("fingerprint").distinct(), "fingerprint", "left_semi"))
+            related_fps = related_rows.select("fingerprint")
+            if use_bands:  # history fingerprints that share a band key with this run's
+                related_brows = keep(band_rows(history.join(fp_sigs.select("fingerprint"), "fingerprint", "left_anti"),
+                                               bands).join(brows.select("key").distinct(), "key", "left_semi"))
+                related_fps = related_fps.union(related_brows.select("fingerprint"))
+                brows = brows.union(related_brows)
+            related = keep(history.join(related_fps.distinct(), "fingerprint", "left_semi"))
             n_related = related.count()
             rows = rows.union(related_rows)
             search_sigs = fp_sigs.unionByName(
                 related.select("fingerprint", "signature").join(fp_sigs, "fingerprint", "left_anti"))
         counts["tables"] = len(plan.tables)
+        if use_bands:
+            counts["bands"] = bands.bands
 
     with timer("candidates") as counts:  # the shuffle and sort that form the key groups happen here
         members = keep(group_members(rows, plan))
@@ -250,6 +264,13 @@ def near_duplicate_clusters(
             .agg(F.sum("accepted").alias("pairs")).collect()
         }
         counts.update(compared=int(pair_stats["pairs_compared"] or 0), accepted=int(pair_stats["pairs_accepted"] or 0))
+        band_stats = {"compared": 0, "groups": 0}
+        if use_bands:
+            band_members = keep(band_group_members(brows, bands, k))
+            with group_batches(docs.sparkSession):
+                b = band_members.agg(F.sum("compared").alias("c"), F.sum("groups").alias("g")).first()
+            band_stats = {"compared": int(b["c"] or 0), "groups": int(b["g"] or 0)}
+            counts.update(band_compared=band_stats["compared"])
         chance = float(f"{chance_pairs(n_search, k):.4g}")
         warning = chance_warning(chance, counts["accepted"], k, n_search) if verify is None else None
         if warning:
@@ -257,11 +278,20 @@ def near_duplicate_clusters(
 
     with timer("verify") as counts:
         edge_rows = keep(verified_edges(members.where(F.col("fingerprint").isNotNull()), search_sigs, plan, verify))
-        bands = {int(r["band"]): (int(r["v"]), int(r["r"])) for r in edge_rows.where(F.col("band").isNotNull())
-                 .groupBy("band").agg(F.sum("verified").alias("v"), F.sum("rejected").alias("r")).collect()}
-        n_verified, n_rejected = sum(v for v, _ in bands.values()), sum(r for _, r in bands.values())
+        by_band = band_counts(edge_rows)
+        n_verified, n_rejected = sum(v for v, _ in by_band.values()), sum(r for _, r in by_band.values())
         counts.update(verified=n_verified, rejected=n_rejected)
         edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
+        if use_bands:
+            band_edge_rows = keep(band_edges(band_members, search_sigs, bands, k, verify))
+            by_band_b = band_counts(band_edge_rows)
+            band_stats.update(accepted=sum(v + r for v, r in by_band_b.values()),
+                              verified=sum(v for v, _ in by_band_b.values()))
+            counts.update(band_verified=band_stats["verified"], band_rejected=band_stats["accepted"] - band_stats["verified"])
+            edges = edges.unionByName(band_edge_rows.where(F.col("src").isNotNull()).select("src", "dst"))
+            for b, (v, r) in by_band_b.items():
+                by_band[b] = (by_band.get(b, (0, 0))[0] + v, by_band.get(b, (0, 0))[1] + r)
+            n_verified, n_rejected = sum(v for v, _ in by_band.values()), sum(r for _, r in by_band.values())
         n_edges = counts["forest_edges"] = edges.count()
         if short_edges is not None:
             edges = edges.unionByName(short_edges)
@@ -302,8 +332,8 @@ def near_duplicate_clusters(
         "pairs_accepted": int(pair_stats["pairs_accepted"] or 0),
         "pairs_verified": n_verified,
         "pairs_rejected": n_rejected,
-        "similarity_bands": {f"{b / BANDS:.1f}-{(b + 1) / BANDS:.1f}": {"verified": bands.get(b, (0, 0))[0],
-                                                                       "rejected": bands.get(b, (0, 0))[1]}
+        "similarity_bands": {f"{b / BANDS:.1f}-{(b + 1) / BANDS:.1f}": {"verified": by_band.get(b, (0, 0))[0],
+                                                                       "rejected": by_band.get(b, (0, 0))[1]}
                              for b in range(BANDS)} if verify is not None else None,
         "verification": verify.describe() if verify is not None else None,
         "forest_edges": n_edges,
@@ -311,12 +341,23 @@ def near_duplicate_clusters(
         "component_rounds": rounds,
         "chance_pairs_uniform": chance,
         "table_plan": {**plan.describe(), **plan_cost(n_search, plan)},
+        "signature_bands": ({**bands.describe(), "key_groups": band_stats["groups"],
+                             "pairs_compared": band_stats["compared"], "pairs_accepted": band_stats["accepted"],
+                             "pairs_verified": band_stats["verified"], "rows": n_search * bands.bands,
+                             "expected_chance_comparisons": bands.expected_chance_comparisons(n_search)}
+                            if use_bands else None),
         "max_distance_to_kept": {str(d): chaining[d] for d in sorted(chaining)},
     }
     if history is not None:
         stats["history_fingerprints"] = n_history
         stats["history_fingerprints_compared"] = n_related
     return Clustered(clusters, histogram, stats)
+
+
+def band_counts(edge_rows: DataFrame) -> dict[int, tuple[int, int]]:
+    """{similarity band: (verified, rejected)} from the statistics rows of a verify walk."""
+    return {int(r["band"]): (int(r["v"]), int(r["r"])) for r in edge_rows.where(F.col("band").isNotNull())
+            .groupBy("band").agg(F.sum("verified").alias("v"), F.sum("rejected").alias("r")).collect()}
 
 
 def resolve_verified(pages: DataFrame, assigned: DataFrame, run_date: str | None) -> DataFrame:

@@ -1,0 +1,167 @@
+"""The signature-band search (core/bands.py, spark/bands.py): keys, the pure group walks against brute force
+(hypothesis), and the whole near-duplicate stages with bands against the brute-force definition, with and
+without history."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+from reference import agreeing, band_pairs, brute_force_verified, components_of, planted_signatures
+
+from simhash_udf.core.bands import SignatureBands, band_members
+from simhash_udf.core.verified import VerifySpec, verify_band_groups
+from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
+
+SPEC = VerifySpec(0.7)
+
+
+def _sig_matrix(sigs):
+    return np.frombuffer(b"".join(sigs), dtype=np.uint8).reshape(len(sigs), -1)
+
+
+def family_pages(rng, n_families: int, far: bool = True):
+    """Fingerprints and signatures of page families: members share a base signature with 0-60% of its bins
+    redrawn (planted_signatures); with `far`, every member has its own random fingerprint (copies the SimHash
+    tables cannot find), else members are a few bits from the family's first."""
+    fps = []
+    for f in range(n_families):
+        base = int(rng.integers(0, 2**63)) & ~(0xFFFFFF << 40) | (f << 40)
+        for _ in range(int(rng.integers(1, 6))):
+            fp = int(rng.integers(0, 2**40)) | (f << 40) if far else base ^ (1 << int(rng.integers(0, 40)))
+            fps.append(fp - 2**64 if fp >= 2**63 else fp)
+    return fps, planted_signatures(rng, fps)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_bands=st.integers(1, 16), bins=st.integers(1, 7))
+def test_keys_and_first_shared_band(seed, n_bands, bins):
+    if n_bands * bins > 128:
+        return
+    bands = SignatureBands(n_bands, bins)
+    bands.check()
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 256, (30, 128), dtype=np.uint8)
+    b = a.copy()
+    b[rng.random(b.shape) < rng.choice([0.02, 0.2, 0.6])] = 7
+    keys_a, keys_b = bands.keys(a), bands.keys(b)
+    for r in range(30):
+        for band in range(n_bands):
+            part = a[r, band * bins:(band + 1) * bins]
+            assert int(keys_a[r, band]) == (band << (8 * bins)) | int.from_bytes(part.tobytes(), "big")
+        shared = [band for band in range(n_bands) if (a[r, band * bins:(band + 1) * bins] ==
+                                                     b[r, band * bins:(band + 1) * bins]).all()]
+        assert bands.first_shared(a[r:r + 1], b[r:r + 1])[0] == (shared[0] if shared else -1)
+        assert set(np.flatnonzero(keys_a[r] == keys_b[r]).tolist()) == set(shared)
+
+
+def test_invalid_band_settings_are_refused():
+    for bands, bins in ((40, 4), (1, 8), (-1, 4), (2, 0)):
+        with pytest.raises(ValueError):
+            SignatureBands(bands, bins).check()
+    assert SignatureBands(10, 4).candidate_probability(0.8) > 0.99 > SignatureBands(10, 4).candidate_probability(0.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(0, 6), n_bands=st.sampled_from([1, 4, 10]),
+       bins=st.sampled_from([1, 2, 4]), small=st.sampled_from([4, 256]), far=st.booleans())
+def test_band_group_walks_equal_brute_force(seed, k, n_bands, bins, small, far):
+    """Band key groups built in Python: the first pass keeps exactly the members with a pair more than k
+    apart in their group; the second counts every band-accepted pair once (first shared band, > k bits),
+    verified or rejected as brute force says, and its forest connects what the verified accepted pairs
+    connect (big groups take the breadth-first path when small = 4)."""
+    rng = np.random.default_rng(seed)
+    bands = SignatureBands(n_bands, bins)
+    fps, sigs = family_pages(rng, int(rng.integers(1, 12)), far)
+    fps, first = np.unique(np.array(fps, dtype=np.int64), return_index=True)
+    sigs = [sigs[i] for i in first]
+    mat = _sig_matrix(sigs)
+    keys = bands.keys(mat)
+    groups: dict = {}
+    for i in range(len(fps)):
+        for b in range(n_bands):
+            groups.setdefault(int(keys[i, b]), []).append(i)
+    order = sorted(groups)
+    idx = [i for key in order for i in groups[key]]
+    offsets = np.r_[0, np.cumsum([len(groups[key]) for key in order])]
+    group_band = np.array([key >> (8 * bins) for key in order], dtype=np.int64)
+
+    involved, compared = band_members(fps[idx], offsets, k)
+    far_pair = lambda a, b: bin((int(fps[a]) ^ int(fps[b])) & (2**64 - 1)).count("1") > k  # noqa: E731
+    want = [any(far_pair(i, j) for j in groups[key] if j != i) for key in order for i in groups[key]]
+    assert involved.tolist() == want
+    assert compared == sum(len(m) * (len(m) - 1) // 2 for m in groups.values())
+
+    out = verify_band_groups(fps[idx], mat[idx], offsets, group_band, k, bands, SPEC, small)
+    rep = {int(f): sigs[i] for i, f in enumerate(fps)}
+    pairs = band_pairs([int(f) for f in fps], rep, k, n_bands, bins)
+    verified = [(a, b) for a, b in pairs if agreeing(rep[a], rep[b]) >= SPEC.need]
+    assert int(out.verified_by_band.sum()) == len(verified)
+    assert int(out.rejected_by_band.sum()) == len(pairs) - len(verified)
+    nodes = [int(f) for f in fps]
+    got = components_of(nodes, list(zip(out.src.tolist(), out.dst.tolist())))
+    want_c = components_of(nodes, verified)
+    assert {(got[a] == got[b]) for a in nodes for b in nodes if want_c[a] == want_c[b]} <= {True}
+    assert len(set(got.values())) == len(set(want_c.values()))
+
+
+@pytest.fixture(scope="module")
+def cluster(spark, tmp_path_factory):
+    spark.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("ckpt")))
+
+    def run(ids, fps, sigs, k, bands, partitions=3, history=None):
+        df = spark.createDataFrame(list(zip(ids, fps, sigs)), "id long, fingerprint long, signature binary")
+        docs = df.repartition(partitions).withColumn("rank", F.struct(F.col("id").alias("i")))
+        if history is not None:
+            history = spark.createDataFrame(history, "fingerprint long, h_cluster long, h_kept_date string, "
+                                                     "signature binary, kept_signature binary")
+        persisted = []
+        found = near_duplicate_clusters(
+            docs, k=k, max_rounds=50, timer=StageTimer(), keep=lambda d: persisted.append(d.cache()) or d.cache(),
+            verify=SPEC, bands=bands, history=history, run_date="2026-11-23" if history is not None else "")
+        rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id
+                for r in found.clusters.collect()}
+        for d in persisted:
+            d.unpersist()
+        return rows, found.stats
+
+    return run
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 4), partitions=st.sampled_from([1, 4]))
+def test_stages_with_bands_equal_brute_force_definition(cluster, seed, k, partitions):
+    """Families of far-apart fingerprints with similar signatures, plus near ones, some repeated with another
+    signature: the job's clusters are the verified policy's over pairs within k and band pairs."""
+    rng = np.random.default_rng(seed)
+    far_fps, far_sigs = family_pages(rng, 12, far=True)
+    near_fps, near_sigs = family_pages(rng, 8, far=False)
+    fps, sigs = far_fps + near_fps, far_sigs + near_sigs
+    fps, sigs = fps + fps[:6], sigs + planted_signatures(rng, fps[:6])
+    ids = [int(i) for i in rng.permutation(len(fps)) + 1]
+    bands = SignatureBands(10, 4)
+    got, stats = cluster(ids, fps, sigs, k, bands, partitions=partitions)
+    want = brute_force_verified(ids, fps, sigs, k, SPEC.need, bands=(10, 4))
+    assert got == want
+    assert got != brute_force_verified(ids, fps, sigs, k, SPEC.need)  # premise: the bands joined pages
+    b = stats["signature_bands"]
+    assert b["pairs_verified"] > 0 and b["pairs_accepted"] >= b["pairs_verified"]
+    assert stats["pairs_verified"] + stats["pairs_rejected"] == stats["pairs_accepted"] + b["pairs_accepted"]
+
+
+def test_history_page_sharing_a_band_is_found(cluster):
+    """An earlier run's kept page K and today's copy T, 30 bits apart but with signatures that agree on
+    120 of 128 bins: found through a band (and not without bands); an unrelated page U stays apart."""
+    rng = np.random.default_rng(5)
+    k_sig = rng.integers(0, 256, 128, dtype=np.uint8)
+    t_sig = k_sig.copy()
+    t_sig[::16] = rng.integers(0, 256, 8)
+    kf = 0x0123456789ABCDEF
+    tf = kf ^ ((1 << 30) - 1)
+    history = [(kf, 100, "2026-11-20", k_sig.tobytes(), k_sig.tobytes())]
+    ids, fps = [1, 2], [tf, kf ^ (0xFFFF << 20)]
+    sigs = [t_sig.tobytes(), rng.integers(0, 256, 128, dtype=np.uint8).tobytes()]
+    got, stats = cluster(ids, fps, sigs, 3, SignatureBands(10, 4), history=history)
+    assert got == {1: (100, "2026-11-20"), 2: (2, "2026-11-23")}
+    assert stats["history_fingerprints_compared"] == 1
+    without, _ = cluster(ids, fps, sigs, 3, None, history=history)
+    assert without == {1: (1, "2026-11-23"), 2: (2, "2026-11-23")}
