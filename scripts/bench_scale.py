@@ -29,11 +29,12 @@ from simhash_udf.job.pipeline import run  # noqa: E402
 from simhash_udf.spark.session import get_spark  # noqa: E402
 
 
-def synthetic_fingerprints(n: int, k: int, dup_share: float, seed: int = 0):
+def synthetic_fingerprints(n: int, k: int, dup_share: float, seed: int = 0, far_share: float = 0.0):
     """(ids, fingerprints, group, signatures): random fingerprints and signatures; dup_share of the documents
     sit in groups of 2-5 whose members are within k bits of the group's first member and share its signature
     but for up to 5% of its bins, redrawn (group = -1 for the rest): planted copies verify, chance pairs of
-    unrelated fingerprints do not."""
+    unrelated fingerprints do not. far_share of the copies get a random fingerprint instead (an edited copy
+    far from its original in bits): only the signature bands can find those."""
     rng = np.random.default_rng(seed)
     fps = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, size=n, dtype=np.int64, endpoint=True)
     group = np.full(n, -1, dtype=np.int64)
@@ -52,6 +53,9 @@ def synthetic_fingerprints(n: int, k: int, dup_share: float, seed: int = 0):
         for b in rng.choice(64, size=int(rng.integers(0, k + 1)), replace=False):
             v ^= np.uint64(1) << np.uint64(b)
         u[j] = v
+    non_centres = np.flatnonzero(~is_centre)
+    far = non_centres[rng.random(len(non_centres)) < far_share]
+    fps[far] = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, size=len(far), dtype=np.int64)
     spec = SignatureSpec()
     sigs = rng.integers(0, 256, size=(n, spec.bins), dtype=np.uint8)
     copies = np.flatnonzero(~is_centre)
@@ -78,6 +82,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="100000,1000000,10000000")
     ap.add_argument("--k", type=int, default=DedupConfig().k, help="default: the job's default k")
     ap.add_argument("--dup-share", type=float, default=0.1)
+    ap.add_argument("--far-share", type=float, default=0.3, help="share of the copies with a random fingerprint "
+                    "(found by the signature bands only)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--job-args", default="", help="more job options, e.g. '--min-similarity 0'")
     args = ap.parse_args()
@@ -88,7 +94,7 @@ def main() -> None:
     results = []
     for n in sizes:
         t0 = time.perf_counter()
-        ids, fps, group, sigs = synthetic_fingerprints(n, args.k, args.dup_share)
+        ids, fps, group, sigs = synthetic_fingerprints(n, args.k, args.dup_share, far_share=args.far_share)
         path = os.path.join(work, f"fps_{n}.parquet")
         pq.write_table(pa.table({"id": ids, "fingerprint": fps, "group": group,
                                  "signature": to_arrow(sigs, np.ones(n, dtype=bool))}), path)
@@ -116,7 +122,8 @@ def main() -> None:
         )
         results.append({
             "n": n, "wall": wall, "gen": gen, "seconds": report["seconds"],
-            "rows": n and report["distinct_fingerprints"] * report["table_plan"]["tables"],
+            "rows": n and report["distinct_fingerprints"] * report["table_plan"]["tables"]
+            + ((report["candidates"].get("signature_bands") or {}).get("rows") or 0),
             "compared": report["candidates"]["pairs_compared"], "accepted": report["candidates"]["pairs_accepted"],
             "verified": report["candidates"]["pairs_verified"],
             "rounds": report["candidates"]["component_rounds"], "tables": report["table_plan"]["tables"],

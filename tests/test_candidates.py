@@ -170,4 +170,4 @@ def test_chance_warning_only_when_chance_pairs_matter():
     assert chance_warning(0.5, 0, 6, 10**5) is None          # less than one pair expected
     assert chance_warning(2.3, 86_103, 6, 10**6) is None     # 2.3 of 86,103 accepted: noise
     text = chance_warning(2.26e6, 5_000_000, 6, 10**9)
-    assert text is not None and "2,260,000 of the 5,000,000 pairs within k = 6" in text and "--min-similarity 0.7" in text
+    assert text is not None and "2,260,000 of the 5,000,000 pairs within k = 6" in text and "--min-similarity 0.8" in text

@@ -70,4 +70,4 @@ def test_help_lists_options_by_section_with_defaults():
     text = build_parser().format_help()
     for section in SECTIONS:
         assert f"\n{section}:\n" in text
-    assert "--min-similarity MIN_SIMILARITY" in text and "(default: 0.7)" in text
+    assert "--min-similarity MIN_SIMILARITY" in text and "(default: 0.8)" in text

@@ -30,14 +30,18 @@ def test_rates_are_the_fit_of_the_two_benchmark_runs():
 
 
 def test_plan_at_a_billion_pages():
-    r = sizing.plan_report(10**9, DedupConfig())
+    """k = 6 without bands (the defaults before the signature bands) against the defaults (k = 3 and 10 bands of
+    5 bins): the issue's budget at 10^9 pages is <= 2e10 rows and <= 2e12 expected comparisons."""
+    r = sizing.plan_report(10**9, DedupConfig(k=6, signature_bands=0))
     plan = choose_plan(10**9, 6)
     assert (r["tables"], r["blocks"]) == (len(plan.tables), plan.m) == (84, 9)
     assert r["block_rows"] == 84 * 10**9 and r["bytes_shuffled_by_blocks"] == 16 * 84 * 10**9
     assert r["expected_comparisons"] == pytest.approx(plan_cost(10**9, plan)["expected_comparisons"])
     assert r["chance_pairs_uniform"] == pytest.approx(2.26e6, rel=0.01)
-    at_k3 = sizing.plan_report(10**9, DedupConfig(k=3))
-    assert at_k3["tables"] == 10 and at_k3["core_hours"]["pair_search"] < r["core_hours"]["pair_search"] / 5
+    d = sizing.plan_report(10**9, DedupConfig())
+    assert (d["k"], d["tables"], d["signature_bands"]) == (3, 10, {"bands": 10, "bins_per_band": 5, "key_bits": 40})
+    assert d["rows_total"] == 2 * 10**10 and d["expected_comparisons"] <= 2e12
+    assert d["core_hours"]["pair_search"] < r["core_hours"]["pair_search"] / 3
     fixed = sizing.plan_report(10**9, DedupConfig(k=6, blocks=8))
     assert fixed["tables"] == 28  # --blocks is honoured as in the job
 
@@ -47,7 +51,7 @@ def test_plan_from_the_command_line_needs_no_java_and_no_input():
     proc = subprocess.run([sys.executable, "-m", "simhash_udf.job.cli", "--plan", "1000000000"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "84 tables" in proc.stdout and "8.4e+10" in proc.stdout and "core-hours" in proc.stdout
+    assert "10 tables" in proc.stdout and "rows in all 2e+10" in proc.stdout and "core-hours" in proc.stdout
     bad = subprocess.run([sys.executable, "-m", "simhash_udf.job.cli", "--plan", "1"], env=env,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--plan needs" in bad.stderr
@@ -61,8 +65,8 @@ def test_plan_checks_the_options_it_uses():
 def test_plan_with_signature_bands_adds_one_row_per_band():
     """Bands add n x bands rows and almost no chance comparisons (2^-32 a band for 4 bins of 8 bits); the
     issue's budget at 10^9 pages (k = 3 and 10 bands): <= 2e10 rows and <= 2e12 comparisons."""
-    without = sizing.plan_report(10**9, DedupConfig(k=3))
-    r = sizing.plan_report(10**9, DedupConfig(k=3, signature_bands=10, band_bins=4))
+    without = sizing.plan_report(10**9, DedupConfig(k=3, signature_bands=0))
+    r = sizing.plan_report(10**9, DedupConfig(k=3, signature_bands=10, band_bins=4))  # 32-bit band keys
     assert r["band_rows"] == 10 * 10**9 and r["rows_total"] == r["block_rows"] + r["band_rows"] == 2 * 10**10
     extra = r["expected_comparisons"] - without["expected_comparisons"]
     assert extra == pytest.approx(10**9 * (10**9 - 1) / 2 * 10 / 2**32)

@@ -3,9 +3,9 @@
 The signature (signature.py) is split into `bands` runs of `bins` consecutive bins; two pages are band
 candidates when their signatures are equal on every bin of at least one band (MinHash LSH, Indyk and Motwani
 1998; Broder 1997). Each bin agrees with probability about J (the Jaccard index of the two pages' feature
-sets), so a pair is a candidate with probability 1 - (1 - J^bins)^bands: with 10 bands of 4 bins, 0.995 at
-J = 0.8, 0.94 at J = 0.7, 0.48 at J = 0.5, 0.08 at J = 0.3. Unrelated pages (J near 0) share a band key with
-probability about bands x 2^-(8 x bins) (2.3e-9 for 10 x 4 bins of 8 bits), so chance comparisons stay
+sets), so a pair is a candidate with probability 1 - (1 - J^bins)^bands: with the default 10 bands of 5 bins,
+0.98 at J = 0.8, 0.84 at J = 0.7, 0.28 at J = 0.5, 0.025 at J = 0.3. Unrelated pages (J near 0) share a band
+key with probability about bands x 2^-(8 x bins) (9e-12 for 10 x 5 bins of 8 bits), so chance comparisons stay
 small at any scale. A SimHash pair only finds copies within k bits; a page with a few edited words is often
 10-20 bits from its original but still shares most of its features, and then a band.
 
@@ -28,7 +28,7 @@ MAX_KEY_BITS = 56  # a band's value and the band index packed in one long
 @dataclass(frozen=True)
 class SignatureBands:
     bands: int = 10  # 0: no band search
-    bins: int = 4  # bins per band
+    bins: int = 5  # bins per band
     signature: SignatureSpec = SignatureSpec()
 
     @property

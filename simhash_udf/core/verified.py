@@ -30,7 +30,7 @@ BANDS = 10  # similarity bands of the report: [0, 0.1), ..., [0.9, 1.0]
 
 @dataclass(frozen=True)
 class VerifySpec:
-    min_similarity: float = 0.7  # estimated Jaccard of the feature sets a pair needs
+    min_similarity: float = 0.8  # estimated Jaccard of the feature sets a pair needs (docs/quality.md)
     signature: SignatureSpec = field(default_factory=SignatureSpec)
     short_min_jaccard: float = 0.7  # exact shingle Jaccard two short pages need
     short_ngram: int = 5

@@ -47,7 +47,7 @@ def near_duplicates(df: DataFrame, *, id_col: str = "id", text_col: str | None =
 
     df: id_col and text_col (string or binary), or id_col and fingerprint_col (bigint, e.g. from
     SimHashFingerprint or an earlier run's clusters/) plus a `signature` column unless min_similarity=0.
-    options: any DedupConfig field (k=6, min_similarity=0.7, cluster_mode="verified", keep="id", ...).
+    options: any DedupConfig field (k=3, min_similarity=0.8, cluster_mode="verified", keep="id", ...).
     """
     base = config or DedupConfig()
     fmt = "fingerprints" if fingerprint_col else "auto"

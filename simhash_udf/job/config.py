@@ -65,14 +65,14 @@ class DedupConfig:
     stop_words: bool = option(_FEATURES.stop_words, "features", "drop stop words (jieba's English list + 60 Chinese "
                               "function words) before shingling")
     # search
-    k: int = option(6, "search", "max Hamming distance between fingerprints of candidate pairs")
+    k: int = option(3, "search", "max Hamming distance between fingerprints of candidate pairs")
     blocks: int = option(0, "search", "fingerprint blocks; 0 = the planner chooses from the distinct count")
     min_similarity: float = option(_VERIFY.min_similarity, "search", "estimated Jaccard index of two pages' feature "
                                    "sets a pair needs to be verified; 0 = no verification (fingerprint distance alone)")
-    signature_bands: int = option(0, "search", "a second candidate source: pages whose signatures are equal on all "
+    signature_bands: int = option(10, "search", "a second candidate source: pages whose signatures are equal on all "
                                   "bins of one of this many bands are compared too, then verified (MinHash LSH; "
                                   "0 = off; off without verification)")
-    band_bins: int = option(4, "search", "signature bins a band (bands x bins <= 128; 8 bits a bin)")
+    band_bins: int = option(5, "search", "signature bins a band (bands x bins <= 128; 8 bits a bin)")
     cluster_mode: str = option("verified", "search", "verified: every duplicate is verified-similar to its kept page; "
                                "transitive: components of verified pairs; star: a duplicate is within k of its kept "
                                "page", choices=CLUSTER_MODES)

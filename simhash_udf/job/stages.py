@@ -43,7 +43,7 @@ def chance_warning(chance: float, accepted: int, k: int, n: int) -> str | None:
         return None
     return (f"{chance:,.0f} of the {accepted:,} pairs within k = {k} are expected between unrelated pages by "
             f"chance alone ({n:,} fingerprints, even if they were uniformly random); transitive clusters can "
-            f"chain through them: verify pairs (--min-similarity 0.7, the default) or use a smaller --k")
+            f"chain through them: verify pairs (--min-similarity 0.8, the default) or use a smaller --k")
 
 
 def simulation_mask(bits: int) -> int:
