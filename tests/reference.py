@@ -188,11 +188,12 @@ def planted_signatures(rng: np.random.Generator, fps, bins: int = 128) -> list[b
     return out
 
 
-def brute_force_verified_short(ids, texts, fps, sigs, k, need, spec, extra_edges) -> dict:
+def brute_force_verified_short(ids, texts, fps, sigs, k, need, spec, extra_edges, bands=None) -> dict:
     """id -> kept id under the verified policy with the short-text mode, from the definition: units are
     pages with the same (fingerprint, signature, short text), the short text being the page's text when it
     is short and has a short fingerprint; edges: fingerprint pairs within k whose representative signatures
-    agree on >= need bins, plus the short-text mode's verified pairs (extra_edges, index pairs); per
+    agree on >= need bins (with bands: also the band_pairs that agree so), plus the short-text mode's verified
+    pairs (extra_edges, index pairs); per
     component, greedy centres in id order, a unit joining a centre when both are short and their shingle
     Jaccard is >= spec.min_jaccard, or otherwise their signatures agree on >= need bins. Pages without a
     fingerprint are their own cluster."""
@@ -209,6 +210,8 @@ def brute_force_verified_short(ids, texts, fps, sigs, k, need, spec, extra_edges
         rep.setdefault(u[0], u[1])
     nodes = sorted(rep)
     edges = [(nodes[a], nodes[b]) for a, b in within_k_pairs(nodes, k) if agreeing(rep[nodes[a]], rep[nodes[b]]) >= need]
+    if bands is not None:  # (bands, bins): the signature-band candidates, verified on their signatures
+        edges += [(a, b) for a, b in band_pairs(nodes, rep, k, *bands) if agreeing(rep[a], rep[b]) >= need]
     edges += [(fps[a], fps[b]) for a, b in extra_edges]
     comp = components_of(nodes, edges)
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from simhash_udf.core.bands import SignatureBands
 from simhash_udf.errors import DedupError
 from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.job.config import load_config
@@ -66,11 +67,17 @@ def test_each_day_equals_one_run_over_all_days(spark, days, incremental):
     job(spark, "--input", str(root / "all.parquet"), "--output", str(root / "out-all"), "--keep", "earliest:crawl_day")
     single = clusters(root / "out-all")
     # The premise that makes the two agree: no page reaches its cluster only through a later page (each page
-    # is within k of its cluster's kept page, and the kept page is on the cluster's first day).
-    fp = single["fingerprint"]
+    # is a candidate of its cluster's kept page: within k or sharing a signature band; and the kept page is on
+    # the cluster's first day).
+    fp, sig = single["fingerprint"], single["signature"]
+    bands = SignatureBands()
+    band_pairs = 0
     for doc, row in single.iterrows():
-        if pd.notna(row["fingerprint"]):
-            assert hamming(row["fingerprint"], fp[row["cluster_id"]]) <= K, doc
+        if pd.notna(row["fingerprint"]) and hamming(row["fingerprint"], fp[row["cluster_id"]]) > K:
+            a, b = (np.frombuffer(s, dtype=np.uint8)[None, :] for s in (row["signature"], sig[row["cluster_id"]]))
+            assert bands.first_shared(a, b)[0] >= 0, doc
+            band_pairs += 1
+    assert band_pairs > 0  # the bands are part of what is tested here
     day_of = rows.set_index("id")["crawl_day"]
     assert (single["is_duplicate"] & (day_of[single.index] != day_of[single["cluster_id"]].to_numpy())).sum() > 10
 

@@ -118,7 +118,9 @@ def test_job_equals_brute_force_reference(spark, tmp_path, seed, partitions, mod
         sigs = [None if s is None or pd.isna(fps[n]) else bytes(s) for n, s in enumerate(clusters.loc[ids, "signature"])]
         verified = VerifySpec(report["config"]["min_similarity"], short_min_jaccard=spec.min_jaccard,
                               short_ngram=spec.char_ngram)
-        expect = brute_force_verified_short(ids, texts, fps, sigs, k, verified.need, spec, short)
+        b = report["candidates"]["signature_bands"]  # on by default: their pairs are part of the definition
+        expect = brute_force_verified_short(ids, texts, fps, sigs, k, verified.need, spec, short,
+                                            bands=(b["bands"], b["bins_per_band"]))
     assert clusters["cluster_id"].to_dict() == expect
     st_ = report["short_text"]
     assert st_["enabled"] and st_["candidate_pairs"] == n_candidates and st_["verified_pairs"] == len(short)
