@@ -27,6 +27,7 @@ from ..spark.components import connected_components
 from ..spark.fingerprint import with_corpus_idf, with_fingerprints
 from ..spark.short_text import short_text_edges
 from ..spark.star import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
+from ..spark.session import scoped_settings
 from ..spark.verified import fingerprint_signatures, units_of, verified_clusters, verified_edges, with_units
 from . import termination
 from .config import DedupConfig
@@ -192,7 +193,18 @@ def short_text_stage(docs: DataFrame, cfg: DedupConfig, keep: Keep, timer: Stage
     return ShortText(edges, {"enabled": True, **stats})
 
 
-def near_duplicate_clusters(
+# Caches built while clustering are not compressed: they hold random 64-bit fingerprints and 128-byte
+# signatures, which do not compress, and compressing them made each persist of 3M pages ~2x slower.
+UNCOMPRESSED_CACHE = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
+
+
+def near_duplicate_clusters(docs: DataFrame, **kwargs) -> Clustered:
+    """Stages 3-7 (see _near_duplicate_clusters), with the caches they build uncompressed."""
+    with scoped_settings(docs.sparkSession, UNCOMPRESSED_CACHE):
+        return _near_duplicate_clusters(docs, **kwargs)
+
+
+def _near_duplicate_clusters(
     docs: DataFrame, *, k: int, timer: StageTimer, keep: Keep, blocks: int = 0, max_rounds: int = 200,
     checkpoint: Keep = reliable_checkpoint, history: DataFrame | None = None, run_date: str = "",
     cluster_mode: str = "verified", short_edges: DataFrame | None = None, verify: VerifySpec | None = None,
@@ -217,9 +229,9 @@ def near_duplicate_clusters(
         docs = docs.withColumn("short_text", F.lit(None).cast("string"))
     with timer("exact_collapse") as counts:
         # units: pages with the same fingerprint, signature and short text, which verify alike
-        docs = keep(with_units(docs))
-        units = keep(units_of(docs))
-        fp_sigs = keep(fingerprint_signatures(units))
+        docs = keep(with_units(docs))  # units and fp_sigs are filters of it, read from its cache
+        units = units_of(docs)
+        fp_sigs = fingerprint_signatures(docs)
         n_distinct = counts["distinct_fingerprints"] = fp_sigs.count()
         n_history = history.count() if history is not None else 0
         if history is not None:
@@ -237,7 +249,7 @@ def near_duplicate_clusters(
             related_fps = related_rows.select("fingerprint")
             if use_bands:  # history fingerprints that share a band key with this run's
                 related_brows = keep(band_rows(history.join(fp_sigs.select("fingerprint"), "fingerprint", "left_anti"),
-                                               bands).join(brows.select("key").distinct(), "key", "left_semi"))
+                                               bands).join(brows.select("band", "key").distinct(), ["band", "key"], "left_semi"))
                 related_fps = related_fps.union(related_brows.select("fingerprint"))
                 brows = brows.union(related_brows)
             related = keep(history.join(related_fps.distinct(), "fingerprint", "left_semi"))
@@ -365,17 +377,19 @@ def resolve_verified(pages: DataFrame, assigned: DataFrame, run_date: str | None
     centre unit, or an earlier run's cluster; pages without a fingerprint are clusters of their own. With a
     run date (--history) also kept_run_date. Keeps the page's signature (for clusters/ and the history)."""
     # joined on the fingerprint alone, then the unit: pages are partitioned by fingerprint (with_units), so
-    # only the per-unit assignments move, not the pages and their signatures
-    with_fp = pages.where(F.col("fingerprint").isNotNull()).join(assigned, "fingerprint").where(
-        F.col("unit.id") == F.col("unit_id"))
+    # only the per-unit assignments move, not the pages and their signatures. A unit without an assignment is
+    # alone in its component and kept by its best page; all units of a fingerprint have one or none.
+    with_fp = pages.where(F.col("fingerprint").isNotNull()).join(assigned, "fingerprint", "left").where(
+        F.col("unit_id").isNull() | (F.col("unit.id") == F.col("unit_id")))
     without = pages.where(F.col("fingerprint").isNull()).select(
         *pages.columns, *[F.lit(None).cast(t).alias(c) for c, t in assigned.dtypes if c != "fingerprint"])
     joined = with_fp.unionByName(without)
     id_type = dict(pages.dtypes)["id"]
     earlier = F.col("h_cluster").isNotNull()
-    cluster_id = F.when(earlier, F.col("h_cluster").cast(id_type)).otherwise(F.coalesce("kept_id", "id"))
+    kept = F.coalesce("kept_id", F.when(F.col("fingerprint").isNotNull(), F.col("unit.id")), "id")
+    cluster_id = F.when(earlier, F.col("h_cluster").cast(id_type)).otherwise(kept)
     cols = [F.col("id"), F.col("fingerprint"), cluster_id.alias("cluster_id"),
-            (earlier | (F.col("id") != F.coalesce("kept_id", "id"))).alias("is_duplicate"), F.col("signature")]
+            (earlier | (F.col("id") != kept)).alias("is_duplicate"), F.col("signature")]
     if run_date is not None:
         cols.append(F.when(earlier, F.col("h_kept_date")).otherwise(F.lit(run_date)).alias("kept_run_date"))
     return joined.select(*cols)
