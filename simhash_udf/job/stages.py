@@ -25,9 +25,9 @@ from ..spark.blocks import block_rows, group_batches
 from ..spark.candidates import group_members
 from ..spark.components import connected_components
 from ..spark.fingerprint import with_corpus_idf, with_fingerprints
+from ..spark.session import scoped_settings
 from ..spark.short_text import short_text_edges
 from ..spark.star import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
-from ..spark.session import scoped_settings
 from ..spark.verified import fingerprint_signatures, units_of, verified_clusters, verified_edges, with_units
 from . import termination
 from .config import DedupConfig
