@@ -1,0 +1,142 @@
+"""A day of N pages against 1 and against D earlier days of N pages each (--history), side by side in one run:
+how a daily run's time grows with its history.
+
+    python scripts/bench_history.py                 # N = 1,000,000, D = 30
+    python scripts/bench_history.py --n 100000 --days 10
+
+The history needs text input (fingerprints of a known version), so the pages are random English-like text
+(60 words of a 20,000-word vocabulary). The first earlier day is a real run of the job (it writes the
+history's partition and pins); the other earlier days are written beside it in the same schema (random
+fingerprints and signatures, each page its own cluster: what a run's partition holds for unique pages). The
+measured day has `--copy-share` of its pages as copies of day 1's pages with one word changed, so the history
+search has work to do; the report's history counts and the duplicates found are printed with the times.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+from simhash_udf.core.signature import SignatureSpec, to_arrow  # noqa: E402
+from simhash_udf.job.config import load_config  # noqa: E402
+from simhash_udf.job.pipeline import run  # noqa: E402
+from simhash_udf.spark.session import get_spark  # noqa: E402
+
+START = dt.date(2026, 1, 1)
+
+
+VOCAB = None
+
+
+def random_texts(n: int, rng: np.random.Generator, words: int = 60) -> list[str]:
+    global VOCAB
+    if VOCAB is None:
+        letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+        VOCAB = np.array(["".join(letters[rng.integers(0, 26, rng.integers(3, 9))]) for _ in range(20_000)])
+    picks = VOCAB[rng.integers(0, len(VOCAB), size=(n, words))]
+    return [" ".join(row) for row in picks]
+
+
+def random_fingerprints(n: int, rng: np.random.Generator):
+    fps = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, size=n, dtype=np.int64, endpoint=True)
+    sigs = rng.integers(0, 256, size=(n, SignatureSpec().bins), dtype=np.uint8)
+    return fps, sigs
+
+
+def write_input(path: str, first_id: int, texts: list[str]) -> None:
+    pq.write_table(pa.table({"id": np.arange(first_id, first_id + len(texts), dtype=np.int64), "text": texts}), path)
+
+
+def run_day(spark, inp: str, out: str, history: str, date: dt.date, k: int) -> tuple[float, dict]:
+    cfg = load_config(["--input", inp, "--output", out, "--overwrite",
+                       "--history", history, "--run-date", date.isoformat(), "--k", str(k)])
+    t0 = time.perf_counter()
+    report = run(cfg, spark)
+    return time.perf_counter() - t0, report
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1_000_000, help="pages a day")
+    ap.add_argument("--days", type=int, default=30, help="earlier days in the long history")
+    ap.add_argument("--copy-share", type=float, default=0.05)
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--workdir")
+    args = ap.parse_args()
+    work = args.workdir or tempfile.mkdtemp(prefix="bench_history_")
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(0)
+    spark = get_spark("bench-history")
+    spark.sparkContext.setLogLevel("ERROR")
+
+    # day 1: a real run writes the history's first partition and its pins
+    hist_one = os.path.join(work, "history_1")
+    shutil.rmtree(hist_one, ignore_errors=True)
+    day1 = random_texts(args.n, rng)
+    write_input(os.path.join(work, "day1.parquet"), 0, day1)
+    run_day(spark, os.path.join(work, "day1.parquet"), os.path.join(work, "out_day1"), hist_one, START, args.k)
+    first = [p for p in os.listdir(hist_one) if p.startswith("run_date=")][0]
+    schema = pq.read_schema(next(os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(hist_one, first))
+                                 for f in fs if f.endswith(".parquet")))
+
+    # the long history: day 1 plus days 2..D written in the same schema
+    hist_long = os.path.join(work, f"history_{args.days}")
+    shutil.rmtree(hist_long, ignore_errors=True)
+    shutil.copytree(hist_one, hist_long)
+    for d in range(1, args.days):
+        date = START + dt.timedelta(days=d)
+        fps, sigs = random_fingerprints(args.n, rng)
+        ids = np.arange(d * args.n, (d + 1) * args.n, dtype=np.int64)
+        part = os.path.join(hist_long, f"run_date={date.isoformat()}")
+        os.makedirs(part)
+        table = pa.table({"id": ids, "fingerprint": fps, "signature": to_arrow(sigs, np.ones(args.n, bool)),
+                          "cluster_id": ids, "is_duplicate": np.zeros(args.n, bool),
+                          "kept_run_date": pa.array([date.isoformat()] * args.n)})
+        pq.write_table(table.select(schema.names).cast(schema), os.path.join(part, "part-0.parquet"))
+
+    # the measured day: new pages, copy_share of them day 1's pages with one word changed
+    day = START + dt.timedelta(days=args.days + 1)
+    texts = random_texts(args.n, rng)
+    n_copy = int(args.n * args.copy_share)
+    for i, src in enumerate(rng.choice(args.n, size=n_copy, replace=False)):
+        words = day1[src].split()
+        words[int(rng.integers(0, len(words)))] = "changed"
+        texts[i] = " ".join(words)
+    inp = os.path.join(work, "day.parquet")
+    write_input(inp, (args.days + 1) * args.n, texts)
+
+    results = []
+    for label, hist in (("1 earlier day", hist_one), (f"{args.days} earlier days", hist_long)):
+        wall, report = run_day(spark, inp, os.path.join(work, f"out_{label.split()[0]}"), hist, day, args.k)
+        dup = report["duplicates"]
+        results.append((label, wall, report, dup))
+        print(f"{label}: {wall:.1f} s, duplicates {dup}", flush=True)
+    spark.stop()
+
+    stages = list(dict.fromkeys(s for _, _, r, _ in results for s in r["seconds"]))
+    print(f"\nday of {args.n:,} pages ({n_copy:,} near-copies of day 1's pages), k = {args.k}\n")
+    print("| history | " + " | ".join(stages) + " | total s | history fingerprints | compared with the day | duplicates |")
+    print("|" + "---|" * (len(stages) + 5))
+    for label, wall, r, dup in results:
+        h = r["history"]
+        print(f"| {label} | " + " | ".join(f"{r['seconds'].get(s, 0):.1f}" for s in stages)
+              + f" | {wall:.1f} | {h['history_fingerprints']:,} | {h['history_fingerprints_compared']:,}"
+              f" | {dup:,} (of earlier runs {h['duplicates_of_earlier_runs']:,}) |")
+    print(f"\nt({args.days} days) / t(1 day) = {results[1][1] / results[0][1]:.2f}   (target <= 2)")
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
