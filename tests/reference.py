@@ -123,16 +123,23 @@ def agreeing(a, b) -> int:
     return sum(x == y for x, y in zip(a, b))
 
 
+def usable_band(part) -> bool:
+    """A band with at least min(4, bins) runs of equal adjacent bins (one byte a bin)."""
+    return 1 + sum(part[i] != part[i + 1] for i in range(len(part) - 1)) >= min(4, len(part))
+
+
 def band_pairs(nodes, rep, k, bands, bins) -> list:
     """Pairs of distinct fingerprints more than k bits apart whose signatures (bytes, one byte a bin) are equal
-    on every bin of at least one of `bands` bands of `bins` consecutive bins: the band search's candidates."""
+    on every bin of at least one usable band of `bands` bands of `bins` consecutive bins (usable_band): the
+    band search's candidates."""
     out = []
     for a in range(len(nodes)):
         for b in range(a + 1, len(nodes)):
             if bin((nodes[a] ^ nodes[b]) & (2**64 - 1)).count("1") <= k:
                 continue
             sa, sb = rep[nodes[a]], rep[nodes[b]]
-            if any(sa[i * bins:(i + 1) * bins] == sb[i * bins:(i + 1) * bins] for i in range(bands)):
+            if any(sa[i * bins:(i + 1) * bins] == sb[i * bins:(i + 1) * bins] and usable_band(sa[i * bins:(i + 1) * bins])
+                   for i in range(bands)):
                 out.append((nodes[a], nodes[b]))
     return out
 

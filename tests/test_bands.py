@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
-from reference import agreeing, band_pairs, brute_force_verified, components_of, planted_signatures
+from reference import agreeing, band_pairs, brute_force_verified, components_of, planted_signatures, usable_band
 
 from simhash_udf.core.bands import SignatureBands, band_members
 from simhash_udf.core.verified import VerifySpec, verify_band_groups
@@ -48,10 +48,13 @@ def test_keys_and_first_shared_band(seed, n_bands, bins):
         for band in range(n_bands):
             part = a[r, band * bins:(band + 1) * bins]
             assert int(keys_a[r, band]) == (band << (8 * bins)) | int.from_bytes(part.tobytes(), "big")
-        shared = [band for band in range(n_bands) if (a[r, band * bins:(band + 1) * bins] ==
-                                                     b[r, band * bins:(band + 1) * bins]).all()]
+        equal = [band for band in range(n_bands) if (a[r, band * bins:(band + 1) * bins] ==
+                                                    b[r, band * bins:(band + 1) * bins]).all()]
+        shared = [band for band in equal if usable_band(a[r, band * bins:(band + 1) * bins].tolist())]
+        assert bands.usable(a[r:r + 1])[0].tolist() == [usable_band(a[r, x * bins:(x + 1) * bins].tolist())
+                                                      for x in range(n_bands)]
         assert bands.first_shared(a[r:r + 1], b[r:r + 1])[0] == (shared[0] if shared else -1)
-        assert set(np.flatnonzero(keys_a[r] == keys_b[r]).tolist()) == set(shared)
+        assert set(np.flatnonzero(keys_a[r] == keys_b[r]).tolist()) == set(equal)
 
 
 def test_invalid_band_settings_are_refused():
@@ -75,11 +78,12 @@ def test_band_group_walks_equal_brute_force(seed, k, n_bands, bins, small, far):
     fps, first = np.unique(np.array(fps, dtype=np.int64), return_index=True)
     sigs = [sigs[i] for i in first]
     mat = _sig_matrix(sigs)
-    keys = bands.keys(mat)
+    keys, usable = bands.keys(mat), bands.usable(mat)
     groups: dict = {}
     for i in range(len(fps)):
         for b in range(n_bands):
-            groups.setdefault(int(keys[i, b]), []).append(i)
+            if usable[i, b]:
+                groups.setdefault(int(keys[i, b]), []).append(i)
     order = sorted(groups)
     idx = [i for key in order for i in groups[key]]
     offsets = np.r_[0, np.cumsum([len(groups[key]) for key in order])]
@@ -165,3 +169,35 @@ def test_history_page_sharing_a_band_is_found(cluster):
     assert stats["history_fingerprints_compared"] == 1
     without, _ = cluster(ids, fps, sigs, 3, None, history=history)
     assert without == {1: (1, "2026-11-23"), 2: (2, "2026-11-23")}
+
+
+@pytest.mark.spark
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), bins=st.sampled_from([2, 4, 5]), bits=st.sampled_from([8, 16]))
+def test_sparse_bands_make_no_keys(spark, seed, bins, bits):
+    """A band with fewer than min_runs runs of equal adjacent bins (a densified sparse page) makes no band row
+    in Spark, exactly as SignatureBands.usable says, and usable bands make one key each, equal where the
+    bands' bytes are equal."""
+    from simhash_udf.core.signature import SignatureSpec, to_arrow
+    from simhash_udf.spark.bands import band_rows
+
+    spec = SignatureSpec(bits=bits)
+    bands = SignatureBands(8, bins, spec)
+    rng = np.random.default_rng(seed)
+    n = 40
+    sigs = rng.integers(0, 4, size=(n, spec.bins)).astype(spec.dtype)  # few values: many runs of equal bins
+    sigs[: n // 2] = rng.integers(0, 2**bits, size=(n // 2, spec.bins)).astype(spec.dtype)
+    sigs[n - 5:] = sigs[n - 10:n - 5]  # some equal signatures, so keys repeat
+    fps = np.arange(n, dtype=np.int64)
+    df = spark.createDataFrame([(int(f), bytes(to_arrow(sigs[i:i + 1], np.ones(1, bool))[0].as_py()))
+                                for i, f in enumerate(fps)], "fingerprint long, signature binary")
+    rows = band_rows(df, bands).collect()
+    usable = bands.usable(sigs)
+    assert 0 < usable.sum() < usable.size
+    assert sorted((r["fingerprint"], r["band"]) for r in rows) == sorted(zip(*np.nonzero(usable)))
+    key = {(r["fingerprint"], r["band"]): r["key"] for r in rows}
+    part = lambda i, b: sigs[i, b * bins:(b + 1) * bins].tobytes()  # noqa: E731
+    for (a, b1), ka in key.items():
+        for (c, b2), kc in key.items():
+            if b1 == b2:
+                assert (ka == kc) == (part(a, b1) == part(c, b2))

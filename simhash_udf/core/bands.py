@@ -13,6 +13,14 @@ The search is exact for its own definition: every pair of distinct fingerprints 
 band key is compared, and a pair is *accepted* in the first band it shares, unless it is within k bits
 (then the SimHash tables accept it), so each candidate pair is counted once. Every accepted pair is then
 verified like a SimHash pair (verified.py).
+
+Bands of a sparse page are left out. A page with fewer distinct features than bins has empty bins, filled by
+densification from a neighbour (signature.py), so its signature has runs of equal bins: a band that is one
+run carries 8 bits, not 40, and its key is shared by ~1/256 of all such pages (a day of 1M pages of 60 random
+words compared 8.3e8 chance band pairs). A band is *usable* only with at least MIN_RUNS runs of equal
+adjacent bins (all its bins when it has fewer): >= 32 bits, so chance groups stay small; a band of
+independent random bins fails this with probability about 6 x 2^-16. Only usable bands make keys, and a pair
+is accepted in the first usable band it shares.
 """
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ import numpy as np
 from .signature import SignatureSpec
 
 MAX_KEY_BITS = 56  # a band's value and the band index packed in one long
+MIN_RUNS = 4  # runs of equal adjacent bins a band needs to make a key (8 bits each)
 
 
 @dataclass(frozen=True)
@@ -49,8 +58,19 @@ class SignatureBands:
             raise ValueError(f"a band of {self.bins} bins is {self.key_bits} bits; at most {MAX_KEY_BITS} bits "
                              "(with the band index) fit in a key: use fewer bins a band")
 
+    @property
+    def min_runs(self) -> int:
+        return min(MIN_RUNS, self.bins)
+
+    def usable(self, sigs: np.ndarray) -> np.ndarray:
+        """(pages x bands) bool: the band has at least min_runs runs of equal adjacent bins (see above).
+        sigs: (pages x bins) of the signature's dtype."""
+        m = np.asarray(sigs)[:, : self.bands * self.bins].reshape(len(sigs), self.bands, self.bins)
+        return 1 + (m[:, :, 1:] != m[:, :, :-1]).sum(axis=2) >= self.min_runs
+
     def describe(self) -> dict:
-        return {"bands": self.bands, "bins_per_band": self.bins, "key_bits": self.key_bits}
+        return {"bands": self.bands, "bins_per_band": self.bins, "key_bits": self.key_bits,
+                "min_runs": self.min_runs}
 
     def keys(self, sigs: np.ndarray) -> np.ndarray:
         """(pages x bands) int64 keys: the band index above the band's bytes read as one big-endian number.
@@ -65,11 +85,11 @@ class SignatureBands:
         return out
 
     def first_shared(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """For row pairs of two signature matrices, the first band on which they are equal (-1: none)."""
+        """For row pairs of two signature matrices, the first usable band on which they are equal (-1: none)."""
         if not len(a):
             return np.zeros(0, dtype=np.int64)
         eq = (a[:, : self.bands * self.bins] == b[:, : self.bands * self.bins]).reshape(len(a), self.bands, self.bins)
-        shared = eq.all(axis=2)
+        shared = eq.all(axis=2) & self.usable(a)  # equal bands are usable in both or in neither
         return np.where(shared.any(axis=1), shared.argmax(axis=1), -1)
 
     def expected_chance_comparisons(self, n: int) -> float:

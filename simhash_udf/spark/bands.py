@@ -28,19 +28,27 @@ _BAND_MEMBER_ARROW = pa.schema([pa.field(f.name, pa.int32() if f.name == "band" 
 
 
 def band_key_expressions(bands: SignatureBands, signature) -> list:
-    """One long per band: xxhash64 of the band index and the band's bytes of the signature. A hash, not the
-    bytes themselves (SignatureBands.keys), because it is a single cheap expression (converting the bytes
-    with conv(hex(...)) took 5x longer); two different bands that collide on the hash only put a pair in one
-    group, where verify_band_groups accepts it only if the signatures really share that band."""
-    nb = bands.band_bytes
-    return [F.xxhash64(F.lit(b), F.substring(signature, b * nb + 1, nb)) for b in range(bands.bands)]
+    """One long per band, null when the band is not usable (SignatureBands.usable: fewer than min_runs runs
+    of equal adjacent bins): xxhash64 of the band index and the band's bytes of the signature. A hash, not
+    the bytes themselves (SignatureBands.keys), because it is a single cheap expression (converting the
+    bytes with conv(hex(...)) took 5x longer); two different bands that collide on the hash only put a pair
+    in one group, where verify_band_groups accepts it only if the signatures really share that band."""
+    nb, w = bands.band_bytes, bands.signature.bits // 8
+
+    def key(b: int):
+        start = b * nb + 1
+        cells = [F.substring(signature, start + i * w, w) for i in range(bands.bins)]
+        runs = sum((x != y).cast("int") for x, y in zip(cells, cells[1:])) + 1 if bands.bins > 1 else F.lit(1)
+        return F.when(runs >= bands.min_runs, F.xxhash64(F.lit(b), F.substring(signature, start, nb)))
+
+    return [key(b) for b in range(bands.bands)]
 
 
 def band_rows(fp_signatures: DataFrame, bands: SignatureBands) -> DataFrame:
-    """(band, key, fingerprint): one row per band of every fingerprint that has a signature."""
+    """(band, key, fingerprint): one row per usable band of every fingerprint that has a signature."""
     keys = band_key_expressions(bands, F.col("signature"))
     return fp_signatures.where(F.col("signature").isNotNull()).select(
-        F.posexplode(F.array(*keys)).alias("band", "key"), "fingerprint")
+        F.posexplode(F.array(*keys)).alias("band", "key"), "fingerprint").where(F.col("key").isNotNull())
 
 
 def _runs(rows: DataFrame, *extra: str) -> DataFrame:
