@@ -39,7 +39,8 @@ def test_plan_at_a_billion_pages():
     assert r["expected_comparisons"] == pytest.approx(plan_cost(10**9, plan)["expected_comparisons"])
     assert r["chance_pairs_uniform"] == pytest.approx(2.26e6, rel=0.01)
     d = sizing.plan_report(10**9, DedupConfig())
-    assert (d["k"], d["tables"], d["signature_bands"]) == (3, 10, {"bands": 10, "bins_per_band": 5, "key_bits": 40})
+    assert (d["k"], d["tables"], d["signature_bands"]) == (3, 10, {"bands": 10, "bins_per_band": 5, "key_bits": 40,
+                                                                        "min_runs": 4})
     assert d["rows_total"] == 2 * 10**10 and d["expected_comparisons"] <= 2e12
     assert d["core_hours"]["pair_search"] < r["core_hours"]["pair_search"] / 3
     fixed = sizing.plan_report(10**9, DedupConfig(k=6, blocks=8))
