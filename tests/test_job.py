@@ -15,7 +15,7 @@ from simhash_udf.core.blocks import chance_pairs, plan_tables
 from simhash_udf.errors import DedupError
 from simhash_udf.evaluation.sample_corpus import write_sample_corpus
 from simhash_udf.job.config import DedupConfig, load_config
-from simhash_udf.job.pipeline import run
+from simhash_udf.job.pipeline import input_split, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -151,6 +151,18 @@ def test_progress_is_logged_per_stage_with_counts(spark, sample, tmp_path, caplo
     assert f"stage fingerprint: done in {seconds:.1f} s (rows {rows:,}, " in "\n".join(lines)
     accepted = report["candidates"]["pairs_accepted"]
     assert any(f"accepted {accepted:,}" in line for line in lines if line.startswith("stage candidates"))
+    # the sample is one small file, read as one partition: spread over two tasks per core
+    cores = spark.sparkContext.defaultParallelism
+    assert any(line.startswith("stage read: done") and f"partitions {2 * cores})" in line for line in lines)
+
+
+def test_input_split():
+    assert input_split(1, 2) == 4  # one partition, two cores: two tasks per core
+    assert input_split(7, 8) == 16
+    assert input_split(8, 8) == 0  # enough partitions: as read
+    assert input_split(100, 8) == 0
+    assert input_split(1, 8, requested=3) == 3  # --input-partitions wins
+    assert input_split(100, 8, requested=3) == 3
 
 
 def test_sample_corpus_duplicates_found_and_unrelated_pages_apart(sample_run, sample):

@@ -1,0 +1,132 @@
+"""The fingerprint stage inside the job against the same computation alone, side by side in one run.
+
+    python scripts/bench_job_fingerprint.py                  # 80,000 Chinese pages of ~1.5 KB, one Parquet file
+    python scripts/bench_job_fingerprint.py --source generated --pages 20000
+
+"job": the job's read and fingerprint stages as `pipeline.run` runs them (`read_stage`, `fingerprint_stage`:
+Parquet read, id check, UTF-8 validation and the cap in SQL, fingerprint + signature + short-text columns in
+one mapInArrow, persist, the counting pass), timed by the job's own StageTimer; once as the job runs now and
+once with `--input-partitions 1`, what a one-file input got before the job split small inputs over the cores.
+"alone": `with_fingerprints`
+with the same specifications over the same pages already cached in the JVM, counted (what
+`bench_fingerprint.py` calls the fingerprint stage in Spark). Rounds take turns; the best of each is printed,
+as MB/s per core (MB of UTF-8 text / seconds / cores) and as the ratio job / alone.
+
+Pages: `--source man` (default) cuts Debian's Chinese man pages (manpages-zh, as bench_fingerprint.py uses:
+Chinese prose with many ASCII option names and examples) into pages of about `--chars` characters;
+`--source generated` writes pages of Chinese only (jieba's dictionary by word frequency), where the
+segmenter does nearly all the work.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+from simhash_udf.evaluation.corpus import generated_body  # noqa: E402
+from simhash_udf.job.config import load_config  # noqa: E402
+from simhash_udf.job.pipeline import read_stage  # noqa: E402
+from simhash_udf.job.stages import StageTimer, fingerprint_stage  # noqa: E402
+from simhash_udf.spark.fingerprint import with_fingerprints  # noqa: E402
+from simhash_udf.spark.session import get_spark  # noqa: E402
+
+
+def chinese_pages(n: int, chars: int, seed: int = 0) -> list[str]:
+    """Generated Chinese pages (jieba's dictionary by word frequency, real punctuation) of about `chars`
+    characters (~3 bytes each), each on one of 200 topics."""
+    rng = random.Random(seed)
+    return [generated_body(rng, "zh", rng.randrange(200), int(chars * rng.uniform(0.7, 1.3))) for _ in range(n)]
+
+
+def man_pages(n: int, chars: int) -> list[str]:
+    """n pages of about `chars` characters cut from the Chinese man pages, repeated as needed."""
+    from bench_fingerprint import corpus
+
+    texts, source = corpus("zh", 8.0)
+    if "manpages-zh" not in source:
+        raise SystemExit(f"no Chinese man pages here ({source}): apt-get install manpages-zh, or --source generated")
+    pieces = [t[i:i + chars] for t in dict.fromkeys(texts) for i in range(0, len(t) - chars // 2, chars)]
+    return [pieces[i % len(pieces)] for i in range(n)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pages", type=int, default=80_000)
+    ap.add_argument("--chars", type=int, default=500, help="mean characters a page (~1.5 KB of Chinese)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--source", choices=("man", "generated"), default="man")
+    ap.add_argument("--workdir")
+    args = ap.parse_args()
+    work = args.workdir or tempfile.mkdtemp(prefix="bench_job_fp_")
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "pages.parquet")
+    texts = man_pages(args.pages, args.chars) if args.source == "man" else chinese_pages(args.pages, args.chars)
+    megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    pq.write_table(pa.table({"id": pa.array(range(len(texts)), pa.int64()), "text": texts}), path)
+    del texts
+
+    spark = get_spark("bench-job-fingerprint")
+    spark.sparkContext.setLogLevel("ERROR")
+    cores = spark.sparkContext.defaultParallelism
+    cfg = load_config(["--input", path, "--output", os.path.join(work, "out")])
+    one = load_config(["--input", path, "--output", os.path.join(work, "out"), "--input-partitions", "1"])
+    short = None if cfg.short_text_off_because() else cfg.short_text
+
+    cached = spark.read.parquet(path).select("id", "text").repartition(2 * cores, "id").cache()
+    cached.count()
+
+    def job(cfg) -> tuple[float, dict]:
+        timer, persisted = StageTimer(), []
+
+        def keep(df):
+            persisted.append(df.persist())
+            return df
+
+        loaded = read_stage(spark, cfg, None, keep, timer)
+        fingerprint_stage(loaded.df, cfg, keep, timer)
+        for df in persisted:
+            df.unpersist()
+        return timer.seconds["read"] + timer.seconds["fingerprint"], dict(timer.seconds)
+
+    def alone() -> float:
+        t0 = time.perf_counter()
+        with_fingerprints(cached, "text", cfg.features, short, cfg.signature).agg({"fingerprint": "count"}).first()
+        return time.perf_counter() - t0
+
+    alone()  # warm the Python workers (imports, the segmenter's dictionary)
+    runs = {"job": lambda: job(cfg), "job, --input-partitions 1": lambda: job(one)}
+    best: dict = {name: (float("inf"), {}) for name in runs}
+    best_alone = float("inf")
+    for r in range(args.rounds):
+        for name, fn in runs.items():
+            seconds, split = fn()
+            best[name] = min(best[name], (seconds, split), key=lambda b: b[0])
+            print(f"round {r + 1}: {name} {seconds:.1f} s {split}", flush=True)
+        best_alone = min(best_alone, alone())
+    spark.stop()
+
+    print(f"\n{args.pages:,} Chinese pages ({args.source}), {megabytes:.1f} MB in one Parquet file, {cores} cores, "
+          f"best of {args.rounds}\n")
+    print("| run | read s | fingerprint s | MB/s per core, fingerprint stage | MB/s per core, read + fingerprint |")
+    print("|---|---|---|---|---|")
+    for name, (seconds, split) in best.items():
+        print(f"| {name} | {split['read']:.1f} | {split['fingerprint']:.1f} | "
+              f"{megabytes / split['fingerprint'] / cores:.2f} | {megabytes / seconds / cores:.2f} |")
+    print(f"| with_fingerprints over cached pages (4 partitions) | - | {best_alone:.1f} | "
+          f"{megabytes / best_alone / cores:.2f} | - |")
+    print(f"\njob (read + fingerprint) / alone: {best['job'][0] / best_alone:.2f} x the time; "
+          f"one partition / split: {best['job, --input-partitions 1'][0] / best['job'][0]:.2f} x")
+
+
+if __name__ == "__main__":
+    main()
