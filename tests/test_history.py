@@ -92,6 +92,19 @@ def test_each_day_equals_one_run_over_all_days(spark, days, incremental):
     assert kept_total == int((~single["is_duplicate"]).sum())
 
 
+def test_history_search_without_broadcast_gives_the_same_clusters(spark, days, incremental, tmp_path, monkeypatch):
+    """A day with many search keys joins them to the history's rows by a shuffle instead of a broadcast
+    (history.BROADCAST_KEYS): the same clusters, day by day."""
+    import simhash_udf.io.history as history_module
+
+    monkeypatch.setattr(history_module, "BROADCAST_KEYS", -1)
+    root, _ = days
+    for day in DAYS:
+        job(spark, "--input", str(root / f"{day}.parquet"), "--output", str(tmp_path / f"out-{day}"),
+            "--history", str(tmp_path / "history"), "--run-date", day, "--keep", "earliest:crawl_day")
+        pd.testing.assert_frame_equal(clusters(tmp_path / f"out-{day}"), clusters(root / f"out-{day}"))
+
+
 def test_history_layout_and_rerun_is_idempotent(spark, days, incremental):
     root, _ = days
     hist = root / "history"

@@ -215,18 +215,43 @@ class History:
         return removed
 
 
-def related_block_rows(history: DataFrame, today_rows: DataFrame, plan) -> DataFrame:
+# A run's distinct search keys are broadcast to the history's rows (no shuffle of the history) when at most
+# this many can exist: 4 tables of 16-bit keys hold at most 262,144 whatever the day's size.
+BROADCAST_KEYS = 2_000_000
+
+
+def day_keys(rows: DataFrame, key_col: str, most: int) -> DataFrame:
+    """The distinct (key_col, key) of this run's search rows, marked for broadcast when `most` (a bound on
+    their number known before they are computed) is at most BROADCAST_KEYS."""
+    keys = rows.select(key_col, "key").distinct()
+    return F.broadcast(keys) if most <= BROADCAST_KEYS else keys
+
+
+def related_block_rows(history: DataFrame, today_rows: DataFrame, plan, n_today: int) -> DataFrame:
     """Block rows (table, key, fingerprint) of the history fingerprints whose key is also a key of this run.
 
     A history fingerprint within k of one of this run's shares a key with it in every table where the two
     agree (pigeonhole), so its rows for all those tables are here and the pair is found and counted in its
     first shared table as usual. Keys held by history fingerprints alone are left out: pairs among earlier
-    pages were settled by earlier runs."""
+    pages were settled by earlier runs. n_today: this run's distinct fingerprints (bounds its keys)."""
     from ..spark.blocks import block_rows
 
+    most = sum(min(n_today, 1 << bits) for bits in plan.key_bits())
     return block_rows(history.select("fingerprint"), plan).join(
-        today_rows.select("table", "key").distinct(), ["table", "key"], "left_semi"
-    )
+        day_keys(today_rows, "table", most), ["table", "key"], "left_semi")
+
+
+def related_band_rows(history: DataFrame, today_band_rows: DataFrame, today_fps: DataFrame, bands,
+                      n_today: int) -> DataFrame:
+    """Band rows (band, key, fingerprint) of the history fingerprints that share a band key with this run's
+    and are not this run's own (their band rows are in the run's already). The key filter comes first, so
+    only the few matching rows meet the anti-join with this run's fingerprints. Columns in band_rows' order:
+    the caller unions these rows with the run's own by position."""
+    from ..spark.bands import band_rows
+
+    matching = band_rows(history, bands).join(
+        day_keys(today_band_rows, "band", n_today * bands.bands), ["band", "key"], "left_semi")
+    return matching.join(today_fps, "fingerprint", "left_anti").select("band", "key", "fingerprint")
 
 
 def attach_history(clusters: DataFrame, roots: DataFrame, history: DataFrame, run_date: str) -> DataFrame:

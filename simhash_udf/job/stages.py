@@ -19,7 +19,7 @@ from ..core.bands import SignatureBands
 from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
 from ..core.fingerprint import FeatureSpec
 from ..core.verified import BANDS, VerifySpec
-from ..io.history import attach_history, related_block_rows
+from ..io.history import attach_history, related_band_rows, related_block_rows
 from ..spark.bands import band_edges, band_group_members, band_rows
 from ..spark.blocks import block_rows, group_batches
 from ..spark.candidates import group_members
@@ -245,16 +245,15 @@ def _near_duplicate_clusters(
         brows = band_rows(fp_sigs, bands) if use_bands else None
         search_sigs = fp_sigs
         if history is not None:
-            related_rows = keep(related_block_rows(history, rows, plan))
+            related_rows = keep(related_block_rows(history, rows, plan, n_distinct))
             related_fps = related_rows.select("fingerprint")
             if use_bands:  # history fingerprints that share a band key with this run's
-                related_brows = keep(band_rows(history.join(fp_sigs.select("fingerprint"), "fingerprint", "left_anti"),
-                                               bands).join(brows.select("band", "key").distinct(), ["band", "key"], "left_semi"))
+                related_brows = keep(related_band_rows(history, brows, fp_sigs.select("fingerprint"), bands, n_distinct))
                 related_fps = related_fps.union(related_brows.select("fingerprint"))
-                brows = brows.union(related_brows)
+                brows = brows.unionByName(related_brows)
             related = keep(history.join(related_fps.distinct(), "fingerprint", "left_semi"))
             n_related = related.count()
-            rows = rows.union(related_rows)
+            rows = rows.unionByName(related_rows)
             search_sigs = fp_sigs.unionByName(
                 related.select("fingerprint", "signature").join(fp_sigs, "fingerprint", "left_anti"))
         counts["tables"] = len(plan.tables)
