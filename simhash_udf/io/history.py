@@ -245,8 +245,8 @@ def related_band_rows(history: DataFrame, today_band_rows: DataFrame, today_fps:
                       n_today: int) -> DataFrame:
     """Band rows (band, key, fingerprint) of the history fingerprints that share a band key with this run's
     and are not this run's own (their band rows are in the run's already). The key filter comes first, so
-    only the few matching rows meet the anti-join with this run's fingerprints. Columns in band_rows' order:
-    the caller unions these rows with the run's own by position."""
+    only the few matching rows meet the anti-join with this run's fingerprints. Columns in band_rows' order
+    (the anti-join would put its `fingerprint` first), so that a union with the run's own rows is safe."""
     from ..spark.bands import band_rows
 
     matching = band_rows(history, bands).join(
