@@ -142,7 +142,8 @@ def test_simulated_fingerprint_width():
 
 def test_progress_is_logged_per_stage_with_counts(spark, sample, tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="simhash_dedup")
-    report = run_job(spark, "--input", sample, "--output", tmp_path / "out")
+    # Arrow batches of 20 pages: the sample (one small file, one partition) has rows for a batch a task
+    report = run_job(spark, "--input", sample, "--output", tmp_path / "out", "--arrow-batch-size", 20)
     lines = [r.getMessage() for r in caplog.records if r.name == "simhash_dedup"]
     for stage in report["seconds"]:
         assert f"stage {stage}: started" in lines
@@ -157,10 +158,11 @@ def test_progress_is_logged_per_stage_with_counts(spark, sample, tmp_path, caplo
 
 
 def test_input_split():
-    assert input_split(1, 2) == 4  # one partition, two cores: two tasks per core
-    assert input_split(7, 8) == 16
-    assert input_split(8, 8) == 0  # enough partitions: as read
-    assert input_split(100, 8) == 0
+    assert input_split(1, 2, rows=8000, batch=2000) == 4  # one partition, two cores: two tasks per core
+    assert input_split(7, 8, rows=32000, batch=2000) == 16
+    assert input_split(1, 2, rows=7999, batch=2000) == 0  # less than a batch a task: as read
+    assert input_split(8, 8, rows=10**9, batch=2000) == 0  # enough partitions: as read
+    assert input_split(100, 8, rows=10**9, batch=2000) == 0
     assert input_split(1, 8, requested=3) == 3  # --input-partitions wins
     assert input_split(100, 8, requested=3) == 3
 

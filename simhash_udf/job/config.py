@@ -51,7 +51,7 @@ class DedupConfig:
     max_text_chars: int = option(1_000_000, "input", "characters fingerprinted per page; longer pages are cut there "
                                  "and counted")
     input_partitions: int = option(0, "input", "repartition the input (0 = as read, but an input of fewer partitions "
-                                   "than cores is split into two per core)")
+                                   "than cores and enough rows is split into two per core)")
     allow_empty: bool = option(False, "input", "an input of 0 rows writes an empty, finished output; false = it fails "
                                "(exit 2)")
     # features

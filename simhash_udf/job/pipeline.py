@@ -134,7 +134,8 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
         if history is not None:  # before anything is written
             history.check_id_type(cfg.id_col, raw.schema[cfg.id_col].dataType.simpleString())
         parts = raw.rdd.getNumPartitions()
-        split = input_split(parts, spark.sparkContext.defaultParallelism, cfg.input_partitions)
+        split = input_split(parts, spark.sparkContext.defaultParallelism, cfg.input_partitions,
+                            loaded.rows, cfg.arrow_batch_size)
         if split:
             loaded.df = raw = raw.repartition(split, F.col(cfg.id_col))
         check_ids(raw, cfg.id_col)
@@ -142,15 +143,16 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
     return loaded
 
 
-def input_split(partitions: int, cores: int, requested: int = 0) -> int:
+def input_split(partitions: int, cores: int, requested: int = 0, rows: int = 0, batch: int = 1) -> int:
     """Partitions to spread the input over before the fingerprint stage (0: keep the reader's). The Python
     fingerprint function is the costliest step of a run and runs one task per partition, so an input read as
     fewer partitions than the session has cores (one Parquet file under 128 MB is one partition) would leave
     cores idle: it is split into two tasks per core by a hash of the id (no sort, the same rows for any
-    retry). `--input-partitions N` forces N."""
+    retry), if it has rows for at least one Arrow batch a task (a smaller input costs more to shuffle than
+    it gains). `--input-partitions N` forces N."""
     if requested:
         return requested
-    return 2 * cores if partitions < cores else 0
+    return 2 * cores if partitions < cores and rows >= 2 * cores * batch else 0
 
 
 def read_history(history: History | None, keep) -> tuple[DataFrame | None, dict | None]:
