@@ -1,12 +1,13 @@
 """The fingerprint stage inside the job against the same computation alone, side by side in one run.
 
-    python scripts/bench_job_fingerprint.py                  # 80,000 Chinese pages of ~1.5 KB, one Parquet file
+    python scripts/bench_job_fingerprint.py                  # 80,000 pages of ~500 characters, one Parquet file
     python scripts/bench_job_fingerprint.py --source generated --pages 20000
 
 "job": the job's read and fingerprint stages as `pipeline.run` runs them (`read_stage`, `fingerprint_stage`:
 Parquet read, id check, UTF-8 validation and the cap in SQL, fingerprint + signature + short-text columns in
 one mapInArrow, persist, the counting pass), timed by the job's own StageTimer; once as the job runs now and
-once with `--input-partitions 1`, what a one-file input got before the job split small inputs over the cores.
+once with `--input-partitions 1`, what a one-file input got before the job split inputs of fewer partitions
+than cores.
 "alone": `with_fingerprints`
 with the same specifications over the same pages already cached in the JVM, counted (what
 `bench_fingerprint.py` calls the fingerprint stage in Spark). Rounds take turns; the best of each is printed,
@@ -62,7 +63,7 @@ def man_pages(n: int, chars: int) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pages", type=int, default=80_000)
-    ap.add_argument("--chars", type=int, default=500, help="mean characters a page (~1.5 KB of Chinese)")
+    ap.add_argument("--chars", type=int, default=500, help="characters a page (~1.5 KB of Chinese only)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--source", choices=("man", "generated"), default="man")
     ap.add_argument("--workdir")
@@ -122,7 +123,7 @@ def main() -> None:
     for name, (seconds, split) in best.items():
         print(f"| {name} | {split['read']:.1f} | {split['fingerprint']:.1f} | "
               f"{megabytes / split['fingerprint'] / cores:.2f} | {megabytes / seconds / cores:.2f} |")
-    print(f"| with_fingerprints over cached pages (4 partitions) | - | {best_alone:.1f} | "
+    print(f"| with_fingerprints over cached pages ({2 * cores} partitions) | - | {best_alone:.1f} | "
           f"{megabytes / best_alone / cores:.2f} | - |")
     print(f"\njob (read + fingerprint) / alone: {best['job'][0] / best_alone:.2f} x the time; "
           f"one partition / split: {best['job, --input-partitions 1'][0] / best['job'][0]:.2f} x")
