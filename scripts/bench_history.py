@@ -7,7 +7,8 @@ how a daily run's time grows with its history.
 The history needs text input (fingerprints of a known version), so the pages are random English-like text
 (60 words of a 20,000-word vocabulary). The first earlier day is a real run of the job (it writes the
 history's partition and pins); the other earlier days are written beside it in the same schema (random
-fingerprints and signatures, each page its own cluster: what a run's partition holds for unique pages). The
+fingerprints and signatures, each page its own cluster, and the band index: what a run's partition holds for
+unique pages). The
 measured day has `--copy-share` of its pages as copies of day 1's pages with one word changed, so the history
 search has work to do; the report's history counts and the duplicates found are printed with the times.
 """
@@ -29,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from simhash_udf.core.signature import SignatureSpec, to_arrow  # noqa: E402
+from simhash_udf.io.history import band_index_name, band_index_rows  # noqa: E402
 from simhash_udf.job.config import load_config  # noqa: E402
 from simhash_udf.job.pipeline import run  # noqa: E402
 from simhash_udf.spark.session import get_spark  # noqa: E402
@@ -91,6 +93,7 @@ def main() -> None:
                                  for f in fs if f.endswith(".parquet")))
 
     # the long history: day 1 plus days 2..D written in the same schema
+    bands = load_config(["--plan", "1000", "--k", str(args.k)]).bands
     hist_long = os.path.join(work, f"history_{args.days}")
     shutil.rmtree(hist_long, ignore_errors=True)
     shutil.copytree(hist_one, hist_long)
@@ -104,6 +107,8 @@ def main() -> None:
                           "cluster_id": ids, "is_duplicate": np.zeros(args.n, bool),
                           "kept_run_date": pa.array([date.isoformat()] * args.n)})
         pq.write_table(table.select(schema.names).cast(schema), os.path.join(part, "part-0.parquet"))
+        if bands is not None:  # the band index each run writes beside its rows (History.stage)
+            band_index_rows(spark.read.parquet(part), bands).write.parquet(os.path.join(part, band_index_name(bands)))
 
     # the measured day: new pages, copy_share of them day 1's pages with one word changed
     day = START + dt.timedelta(days=args.days + 1)

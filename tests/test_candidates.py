@@ -130,6 +130,10 @@ def test_planner_widens_keys_as_n_grows():
 
     assert choose_plan(1_000, 3).m == 4  # 4 x 16 bits for small crawls
     assert choose_plan(10**9, 3).m == 5  # 10 tables of 25-26-bit keys for a billion
+    # against a history: keys wide enough that a day's keys are a small share of them (a day of 200,000 holds
+    # every 16-bit key, so every history fingerprint would take part), and without one the same plan as before
+    assert choose_plan(200_000, 3, 6_000_000).m == 5
+    assert all(choose_plan(n, 3, 0) == choose_plan(n, 3) for n in (10, 10**5, 10**7, 10**9))
     for n in (10**3, 10**6, 10**9):
         for k in range(0, 7):
             chosen = choose_plan(n, k)

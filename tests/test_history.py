@@ -47,9 +47,32 @@ def clusters(out):
     return pd.read_parquet(os.path.join(out, "clusters")).set_index("id").sort_index()
 
 
+def band_index_reference(spark, fps, sigs, bands) -> set:
+    """{(band, key, fingerprint)}: the usable bands of each signature by the pure definition
+    (SignatureBands.usable), keyed by Spark's xxhash64 of (band, the band's bytes) as the job keys them."""
+    assert bands.signature.bits == 8
+    rows = []
+    for fp, sig in zip(fps, sigs):
+        if sig is None:
+            continue
+        a = np.frombuffer(sig, dtype=np.uint8)
+        for b in np.flatnonzero(bands.usable(a[None, :])[0]):
+            rows.append((int(b), int(fp), bytes(a[b * bands.bins:(b + 1) * bands.bins])))
+    df = spark.createDataFrame(rows, "band int, fingerprint long, bytes binary")
+    from pyspark.sql import functions as F
+
+    return {(r[0], r[1], r[2]) for r in df.select("band", F.xxhash64("band", "bytes"), "fingerprint").collect()}
+
+
 def hamming(a, b):
     x, y = np.array([a, b], dtype=np.int64).view(np.uint64)  # bitwise_count of a signed value counts |value|
     return int(np.bitwise_count(x ^ y))
+
+
+# The daily runs search the history with the plan a long history gets (10 tables of 25-26-bit keys, so that
+# only the history fingerprints sharing a key with the day are read: blocks.choose_plan), the single run over
+# all days with the default 4 tables of 16 bits: the clusters must not depend on the plan.
+WIDE_KEYS = ["--blocks", "5"]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +81,8 @@ def incremental(spark, days):
     reports = {}
     for day in DAYS:
         reports[day] = job(spark, "--input", str(root / f"{day}.parquet"), "--output", str(root / f"out-{day}"),
-                           "--history", str(root / "history"), "--run-date", day, "--keep", "earliest:crawl_day")
+                           "--history", str(root / "history"), "--run-date", day, "--keep", "earliest:crawl_day",
+                           *WIDE_KEYS)
     return reports
 
 
@@ -94,15 +118,21 @@ def test_each_day_equals_one_run_over_all_days(spark, days, incremental):
 
 def test_history_search_without_broadcast_gives_the_same_clusters(spark, days, incremental, tmp_path, monkeypatch):
     """A day with many search keys joins them to the history's rows by a shuffle instead of a broadcast
-    (history.BROADCAST_KEYS): the same clusters, day by day."""
+    (history.BROADCAST_KEYS), here with the default plan of 4 tables of 16-bit keys (every history
+    fingerprint shares a key with the day) and from a history without band indexes (as written before them:
+    the band rows are computed from the signatures): the same clusters, day by day."""
     import simhash_udf.io.history as history_module
 
     monkeypatch.setattr(history_module, "BROADCAST_KEYS", -1)
     root, _ = days
+    hist = tmp_path / "history"
     for day in DAYS:
         job(spark, "--input", str(root / f"{day}.parquet"), "--output", str(tmp_path / f"out-{day}"),
-            "--history", str(tmp_path / "history"), "--run-date", day, "--keep", "earliest:crawl_day")
+            "--history", str(hist), "--run-date", day, "--keep", "earliest:crawl_day")
         pd.testing.assert_frame_equal(clusters(tmp_path / f"out-{day}"), clusters(root / f"out-{day}"))
+        index = hist / f"run_date={day}" / history_module.band_index_name(load_config(PINNED + ["--plan", "1000"]).bands)
+        assert index.is_dir()
+        shutil.rmtree(index)
 
 
 def test_history_layout_and_rerun_is_idempotent(spark, days, incremental):
@@ -113,6 +143,15 @@ def test_history_layout_and_rerun_is_idempotent(spark, days, incremental):
     ]
     stored = pd.read_parquet(hist)
     assert len(stored) == sum(incremental[d]["input_rows"] for d in DAYS)
+    # each run's band index: the band rows of its signatures, what a later run would compute from them
+    from simhash_udf.io.history import band_index_name
+
+    bands = load_config(PINNED + ["--plan", "1000"]).bands
+    index = pd.read_parquet(hist / f"run_date={DAYS[0]}" / band_index_name(bands))
+    day_rows = stored[stored["run_date"].astype(str) == DAYS[0]]
+    expect = band_index_reference(spark, day_rows["fingerprint"], day_rows["signature"], bands)
+    assert set(zip(index["band"], index["key"].astype(int), index["fingerprint"].astype(int))) == expect
+    assert len(index) == len(expect) > 0
     assert {"id", "fingerprint", "cluster_id", "is_duplicate", "kept_run_date"} <= set(stored.columns)
     # Day 2 again (as after a run killed once its history partition was written): it reads only day 1, so
     # the output is the same and the day-2 partition is replaced, not appended to.

@@ -101,16 +101,43 @@ def chance_pairs(n: int, k: int, f: int = 64) -> float:
     return n * (n - 1) / 2 * within / (2.0**f - 1)
 
 
-def choose_plan(n: int, k: int) -> TablePlan:
+# With --history, per history fingerprint: one exploded history row only probes the broadcast set of the
+# run's keys (a fraction of a shuffled row), while a history fingerprint that shares a key with the run is
+# read with its signature and cluster, joins the key groups and is a fixed centre of resolve (~ 20 rows).
+HISTORY_PROBE_ROWS = 0.125
+HISTORY_RELATED_ROWS = 20
+
+
+def history_plan_cost(n: int, n_history: int, plan: TablePlan) -> dict:
+    """plan_cost of a run of n distinct fingerprints searched against n_history fingerprints of earlier runs:
+    the run's own rows and pairs, the history's rows probed, the history fingerprints expected to share a key
+    with the run (all of them when the run holds every key of a table), and the cross comparisons."""
+    own = plan_cost(n, plan)
+    if n_history <= 0:
+        return {**own, "history_related": 0.0, "cross_comparisons": 0.0}
+    bits = plan.key_bits()
+    missed = 1.0
+    for b in bits:
+        missed *= max(0.0, 1.0 - n / 2.0**b)  # no fingerprint of the run has this history key
+    related = n_history * (1.0 - missed)
+    cross = sum(n * n_history / 2.0**b for b in bits)
+    cost = (own["cost"] + n_history * len(plan.tables) * HISTORY_PROBE_ROWS + related * HISTORY_RELATED_ROWS
+            + cross / COMPARISONS_PER_ROW)
+    return {**own, "history_related": related, "cross_comparisons": cross, "cost": cost}
+
+
+def choose_plan(n: int, k: int, n_history: int = 0) -> TablePlan:
     """The plan with m in k+1 .. MAX_BLOCKS blocks that minimises exploded rows plus expected comparisons for n
-    distinct fingerprints (Manku et al.: more tables with wider keys as n grows)."""
+    distinct fingerprints (Manku et al.: more tables with wider keys as n grows). With n_history fingerprints
+    of earlier runs (--history) the cost is history_plan_cost: keys wide enough that the run's keys are a
+    small share of them, so that only a few history fingerprints take part in the search."""
     check_k(k)
     best = None
     for m in range(k + 1, MAX_BLOCKS + 1):
         if comb(m, k) > MAX_TABLES:
             break
         plan = plan_tables(k, m)
-        cost = plan_cost(n, plan)["cost"]
+        cost = history_plan_cost(n, n_history, plan)["cost"]
         if best is None or cost < best[0]:
             best = (cost, plan)
     return best[1]

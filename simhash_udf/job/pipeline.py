@@ -47,11 +47,12 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             except EmptyInput as empty:
                 return write_empty_output(spark, cfg, out, empty, timer, started)
             fp = fingerprint_stage(loaded.df, cfg, keep, timer)
-            earlier, history_report = read_history(history, keep)
+            earlier, earlier_bands, history_report = read_history(history, cfg)
             short = short_text_stage(fp.docs, cfg, keep, timer)
             found = near_duplicate_clusters(
                 fp.docs, k=cfg.k, blocks=cfg.blocks, max_rounds=cfg.max_component_rounds, timer=timer, keep=keep,
-                history=earlier, run_date=history.run_date if history else "", cluster_mode=cfg.cluster_mode,
+                history=earlier, history_band_rows=earlier_bands, run_date=history.run_date if history else "",
+                cluster_mode=cfg.cluster_mode,
                 short_edges=short.edges, verify=cfg.verify,
                 bands=cfg.bands)
             kept_rows = count_kept(found, history, history_report)
@@ -155,19 +156,21 @@ def input_split(partitions: int, cores: int, requested: int = 0, rows: int = 0, 
     return 2 * cores if partitions < cores and rows >= 2 * cores * batch else 0
 
 
-def read_history(history: History | None, keep) -> tuple[DataFrame | None, dict | None]:
-    """The earlier runs' fingerprints and clusters (--history), and the history part of the report."""
+def read_history(history: History | None, cfg: DedupConfig) -> tuple[DataFrame | None, DataFrame | None, dict | None]:
+    """The earlier runs' rows (--history; read lazily, not cached: a run reads their fingerprints, and the
+    clusters and signatures of the few that meet its own), their band rows (from the runs' band indexes), and
+    the history part of the report."""
     if history is None:
-        return None, None
+        return None, None, None
     earlier, dates_read, dates_ignored = history.earlier()
-    earlier = keep(earlier) if earlier is not None else None
+    bands = history.band_rows(dates_read, cfg.bands) if earlier is not None and cfg.bands is not None else None
     report = {"path": history.path, "run_date": history.run_date, "runs_read": len(dates_read),
               "first_run": dates_read[0] if dates_read else None, "later_or_same_runs_ignored": dates_ignored,
               "duplicates_of_earlier_runs": 0, "history_fingerprints": 0, "history_fingerprints_compared": 0}
     if dates_ignored:
         log.warning("history %s has runs on or after %s (%s): they are not read, and the later ones did not see "
                     "this run's pages", history.path, history.run_date, ", ".join(dates_ignored))
-    return earlier, report
+    return earlier, bands, report
 
 
 def count_kept(found: Clustered, history: History | None, history_report: dict | None) -> int:
@@ -194,7 +197,7 @@ def write_stage(cfg: DedupConfig, out: OutputDir, history: History | None, raw: 
             rows = clusters if "kept_run_date" in clusters.columns else clusters.withColumn(
                 "kept_run_date", F.lit(history.run_date))
             history.stage(rows.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate", "kept_run_date"),
-                          cfg.fingerprint_version())
+                          cfg.fingerprint_version(), cfg.bands)
         kept_ids = clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
         kept_docs = raw.join(kept_ids, raw[cfg.id_col] == kept_ids["_kept_id"], "left_semi")
         kept_docs.write.parquet(out.staged("kept"))

@@ -19,7 +19,7 @@ from ..core.bands import SignatureBands
 from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
 from ..core.fingerprint import FeatureSpec
 from ..core.verified import BANDS, VerifySpec
-from ..io.history import attach_history, related_band_rows, related_block_rows
+from ..io.history import attach_history, history_fingerprints, per_fingerprint, related_band_rows, related_block_rows
 from ..spark.bands import band_edges, band_group_members, band_rows
 from ..spark.blocks import block_rows, group_batches
 from ..spark.candidates import group_members
@@ -206,7 +206,8 @@ def near_duplicate_clusters(docs: DataFrame, **kwargs) -> Clustered:
 
 def _near_duplicate_clusters(
     docs: DataFrame, *, k: int, timer: StageTimer, keep: Keep, blocks: int = 0, max_rounds: int = 200,
-    checkpoint: Keep = reliable_checkpoint, history: DataFrame | None = None, run_date: str = "",
+    checkpoint: Keep = reliable_checkpoint, history: DataFrame | None = None,
+    history_band_rows: DataFrame | None = None, run_date: str = "",
     cluster_mode: str = "verified", short_edges: DataFrame | None = None, verify: VerifySpec | None = None,
     bands: SignatureBands | None = None,
 ) -> Clustered:
@@ -219,10 +220,15 @@ def _near_duplicate_clusters(
     {size: clusters} and the pair statistics. `keep` persists a DataFrame and registers it for clean-up;
     `checkpoint` cuts the lineage of each component round (the job: reliable_checkpoint).
 
-    history: (fingerprint, h_cluster, h_kept_date, signature, kept_signature) of earlier runs (history.py); its
-    fingerprints that share a key with this run's join the pair search, and pages that meet them become
+    history: the rows of earlier runs (History.earlier: id, fingerprint, signature, cluster_id, is_duplicate,
+    kept_run_date), or the same per fingerprint (fingerprint, h_cluster, h_kept_date, signature, kept_signature;
+    history.per_fingerprint); its fingerprints that share a key with this run's join the pair search (the
+    plan's keys are chosen wide enough that these are few, blocks.choose_plan), only their clusters and
+    signatures are read, and pages that meet them become
     duplicates of their clusters (in verified mode only if verified-similar to the cluster's kept page; the
-    clusters then also carry kept_run_date, and the histogram counts this run's pages only)."""
+    clusters then also carry kept_run_date, and the histogram counts this run's pages only).
+    history_band_rows: the history's (band, key, fingerprint) rows when read from its band index
+    (History.band_rows); None: computed from its signatures."""
     if "signature" not in docs.columns:
         docs, verify = docs.withColumn("signature", F.lit(None).cast("binary")), None
     if "short_text" not in docs.columns:
@@ -233,12 +239,12 @@ def _near_duplicate_clusters(
         units = units_of(docs)
         fp_sigs = fingerprint_signatures(docs)
         n_distinct = counts["distinct_fingerprints"] = fp_sigs.count()
-        n_history = history.count() if history is not None else 0
+        n_history = history_fingerprints(history).count() if history is not None else 0
         if history is not None:
             counts["history_fingerprints"] = n_history
 
     n_search = n_distinct + n_history  # fingerprints in the pair search
-    plan = plan_tables(k, blocks) if blocks else choose_plan(n_search, k)
+    plan = plan_tables(k, blocks) if blocks else choose_plan(n_distinct, k, n_history)
     use_bands = bands is not None and bands.bands > 0 and verify is not None
     with timer("blocks") as counts:
         rows = block_rows(fp_sigs, plan)
@@ -248,11 +254,14 @@ def _near_duplicate_clusters(
             related_rows = keep(related_block_rows(history, rows, plan, n_distinct))
             related_fps = related_rows.select("fingerprint")
             if use_bands:  # history fingerprints that share a band key with this run's
-                related_brows = keep(related_band_rows(history, brows, fp_sigs.select("fingerprint"), bands, n_distinct))
+                related_brows = keep(related_band_rows(history, brows, fp_sigs.select("fingerprint"), bands, n_distinct,
+                                                                history_band_rows))
                 related_fps = related_fps.union(related_brows.select("fingerprint"))
                 brows = brows.unionByName(related_brows)
-            related = keep(history.join(related_fps.distinct(), "fingerprint", "left_semi"))
-            n_related = related.count()
+            related_fps = keep(related_fps.distinct())
+            n_related = related_fps.count()
+            # the clusters and signatures of these alone are read from the history
+            related = keep(per_fingerprint(history, related_fps, n_related))
             rows = rows.unionByName(related_rows)
             search_sigs = fp_sigs.unionByName(
                 related.select("fingerprint", "signature").join(fp_sigs, "fingerprint", "left_anti"))
