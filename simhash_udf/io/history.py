@@ -1,7 +1,9 @@
 """Incremental runs: the fingerprints and cluster assignments of earlier runs, partitioned by run date.
 
 HISTORY/run_date=YYYY-MM-DD/ holds one row per document of that run: id, fingerprint, cluster_id,
-is_duplicate and kept_run_date (the run date of the cluster's kept page). The first run pins two things
+is_duplicate and kept_run_date (the run date of the cluster's kept page), and a band index of the run's
+signature-band rows (band_index_name), so a later run reads band keys instead of computing them from every
+signature of the history. The first run pins two things
 beside them, and every later run checks both before it writes anything: HISTORY/_fingerprint_version names
 the fingerprint definition of every row, HISTORY/_id_type the Spark type of the ids (cluster_id of a later
 page is an id of an earlier day, so the types must be one); a run with another definition or id type is
