@@ -127,12 +127,13 @@ class History:
         later = [d for d in dates if d >= self.run_date]
         if not before:
             return None, [], later
-        rows = (
-            self.spark.read.option("basePath", self.path)
-            .parquet(*[f"{self.path}/run_date={d}" for d in before])
-            .where(F.col("fingerprint").isNotNull())
-        )
-        return rows, before, later
+        return self._rows_of(before), before, later
+
+    def _rows_of(self, dates: list[str]) -> DataFrame:
+        """The rows with a fingerprint of the runs of these dates."""
+        return (self.spark.read.option("basePath", self.path)
+                .parquet(*[f"{self.path}/run_date={d}" for d in dates])
+                .where(F.col("fingerprint").isNotNull()))
 
     def band_rows(self, earlier_dates: list[str], bands) -> DataFrame:
         """(band, key, fingerprint) of the rows of these earlier runs: read from each run's band index, or
@@ -147,9 +148,7 @@ class History:
             parts.append(self.spark.read.parquet(*[f"{self.path}/run_date={d}/{name}" for d in indexed])
                          .select("band", "key", "fingerprint"))
         if computed:
-            rows = self.spark.read.option("basePath", self.path).parquet(
-                *[f"{self.path}/run_date={d}" for d in computed]).where(F.col("fingerprint").isNotNull())
-            parts.append(band_index_rows(rows, bands, distinct=False))
+            parts.append(band_index_rows(self._rows_of(computed), bands, distinct=False))
         out = parts[0]
         for part in parts[1:]:
             out = out.unionByName(part)
@@ -277,31 +276,28 @@ def with_day_keys(rows: DataFrame, today_rows: DataFrame, key_col: str, most: in
     return matching.join(day_keys(today_rows, key_col, most), [key_col, "key"], "left_semi")
 
 
-def per_fingerprint(history: DataFrame, fps: DataFrame | None = None, n_fps: int | None = None) -> DataFrame:
+def per_fingerprint(history: DataFrame, fps: DataFrame, n_fps: int) -> DataFrame:
     """(fingerprint, h_cluster, h_kept_date, signature, kept_signature) per distinct history fingerprint in
-    fps (all of them if None; n_fps: their number, to broadcast them when few): the best cluster holding it
-    (earliest kept page, then smallest cluster id), the signature of its best row and the signature of that
-    cluster's kept page (null if the kept page has none). Only the rows of these fingerprints and of their
-    clusters' kept pages are grouped, not the whole history.
+    fps (n_fps of them, broadcast when few): the best cluster holding it (earliest kept page, then smallest
+    cluster id), the signature of its best row and the signature of that cluster's kept page (null if the kept
+    page has none). Only the rows of these fingerprints and of their clusters' kept pages are grouped, not the
+    whole history.
 
     history: the rows of earlier runs (History.earlier), or rows already per fingerprint (h_cluster column:
     the Python API and the tests give them so), which are only filtered."""
-    if fps is not None:
-        fps = small(fps.select("fingerprint"), n_fps if n_fps is not None else BROADCAST_KEYS + 1)
+    fps = small(fps.select("fingerprint"), n_fps)
+    rows = history.join(fps, "fingerprint", "left_semi")
     if "h_cluster" in history.columns:
-        return history if fps is None else history.join(fps, "fingerprint", "left_semi")
-    rows = history if fps is None else history.join(fps, "fingerprint", "left_semi")
+        return rows
     best = F.min(F.struct(F.col("kept_run_date"), F.col("cluster_id"), F.col("signature")))
     per_fp = rows.groupBy("fingerprint").agg(best.alias("b")).select(
         "fingerprint", F.col("b.cluster_id").alias("h_cluster"), F.col("b.kept_run_date").alias("h_kept_date"),
         F.col("b.signature").alias("signature"),
     )
-    kept_pages = history.where(~F.col("is_duplicate"))
-    if fps is not None:  # the kept pages of these clusters only (at most one cluster per fingerprint)
-        clusters = small(per_fp.select(F.col("h_cluster").alias("id")).distinct(),
-                         n_fps if n_fps is not None else BROADCAST_KEYS + 1)
-        kept_pages = kept_pages.join(clusters, "id", "left_semi")
-    kept = kept_pages.groupBy(F.col("id").alias("h_cluster")).agg(F.min("signature").alias("kept_signature"))
+    # the kept pages of these clusters only (at most one cluster per fingerprint)
+    clusters = small(per_fp.select(F.col("h_cluster").alias("id")).distinct(), n_fps)
+    kept = (history.where(~F.col("is_duplicate")).join(clusters, "id", "left_semi")
+            .groupBy(F.col("id").alias("h_cluster")).agg(F.min("signature").alias("kept_signature")))
     return per_fp.join(kept, "h_cluster", "left")
 
 
