@@ -392,12 +392,14 @@ def check_columns(df: DataFrame, id_col: str, text_col: str, extra=(), text_type
 
 
 def check_ids(df: DataFrame, id_col: str) -> None:
-    """Null or repeated ids would make `clusters` ambiguous: stop with examples instead of merging rows."""
-    nulls = df.where(F.col(id_col).isNull()).limit(1).count()
-    if nulls:
+    """Null or repeated ids would make `clusters` ambiguous: stop with examples instead of merging rows.
+    One pass: the null ids are a group of their own, listed first."""
+    groups = df.groupBy(id_col).count()
+    dups = groups.where("count > 1")
+    examples = groups.where(F.col(id_col).isNull() | (F.col("count") > 1)).orderBy(
+        F.col(id_col).isNotNull(), F.desc("count"), id_col).limit(5).collect()
+    if examples and examples[0][0] is None:
         raise DedupError(f"the id column {id_col!r} has null values: every row needs an id (or pass --id-col NAME)")
-    dups = df.groupBy(id_col).count().where("count > 1")
-    examples = dups.orderBy(F.desc("count"), id_col).limit(5).collect()
     if examples:
         n = dups.count()
         shown = ", ".join(f"{r[0]!r} ({r[1]} rows)" for r in examples)

@@ -28,7 +28,7 @@ from ..spark.components import connected_components
 from ..spark.fingerprint import with_corpus_idf, with_fingerprints
 from ..spark.session import scoped_settings
 from ..spark.short_text import short_text_edges
-from ..spark.star import keep_rank, max_distance_to_kept, resolve_clusters, star_clusters
+from ..spark.star import cluster_shape, keep_rank, resolve_clusters, star_clusters
 from ..spark.verified import fingerprint_signatures, units_of, verified_clusters, verified_edges, with_units
 from . import termination
 from .config import DedupConfig
@@ -272,19 +272,14 @@ def _near_duplicate_clusters(
 
     with timer("candidates") as counts:  # the shuffle and sort that form the key groups happen here
         members = keep(group_members(rows, plan))
-        with group_batches(docs.sparkSession):
-            pair_stats = members.agg(
-                F.sum("compared").alias("pairs_compared"),
-                F.sum("accepted").alias("pairs_accepted"),
-                F.sum("groups").alias("key_groups"),
-            ).first()
-        n_groups = counts["key_groups"] = int(pair_stats["key_groups"] or 0)
-        by_distance = {
-            int(r["distance"]): int(r["pairs"])
-            for r in members.where(F.col("distance").isNotNull()).groupBy("distance")
-            .agg(F.sum("accepted").alias("pairs")).collect()
-        }
-        counts.update(compared=int(pair_stats["pairs_compared"] or 0), accepted=int(pair_stats["pairs_accepted"] or 0))
+        with group_batches(docs.sparkSession):  # one pass: the totals are the sums over the distances
+            per_distance = members.groupBy("distance").agg(
+                F.sum("compared").alias("compared"), F.sum("accepted").alias("accepted"),
+                F.sum("groups").alias("groups")).collect()
+        pair_stats = {name: sum(int(r[name] or 0) for r in per_distance) for name in ("compared", "accepted", "groups")}
+        by_distance = {int(r["distance"]): int(r["accepted"] or 0) for r in per_distance if r["distance"] is not None}
+        n_groups = counts["key_groups"] = pair_stats["groups"]
+        counts.update(compared=pair_stats["compared"], accepted=pair_stats["accepted"])
         band_stats = {"compared": 0, "groups": 0}
         if use_bands:
             band_members = keep(band_group_members(brows, bands, k))
@@ -299,21 +294,24 @@ def _near_duplicate_clusters(
 
     with timer("verify") as counts:
         edge_rows = keep(verified_edges(members.where(F.col("fingerprint").isNotNull()), search_sigs, plan, verify))
-        by_band = band_counts(edge_rows)
+        sources = [edge_rows]
+        if use_bands:
+            sources.append(keep(band_edges(band_members, search_sigs, bands, k, verify)))
+        by_source, n_edges = edge_counts(sources)  # one pass over both
+        by_band = by_source[0]
         n_verified, n_rejected = sum(v for v, _ in by_band.values()), sum(r for _, r in by_band.values())
         counts.update(verified=n_verified, rejected=n_rejected)
-        edges = edge_rows.where(F.col("src").isNotNull()).select("src", "dst")
+        edges = sources[0].where(F.col("src").isNotNull()).select("src", "dst")
         if use_bands:
-            band_edge_rows = keep(band_edges(band_members, search_sigs, bands, k, verify))
-            by_band_b = band_counts(band_edge_rows)
+            by_band_b = by_source[1]
             band_stats.update(accepted=sum(v + r for v, r in by_band_b.values()),
                               verified=sum(v for v, _ in by_band_b.values()))
             counts.update(band_verified=band_stats["verified"], band_rejected=band_stats["accepted"] - band_stats["verified"])
-            edges = edges.unionByName(band_edge_rows.where(F.col("src").isNotNull()).select("src", "dst"))
+            edges = edges.unionByName(sources[1].where(F.col("src").isNotNull()).select("src", "dst"))
             for b, (v, r) in by_band_b.items():
                 by_band[b] = (by_band.get(b, (0, 0))[0] + v, by_band.get(b, (0, 0))[1] + r)
             n_verified, n_rejected = sum(v for v, _ in by_band.values()), sum(r for _, r in by_band.values())
-        n_edges = counts["forest_edges"] = edges.count()
+        counts["forest_edges"] = n_edges
         n_graph = n_edges
         if short_text is not None and short_text.edges is not None:
             edges = edges.unionByName(short_text.edges)
@@ -342,18 +340,13 @@ def _near_duplicate_clusters(
         if cluster_mode != "verified":  # the signature goes into clusters/ with its page
             clusters = clusters.join(page_cols.select("id", "signature"), "id")
         clusters = keep(clusters)
-        sizes = clusters.groupBy("cluster_id").count()
-        histogram = {
-            int(r["count"]): int(r["clusters"])
-            for r in sizes.groupBy("count").agg(F.count(F.lit(1)).alias("clusters")).collect()
-        }
+        histogram, chaining = cluster_shape(clusters)
         counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
-        chaining = max_distance_to_kept(clusters)
     stats = {
         "distinct_fingerprints": n_distinct,
         "key_groups": n_groups,
-        "pairs_compared": int(pair_stats["pairs_compared"] or 0),
-        "pairs_accepted": int(pair_stats["pairs_accepted"] or 0),
+        "pairs_compared": pair_stats["compared"],
+        "pairs_accepted": pair_stats["accepted"],
         "pairs_verified": n_verified,
         "pairs_rejected": n_rejected,
         "similarity_bands": {f"{b / BANDS:.1f}-{(b + 1) / BANDS:.1f}": {"verified": by_band.get(b, (0, 0))[0],
@@ -379,10 +372,18 @@ def _near_duplicate_clusters(
     return Clustered(clusters, histogram, stats)
 
 
-def band_counts(edge_rows: DataFrame) -> dict[int, tuple[int, int]]:
-    """{similarity band: (verified, rejected)} from the statistics rows of a verify walk."""
-    return {int(r["band"]): (int(r["v"]), int(r["r"])) for r in edge_rows.where(F.col("band").isNotNull())
-            .groupBy("band").agg(F.sum("verified").alias("v"), F.sum("rejected").alias("r")).collect()}
+def edge_counts(sources: list[DataFrame]) -> tuple[list[dict[int, tuple[int, int]]], int]:
+    """From the rows of verify walks (edges, and statistics rows with a band), in one Spark job: for each
+    source {similarity band: (verified, rejected)}, and the edges of all of them."""
+    tagged = [rows.withColumn("source", F.lit(i)) for i, rows in enumerate(sources)]
+    union = tagged[0]
+    for rows in tagged[1:]:
+        union = union.unionByName(rows)
+    stats = union.groupBy("source", "band").agg(F.sum("verified").alias("v"), F.sum("rejected").alias("r"),
+                                                F.count("src").alias("edges")).collect()
+    by_source = [{int(r["band"]): (int(r["v"]), int(r["r"])) for r in stats if r["source"] == i and r["band"] is not None}
+                 for i in range(len(sources))]
+    return by_source, sum(int(r["edges"]) for r in stats)
 
 
 def resolve_verified(pages: DataFrame, assigned: DataFrame, run_date: str | None) -> DataFrame:

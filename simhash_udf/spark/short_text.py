@@ -68,7 +68,8 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
         .agg(F.min(F.struct("id", "fingerprint", "short_text")).alias("h"))
         .select("short_fingerprint", "h.fingerprint", "h.short_text")
     )
-    n_reps, n_heads = reps.count(), heads.count()
+    sizes = reps.agg(F.count(F.lit(1)).alias("reps"), F.count_distinct("short_fingerprint").alias("heads")).first()
+    n_reps, n_heads = int(sizes["reps"]), int(sizes["heads"])  # one pass: a head per short fingerprint
     plan = choose_plan(n_heads, spec.k)
     pair_rows = keep(group_pairs(block_rows(heads.select(F.col("short_fingerprint").alias("fingerprint")), plan), plan))
     with group_batches(docs.sparkSession):

@@ -38,21 +38,24 @@ def resolve_clusters(docs: DataFrame, roots: DataFrame) -> DataFrame:
     )
 
 
-def max_distance_to_kept(clusters: DataFrame) -> dict[int, int]:
-    """Chaining, measured: for each cluster with duplicates, the largest Hamming distance between a member's
-    fingerprint and its kept page's; returns {distance: clusters}. Transitive closure can join pages far
-    more than k apart through a chain of near pairs; this shows how far it went. Clusters whose kept page
-    is not among these rows (an earlier run's, with --history) are left out."""
-    kept = clusters.where(~F.col("is_duplicate")).select(
-        F.col("id").alias("kept_id"), F.col("fingerprint").alias("kept_fp")
-    )
-    far = (
-        clusters.where(F.col("is_duplicate") & F.col("fingerprint").isNotNull())
-        .join(kept, clusters["cluster_id"] == kept["kept_id"])
-        .groupBy("cluster_id")
-        .agg(F.max(F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp")))).alias("d"))
-    )
-    return {int(r["d"]): int(r["n"]) for r in far.groupBy("d").agg(F.count(F.lit(1)).alias("n")).collect()}
+def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int]]:
+    """The clusters' sizes and their chaining, in one Spark job: {size: clusters}, and {distance: clusters}
+    where distance is, for each cluster with duplicates, the largest Hamming distance between a member's
+    fingerprint and its kept page's. Transitive closure can join pages far more than k apart through a chain
+    of near pairs; this shows how far it went. Clusters whose kept page is not among these rows (an earlier
+    run's, with --history) are left out of the distances."""
+    kept_fp = F.max(F.when(~F.col("is_duplicate"), F.col("fingerprint"))).over(Window.partitionBy("cluster_id"))
+    far = F.when(F.col("is_duplicate"), F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp"))))
+    per_cluster = clusters.select("cluster_id", "is_duplicate", "fingerprint", kept_fp.alias("kept_fp")).groupBy(
+        "cluster_id").agg(F.count(F.lit(1)).alias("size"), F.max(far).alias("d"))
+    rows = per_cluster.groupBy("size", "d").agg(F.count(F.lit(1)).alias("n")).collect()
+    sizes: dict[int, int] = {}
+    chaining: dict[int, int] = {}
+    for r in rows:
+        sizes[int(r["size"])] = sizes.get(int(r["size"]), 0) + int(r["n"])
+        if r["d"] is not None:
+            chaining[int(r["d"])] = chaining.get(int(r["d"]), 0) + int(r["n"])
+    return sizes, chaining
 
 
 def star_clusters(docs: DataFrame, roots: DataFrame, k: int) -> DataFrame:
