@@ -242,9 +242,14 @@ def test_keep_policies(spark, tmp_path):
         assert set(read_clusters(out)["cluster_id"]) == {kept}, keep
 
 
-def test_duplicate_ids_are_an_error(spark, tmp_path):
-    pd.DataFrame({"id": [1, 2, 2, 3], "text": ["a", "b", "c", "d"]}).to_parquet(tmp_path / "in.parquet")
-    with pytest.raises(DedupError, match=r"1 id values occur more than once.*2 \(2 rows\)"):
+@pytest.mark.parametrize("ids,message", [
+    ([1, 2, 2, 3], r"1 id values occur more than once.*2 \(2 rows\)"),
+    ([1, None, 3, 4], "has null values"),
+    ([2, None, 2, 1], "has null values"),  # both: the null ids are named first
+])
+def test_null_or_repeated_ids_are_an_error(spark, tmp_path, ids, message):
+    pd.DataFrame({"id": pd.array(ids, "Int64"), "text": ["a", "b", "c", "d"]}).to_parquet(tmp_path / "in.parquet")
+    with pytest.raises(DedupError, match=message):
         run_job(spark, "--input", tmp_path / "in.parquet", "--output", tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
