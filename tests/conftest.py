@@ -23,11 +23,11 @@ def spark():
 # A test is `spark` when it uses the session fixture (directly or through another fixture) or starts Spark in
 # a subprocess (the modules below); `cluster` starts a standalone cluster; `airflow` needs the Airflow
 # environments (scripts/airflow_env.sh); `slow` is set on the test itself.
-SUBPROCESS_SPARK = {"test_api.py", "test_cluster.py", "test_job.py", "test_output_safety.py", "test_report_html.py"}
+SUBPROCESS_SPARK = {"test_cluster.py", "test_job.py", "test_output_safety.py", "test_report_html.py"}
 AIRFLOW = {"test_airflow.py"}
 # over ~20 s each on the 2-core CI machine (pytest --durations): skip them with -m "not slow"
 SLOW = {"test_executor_killed_mid_job", "test_executors_import_the_shipped_zip", "test_clusters_equal_brute_force_components",
-        "test_spark_submit_entry_point", "test_bad_shapes_converge_in_few_rounds", "test_random_graphs_match_union_find",
+        "test_bad_shapes_converge_in_few_rounds", "test_random_graphs_match_union_find",
         "test_each_day_equals_one_run_over_all_days", "test_keep_policies", "test_groups_cut_across_arrow_batches_stay_exact",
         "test_verified_mode_equals_brute_force_definition", "test_dag_loads_with_the_day_that_just_ended"}
 

@@ -3,18 +3,21 @@ a notebook's session left as it was."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
+import pandas as pd
 import pytest
+from pyspark.ml import Pipeline, PipelineModel
+from pyspark.ml.feature import SQLTransformer
 from pyspark.sql import functions as F
 
 import simhash_udf
-from simhash_udf import DedupError, SimHashFingerprint, near_duplicates
+from simhash_udf import DedupError, SimHashFingerprint, SimHashFingerprintEstimator, SimHashFingerprintModel, near_duplicates
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch
 from simhash_udf.core.signature import SignatureSpec
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus
+from simhash_udf.job.cli import main
+from simhash_udf.spark.session import _set_checkpoint_dir, checkpoint_dir
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEXTS = ["今天北京的天气很好，我们去公园散步。", "The quick brown fox jumps over the lazy dog again.", "",
          None, "Ｈｅｌｌｏ　ＷＯＲＬＤ，full-width text", "bad utf-8 \udcff?"]
 
@@ -71,12 +74,76 @@ def test_core_does_not_pull_pyspark_through_the_package():
         simhash_udf.no_such_thing  # noqa: B018
 
 
-@pytest.mark.slow
-def test_notebook_on_its_own_session(tmp_path):
-    """A Pipeline with another Transformer, saved and loaded; the near-duplicate step on fingerprints and on
-    text; the CLI on the same session; the tfidf-corpus Estimator saved and loaded; the session still usable
-    with its settings and checkpoint directory unchanged (tests/notebook_api_check.py)."""
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "notebook_api_check.py")], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0 and "CHECKS OK" in proc.stdout, proc.stderr[-4000:]
+def test_notebook_use_leaves_the_session_as_it_was(spark, tmp_path):
+    """The public API used the way a notebook uses it, on the caller's session (the suite's): a Pipeline with
+    another Transformer, saved and loaded; the near-duplicate step on fingerprints and on text; the CLI on the
+    same session; the tfidf-corpus Estimator saved and loaded; the session still usable, with its settings and
+    checkpoint directory unchanged."""
+    work = str(tmp_path)
+    old_dir = checkpoint_dir(spark)
+    spark.sparkContext.setCheckpointDir(os.path.join(work, "my-checkpoints"))
+
+    def settings():
+        return {k: spark.conf.get(k, None) for k in CONF}, checkpoint_dir(spark)
+
+    try:
+        _notebook_steps(spark, work, settings)
+    finally:
+        _set_checkpoint_dir(spark, old_dir)
+
+
+CONF = ("spark.sql.shuffle.partitions", "spark.sql.execution.arrow.maxRecordsPerBatch",
+        "spark.sql.execution.arrow.maxBytesPerBatch")
+
+
+def _notebook_steps(spark, work, settings):
+    before = settings()
+    pages = pd.DataFrame(make_sample_corpus(160, seed=5))
+    df = spark.createDataFrame(pages).withColumn("source", F.lit("crawl-1"))
+
+    # 1. a Pipeline: another Transformer, then the fingerprint; saved, loaded, the same rows
+    pipeline = Pipeline(stages=[
+        SQLTransformer(statement="SELECT *, length(text) AS chars FROM __THIS__"),
+        SimHashFingerprint(inputCol="text", outputCol="fp", signatureCol="signature"),
+    ])
+    model = pipeline.fit(df)
+    model.write().overwrite().save(os.path.join(work, "pipeline"))
+    loaded = PipelineModel.load(os.path.join(work, "pipeline"))
+    a = model.transform(df).toPandas().sort_values("id").reset_index(drop=True)
+    b = loaded.transform(df).toPandas().sort_values("id").reset_index(drop=True)
+    assert list(a.columns) == list(pages.columns) + ["source", "chars", "fp", "signature"], list(a.columns)
+    assert a["fp"].equals(b["fp"]) and a["signature"].equals(b["signature"])
+    assert a["fp"].notna().sum() > 150
+
+    # 2. the near-duplicate step on the fingerprints, and on the text: the same clusters
+    fps = loaded.transform(df)
+    by_fp = near_duplicates(fps, fingerprint_col="fp")
+    by_text = near_duplicates(df)
+    c1 = by_fp.clusters.toPandas().sort_values("id").reset_index(drop=True)
+    c2 = by_text.clusters.toPandas().sort_values("id").reset_index(drop=True)
+    assert c1[["id", "cluster_id", "is_duplicate"]].equals(c2[["id", "cluster_id", "is_duplicate"]]), "fp vs text"
+    dups = int(c2["is_duplicate"].sum())
+    assert dups > 20 and by_text.report["duplicates"] == dups, (dups, by_text.report["duplicates"])
+    assert by_text.kept.count() == len(pages) - dups and set(by_text.kept.columns) == set(df.columns)
+
+    # 3. the job on the same rows gives the same clusters (and does not stop this session)
+    pages.to_parquet(os.path.join(work, "pages.parquet"))
+    assert main(["--input", os.path.join(work, "pages.parquet"), "--output", os.path.join(work, "out")]) == 0
+    job = pd.read_parquet(os.path.join(work, "out", "clusters")).sort_values("id").reset_index(drop=True)
+    assert job[["id", "cluster_id", "is_duplicate"]].equals(c2[["id", "cluster_id", "is_duplicate"]]), "api vs job"
+
+    # 4. the Estimator (weighting tfidf-corpus): fit, save, load, the same fingerprints
+    est = SimHashFingerprintEstimator(inputCol="text", outputCol="fp")
+    fitted = est.fit(df)
+    fitted.write().overwrite().save(os.path.join(work, "idf-model"))
+    again = SimHashFingerprintModel.load(os.path.join(work, "idf-model"))
+    f1 = fitted.transform(df).select("id", "fp").toPandas().sort_values("id").reset_index(drop=True)
+    f2 = again.transform(df).select("id", "fp").toPandas().sort_values("id").reset_index(drop=True)
+    assert f1.equals(f2) and again.idf.digest == fitted.idf.digest and len(fitted.doc_freq) > 100
+    assert not f1["fp"].equals(a["fp"]), "tfidf-corpus fingerprints should differ from binary ones"
+
+    # 5. the caller's session: still running, settings and checkpoint directory as they were
+    by_fp.unpersist()
+    by_text.unpersist()
+    assert spark.range(5).count() == 5
+    assert settings() == before, (settings(), before)

@@ -84,8 +84,10 @@ def executor_logs(cluster):
 
 
 def test_executor_killed_mid_job(cluster, pyfiles, crawl, local_clusters, tmp_path):
-    """spark-submit onto the cluster with the code shipped as the zip gives the clusters of local mode, also
-    when one executor JVM is SIGKILLed while the job runs tasks: Spark replaces it and re-runs the lost work.
+    """The documented command, spark-submit jobs/dedup_job.py, onto the cluster with the code shipped as the
+    zip gives the clusters of local mode, also when one executor JVM is SIGKILLed while the job runs tasks:
+    Spark replaces it and re-runs the lost work. (This is also the suite's test of the spark-submit entry
+    point: a second one in local mode cost ~30 s of a cold JVM for the same command.)
     (One cluster run proves both: a separate run without a kill cost ~2 minutes of the CI budget.)"""
     out = str(tmp_path / "out")
     before = set(executor_logs(cluster))

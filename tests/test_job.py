@@ -322,19 +322,6 @@ def test_cli_exit_codes_and_messages(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_spark_submit_entry_point(sample, sample_run, tmp_path):
-    """The documented command, spark-submit jobs/dedup_job.py, gives the same clusters."""
-    spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
-    out = tmp_path / "out"
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               SPARK_LOCAL_IP="127.0.0.1")
-    proc = subprocess.run([spark_submit, "--master", "local[2]", os.path.join(ROOT, "jobs", "dedup_job.py"),
-                           "--input", sample, "--output", str(out)], capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "simhash-dedup: done" in proc.stdout
-    pd.testing.assert_frame_equal(read_clusters(out), read_clusters(sample_run[0]))
-
-
 def test_stored_fingerprints_dedup_again(spark, sample_run, tmp_path):
     """--input-format fingerprints: the clusters output itself (id, fingerprint, signature) as input gives the
     same clusters without any text; without signatures verification is refused unless --min-similarity 0."""
