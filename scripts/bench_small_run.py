@@ -1,0 +1,93 @@
+"""The fixed cost of a run: the documented command (spark-submit jobs/dedup_job.py, local[2]) on a small
+sample, for this checkout and optionally other checkouts (e.g. a `git worktree` of an earlier commit), the
+runs taking turns. Prints per code: wall seconds of spark-submit, the job's own seconds (report.json
+total_seconds: from the session's start of the run to its end, i.e. after the JVM started), the sum of the
+stage seconds, and the Spark jobs the run started (from the event log).
+
+    python scripts/bench_small_run.py                         # 200 pages, 3 runs
+    git worktree add /tmp/before ceaf7dc && python scripts/bench_small_run.py --compare /tmp/before
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus  # noqa: E402
+
+
+def spark_jobs(event_dir: str) -> int:
+    """Spark jobs started by the application whose event log is in event_dir."""
+    n = 0
+    for path in glob.glob(os.path.join(event_dir, "**", "*"), recursive=True):
+        if os.path.isdir(path):
+            continue
+        with open(path, errors="replace") as fh:
+            n += sum('"Event":"SparkListenerJobStart"' in line for line in fh)
+    return n
+
+
+def one_run(code: str, sample: str, work: str) -> dict:
+    out, events = os.path.join(work, "out"), os.path.join(work, "events")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(events)
+    env = dict(os.environ, PYTHONPATH=code, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1")
+    spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+    start = time.perf_counter()
+    proc = subprocess.run([spark_submit, "--master", "local[2]", "--conf", "spark.eventLog.enabled=true",
+                           "--conf", "spark.eventLog.compress=false", "--conf", "spark.eventLog.rolling.enabled=false",
+                           "--conf", f"spark.eventLog.dir=file://{events}", os.path.join(code, "jobs", "dedup_job.py"),
+                           "--input", sample, "--output", out], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{code}: spark-submit failed\n{proc.stderr[-3000:]}")
+    with open(os.path.join(out, "report.json")) as fh:
+        report = json.load(fh)
+    return {"wall": wall, "job": report["total_seconds"], "stages": sum(report["seconds"].values()),
+            "spark_jobs": spark_jobs(events)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pages", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--compare", nargs="*", default=[], help="other checkouts to run beside this one")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="bench-small-")
+    sample = os.path.join(work, "sample.parquet")
+    import pandas as pd
+
+    pd.DataFrame(make_sample_corpus(args.pages, seed=3)).to_parquet(sample)
+    codes = [ROOT, *args.compare]
+    results = {code: [] for code in codes}
+    for i in range(args.runs):
+        for code in codes:  # taking turns: a slower spell of the machine hits every code alike
+            results[code].append(one_run(code, sample, os.path.join(work, "run")))
+            print(f"run {i + 1}, {code}: {results[code][-1]}", flush=True)
+    print(f"\n{args.pages} pages, local[2], best of {args.runs}:\n")
+    print("| code | wall s (spark-submit) | job s (report total_seconds) | stages s | Spark jobs |")
+    print("|---|---|---|---|---|")
+    best = {}
+    for code in codes:
+        rows = results[code]
+        best[code] = {k: min(r[k] for r in rows) for k in rows[0]}
+        b = best[code]
+        print(f"| {code} | {b['wall']:.1f} | {b['job']:.1f} | {b['stages']:.1f} | {b['spark_jobs']} |")
+    for code in args.compare:
+        print(f"\nthis checkout / {code}: wall {best[ROOT]['wall'] / best[code]['wall']:.2f}, "
+              f"job {best[ROOT]['job'] / best[code]['job']:.2f}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
