@@ -94,8 +94,7 @@ def test_executor_killed_mid_job(cluster, pyfiles, crawl, local_clusters, tmp_pa
     log = open(tmp_path / "submit.log", "w+")
     job = subprocess.Popen(
         submit_command(cluster, pyfiles, os.path.join(ROOT, "jobs", "dedup_job.py"), "--input", crawl,
-                       "--output", out, "--input-partitions", "12", "--shuffle-partitions", "6",
-                       "--driver-components-max-edges", "0"),  # the Spark rounds and their checkpoints
+                       "--output", out, "--input-partitions", "12", "--shuffle-partitions", "6"),
         stdout=log, stderr=subprocess.STDOUT, text=True,
     )
     killed = None

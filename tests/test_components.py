@@ -1,22 +1,20 @@
-"""Connected components on Spark (large-star / small-star) and on the driver (numpy) against union-find."""
+"""Connected components on Spark (large-star / small-star) against union-find."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import components_of
 
-from simhash_udf.core.components import smallest_roots
 from simhash_udf.spark.components import connected_components
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["spark", "driver"])
-def cc(spark, tmp_path_factory, request):
+@pytest.fixture(scope="module")
+def cc(spark, tmp_path_factory):
     spark.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("ckpt")))
 
     def run(edges):
         df = spark.createDataFrame([(int(a), int(b)) for a, b in edges], "src long, dst long")
-        roots, rounds = connected_components(df, lambda d: d.checkpoint(eager=True), on_driver=request.param)
-        assert request.param == (rounds == 0)
+        roots, rounds = connected_components(df, lambda d: d.checkpoint(eager=True))
         return {r.node: r.root for r in roots.collect()}, rounds
 
     return run
@@ -35,18 +33,6 @@ def test_random_graphs_match_union_find(cc, edges):
     assert got == expected_roots([(a, b) for a, b in edges if a != b])
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(-2**63, 2**63 - 1) | st.integers(-40, 40),
-                          st.integers(-2**63, 2**63 - 1) | st.integers(-40, 40)), max_size=120))
-def test_smallest_roots_match_union_find(edges):
-    """The driver's solver alone (no Spark), over the whole int64 range: node order is signed, as in Spark."""
-    src = np.array([a for a, _ in edges], dtype=np.int64)
-    dst = np.array([b for _, b in edges], dtype=np.int64)
-    nodes, roots = smallest_roots(src, dst)
-    assert list(nodes) == sorted(nodes)
-    assert dict(zip(nodes.tolist(), roots.tolist())) == expected_roots(edges)
-
-
 @pytest.mark.parametrize("shape", ["path", "star", "many_small"])
 def test_bad_shapes_converge_in_few_rounds(cc, shape):
     n = 100_000
@@ -61,4 +47,4 @@ def test_bad_shapes_converge_in_few_rounds(cc, shape):
     got, rounds = cc(edges)
     assert got == expected_roots(edges)
     print(f"{shape} of {n:,} nodes: {rounds} rounds")
-    assert rounds <= 2 * int(np.ceil(np.log2(n)))  # O(log n) rounds (0 on the driver)
+    assert rounds <= 2 * int(np.ceil(np.log2(n)))  # O(log n) rounds

@@ -189,15 +189,9 @@ def test_sample_corpus_duplicates_found_and_unrelated_pages_apart(sample_run, sa
 
 @pytest.mark.parametrize("partitions", [1, 3, 8])
 def test_same_clusters_whatever_the_partitioning(spark, sample, sample_run, tmp_path, partitions):
-    """Also whichever way the components are found: the sample's run solved its small graph on the driver,
-    these runs on more than one partition use the Spark rounds."""
     out = tmp_path / "out"
-    spark_rounds = ["--driver-components-max-edges", 0] if partitions > 1 else []
-    report = run_job(spark, "--input", sample, "--output", out, "--input-partitions", partitions,
-                     "--shuffle-partitions", partitions, *spark_rounds)
-    found = report["candidates"]
-    assert sample_run[1]["candidates"]["components_on_driver"] and found["components_on_driver"] == (not spark_rounds)
-    assert (found["component_rounds"] > 0) == bool(spark_rounds) and found["forest_edges"] > 0
+    run_job(spark, "--input", sample, "--output", out, "--input-partitions", partitions,
+            "--shuffle-partitions", partitions)
     pd.testing.assert_frame_equal(read_clusters(out), read_clusters(sample_run[0]))
 
 

@@ -79,8 +79,7 @@ def near_duplicates(df: DataFrame, *, id_col: str = "id", text_col: str | None =
         short = short_text_stage(fp.docs, cfg, keep, timer)
         found = near_duplicate_clusters(
             fp.docs, k=cfg.k, blocks=cfg.blocks, max_rounds=cfg.max_component_rounds, timer=timer, keep=keep,
-            checkpoint=local_checkpoint, cluster_mode=cfg.cluster_mode, short_text=short, verify=cfg.verify,
-            driver_max_edges=cfg.driver_components_max_edges,
+            checkpoint=local_checkpoint, cluster_mode=cfg.cluster_mode, short_edges=short.edges, verify=cfg.verify,
             bands=cfg.bands)
         kept_rows = sum(found.histogram.values())
         result.report = {**dedup_report(cfg, fp, short, found, kept_rows), "seconds": timer.seconds}

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from ..core.bands import SignatureBands
 from ..core.blocks import check_k, plan_tables
-from ..core.components import DRIVER_MAX_EDGES
 from ..core.fingerprint import WEIGHTINGS, FeatureSpec
 from ..core.short_text import ShortTextSpec
 from ..core.signature import SignatureSpec
@@ -80,9 +79,6 @@ class DedupConfig:
                                "page", choices=CLUSTER_MODES)
     keep: str = option("id", "search", "which page of a cluster is kept: id (smallest id), longest, earliest:COLUMN")
     max_component_rounds: int = option(200, "search", "large-star/small-star rounds before the job gives up")
-    driver_components_max_edges: int = option(DRIVER_MAX_EDGES, "search", "a graph of up to this many edges has its "
-                                              "components found on the driver (collected: ~16 bytes an edge), "
-                                              "not in Spark rounds; 0 = always in Spark")
     plan: int = option(0, "search", "print the plan and estimated cost of a run over this many pages, then exit "
                        "(no Spark, no input needed)", toml=False)
     simulate_fingerprint_bits: int = option(0, "search", "benchmarks only (scripts/bench_chance.py): cut fingerprints "
@@ -215,7 +211,7 @@ class DedupConfig:
                 raise bad(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
         if self.simulate_fingerprint_bits and not self.k < self.simulate_fingerprint_bits <= 64:
             raise bad(f"--simulate-fingerprint-bits must be 0 (off) or k+1..64 (got {self.simulate_fingerprint_bits})")
-        for name in ("shuffle_partitions", "input_partitions", "driver_components_max_edges"):
+        for name in ("shuffle_partitions", "input_partitions"):
             if getattr(self, name) < 0:
                 raise bad(f"--{name.replace('_', '-')} must be 0 or more (got {getattr(self, name)})")
         try:

@@ -52,8 +52,8 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             found = near_duplicate_clusters(
                 fp.docs, k=cfg.k, blocks=cfg.blocks, max_rounds=cfg.max_component_rounds, timer=timer, keep=keep,
                 history=earlier, history_band_rows=earlier_bands, run_date=history.run_date if history else "",
-                cluster_mode=cfg.cluster_mode, driver_max_edges=cfg.driver_components_max_edges,
-                short_text=short, verify=cfg.verify,
+                cluster_mode=cfg.cluster_mode,
+                short_edges=short.edges, verify=cfg.verify,
                 bands=cfg.bands)
             kept_rows = count_kept(found, history, history_report)
             write_stage(cfg, out, history, loaded.df, found, fp, kept_rows, timer)

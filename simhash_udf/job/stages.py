@@ -17,7 +17,6 @@ from pyspark.sql import functions as F
 
 from ..core.bands import SignatureBands
 from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
-from ..core.components import DRIVER_MAX_EDGES
 from ..core.fingerprint import FeatureSpec
 from ..core.verified import BANDS, VerifySpec
 from ..io.history import attach_history, history_fingerprints, per_fingerprint, related_band_rows, related_block_rows
@@ -209,8 +208,8 @@ def _near_duplicate_clusters(
     docs: DataFrame, *, k: int, timer: StageTimer, keep: Keep, blocks: int = 0, max_rounds: int = 200,
     checkpoint: Keep = reliable_checkpoint, history: DataFrame | None = None,
     history_band_rows: DataFrame | None = None, run_date: str = "",
-    cluster_mode: str = "verified", short_text: ShortText | None = None, verify: VerifySpec | None = None,
-    bands: SignatureBands | None = None, driver_max_edges: int = DRIVER_MAX_EDGES,
+    cluster_mode: str = "verified", short_edges: DataFrame | None = None, verify: VerifySpec | None = None,
+    bands: SignatureBands | None = None,
 ) -> Clustered:
     """Stages 3-7 on (id, fingerprint, rank[, signature][, short_text]) rows: exact collapse, blocks,
     candidates, verification, components, resolve. blocks = 0 lets the planner choose the tables from the
@@ -312,15 +311,12 @@ def _near_duplicate_clusters(
                 by_band[b] = (by_band.get(b, (0, 0))[0] + v, by_band.get(b, (0, 0))[1] + r)
             n_verified, n_rejected = sum(v for v, _ in by_band.values()), sum(r for _, r in by_band.values())
         counts["forest_edges"] = n_edges
-        n_graph = n_edges
-        if short_text is not None and short_text.edges is not None:
-            edges = edges.unionByName(short_text.edges)
-            n_graph += short_text.report["verified_pairs"]
+        if short_edges is not None:
+            edges = edges.unionByName(short_edges)
 
     with timer("components") as counts:
-        on_driver = n_graph <= driver_max_edges
-        roots, rounds = connected_components(edges, checkpoint, max_rounds, on_driver=on_driver)
-        counts.update(rounds=rounds, on_driver=on_driver)
+        roots, rounds = connected_components(edges, checkpoint, max_rounds)
+        counts["rounds"] = rounds
 
     with timer("resolve") as counts:
         page_cols = docs.select("id", "fingerprint", "rank", "signature", "short_text", "unit")
@@ -356,7 +352,6 @@ def _near_duplicate_clusters(
         "forest_edges": n_edges,
         "pairs_accepted_by_distance": {str(d): by_distance.get(d, 0) for d in range(k + 1)},
         "component_rounds": rounds,
-        "components_on_driver": on_driver,
         "chance_pairs_uniform": chance,
         "table_plan": {**plan.describe(), **plan_cost(n_search, plan)},
         "signature_bands": ({**bands.describe(), "key_groups": band_stats["groups"],

@@ -1,24 +1,17 @@
-"""Spark stage 6: connected components with large-star / small-star (Kiveris et al., SoCC 2014), or on
-the driver when the graph is small.
+"""Spark stage 6: connected components with large-star / small-star (Kiveris et al., SoCC 2014).
 
 Nodes are fingerprints (int64) and every step is a DataFrame join or aggregation, so nothing is collected
 to the driver. Edges are kept oriented (u, v) with u > v. The loop stops when the edges form a forest of
 stars, each pointing at its component's smallest node: every child has exactly one parent and no parent
 is itself a child. Each round is checkpointed so the lineage (and the plan Spark must analyse) stays short.
-
-A graph the caller knows to be small (the job: up to --driver-components-max-edges) is collected instead
-and solved in memory (core/components.py): the same roots, for two Spark jobs instead of several a round,
-and no checkpoints.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..core.components import smallest_roots
 from ..errors import DedupError
 
 
@@ -62,13 +55,9 @@ def connected_components(
     max_rounds: int = 200,
     src: str = "src",
     dst: str = "dst",
-    on_driver: bool = False,
 ) -> tuple[DataFrame, int]:
     """(node, root) for every node that is not the smallest of its component (root is that smallest
-    node; roots and isolated nodes are their own root and are not listed), and the rounds it took (0 on
-    the driver). on_driver: the caller knows the edges are few enough to collect (components_on_driver)."""
-    if on_driver:
-        return components_on_driver(edges, src, dst), 0
+    node; roots and isolated nodes are their own root and are not listed), and the rounds it took."""
     e = checkpoint(oriented(edges, src, dst))
     for rounds in range(1, max_rounds + 1):
         e = checkpoint(small_star(large_star(e)))
@@ -77,12 +66,3 @@ def connected_components(
     raise DedupError(
         f"connected components did not converge in {max_rounds} rounds: raise --max-component-rounds"
     )
-
-
-def components_on_driver(edges: DataFrame, src: str = "src", dst: str = "dst") -> DataFrame:
-    """connected_components' (node, root) rows from the edges collected through Arrow and solved in numpy.
-    The result is a small local relation, which later joins broadcast."""
-    table = edges.select(F.col(src).cast("long").alias("s"), F.col(dst).cast("long").alias("d")).toArrow()
-    nodes, roots = smallest_roots(table.column("s").to_numpy(), table.column("d").to_numpy())
-    rows = pd.DataFrame({"node": nodes, "root": roots})
-    return edges.sparkSession.createDataFrame(rows, "node long, root long")
