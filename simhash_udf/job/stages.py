@@ -271,20 +271,28 @@ def _near_duplicate_clusters(
 
     with timer("candidates") as counts:  # the shuffle and sort that form the key groups happen here
         members = keep(group_members(rows, plan))
-        with group_batches(docs.sparkSession):  # one pass: the totals are the sums over the distances
-            per_distance = members.groupBy("distance").agg(
-                F.sum("compared").alias("compared"), F.sum("accepted").alias("accepted"),
-                F.sum("groups").alias("groups")).collect()
-        pair_stats = {name: sum(int(r[name] or 0) for r in per_distance) for name in ("compared", "accepted", "groups")}
-        by_distance = {int(r["distance"]): int(r["accepted"] or 0) for r in per_distance if r["distance"] is not None}
+        # one Spark action for both searches: the table search's statistics by distance (its totals are the
+        # sums over the distances; source 0) and the band search's totals (source 1)
+        per_distance = members.groupBy("distance").agg(
+            F.sum("compared").alias("compared"), F.sum("accepted").alias("accepted"),
+            F.sum("groups").alias("groups")).withColumn("source", F.lit(0))
+        if use_bands:
+            band_members = keep(band_group_members(brows, bands, k))
+            per_distance = per_distance.unionByName(band_members.agg(
+                F.lit(None).cast(dict(members.dtypes)["distance"]).alias("distance"),
+                F.sum("compared").alias("compared"), F.lit(None).cast("long").alias("accepted"),
+                F.sum("groups").alias("groups"), F.lit(1).alias("source")))
+        with group_batches(docs.sparkSession):
+            stat_rows = per_distance.collect()
+        table_rows = [r for r in stat_rows if r["source"] == 0]
+        pair_stats = {name: sum(int(r[name] or 0) for r in table_rows) for name in ("compared", "accepted", "groups")}
+        by_distance = {int(r["distance"]): int(r["accepted"] or 0) for r in table_rows if r["distance"] is not None}
         n_groups = counts["key_groups"] = pair_stats["groups"]
         counts.update(compared=pair_stats["compared"], accepted=pair_stats["accepted"])
         band_stats = {"compared": 0, "groups": 0}
         if use_bands:
-            band_members = keep(band_group_members(brows, bands, k))
-            with group_batches(docs.sparkSession):
-                b = band_members.agg(F.sum("compared").alias("c"), F.sum("groups").alias("g")).first()
-            band_stats = {"compared": int(b["c"] or 0), "groups": int(b["g"] or 0)}
+            b = next(r for r in stat_rows if r["source"] == 1)
+            band_stats = {"compared": int(b["compared"] or 0), "groups": int(b["groups"] or 0)}
             counts.update(band_compared=band_stats["compared"])
         chance = float(f"{chance_pairs(n_search, k):.4g}")
         warning = chance_warning(chance, counts["accepted"], k, n_search) if verify is None else None

@@ -72,8 +72,6 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
     n_reps, n_heads = int(sizes["reps"]), int(sizes["heads"])  # one pass: a head per short fingerprint
     plan = choose_plan(n_heads, spec.k)
     pair_rows = keep(group_pairs(block_rows(heads.select(F.col("short_fingerprint").alias("fingerprint")), plan), plan))
-    with group_batches(docs.sparkSession):
-        compared = pair_rows.agg(F.sum("compared")).first()[0] or 0
 
     head_a = heads.select(F.col("short_fingerprint").alias("a"), F.col("fingerprint").alias("fp_a"),
                           F.col("short_text").alias("text_a"))
@@ -85,8 +83,11 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
             .where(F.col("fingerprint") != F.col("fp_b"))
             .select(F.col("fingerprint").alias("fp_a"), "fp_b", F.col("short_text").alias("text_a"), "text_b"))
     checked = keep(with_jaccard(near.unionByName(same), spec.char_ngram))
-    counts = checked.agg(F.count(F.lit(1)).alias("candidates"),
-                         F.sum((F.col("jaccard") >= spec.min_jaccard).cast("long")).alias("verified")).first()
+    with group_batches(docs.sparkSession):  # one action: the pairs compared, then the candidates checked
+        counts = pair_rows.agg(F.sum("compared").alias("compared")).crossJoin(checked.agg(
+            F.count(F.lit(1)).alias("candidates"),
+            F.sum((F.col("jaccard") >= spec.min_jaccard).cast("long")).alias("verified"))).first()
+    compared = counts["compared"] or 0
     edges = checked.where(F.col("jaccard") >= spec.min_jaccard).select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst"))
     stats = {
         **spec.describe(),
