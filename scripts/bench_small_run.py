@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+import pandas as pd
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -65,8 +67,6 @@ def main() -> None:
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="bench-small-")
     sample = os.path.join(work, "sample.parquet")
-    import pandas as pd
-
     pd.DataFrame(make_sample_corpus(args.pages, seed=3)).to_parquet(sample)
     codes = [ROOT, *args.compare]
     results = {code: [] for code in codes}

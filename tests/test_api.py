@@ -18,6 +18,9 @@ from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.job.cli import main
 from simhash_udf.spark.session import _set_checkpoint_dir, checkpoint_dir
 
+# the session settings the job and the API set while they run, and must put back
+SESSION_SETTINGS = ("spark.sql.shuffle.partitions", "spark.sql.execution.arrow.maxRecordsPerBatch",
+                    "spark.sql.execution.arrow.maxBytesPerBatch")
 TEXTS = ["今天北京的天气很好，我们去公园散步。", "The quick brown fox jumps over the lazy dog again.", "",
          None, "Ｈｅｌｌｏ　ＷＯＲＬＤ，full-width text", "bad utf-8 \udcff?"]
 
@@ -53,9 +56,7 @@ def test_transformer_errors_name_the_param(spark):
 
 
 def test_near_duplicates_leaves_the_session_as_it_was(spark):
-    keys = ("spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.execution.arrow.maxBytesPerBatch",
-            "spark.sql.shuffle.partitions")
-    before = {k: spark.conf.get(k, None) for k in keys}
+    before = {k: spark.conf.get(k, None) for k in SESSION_SETTINGS}
     text = "一段足够长的中文文本，用来测试近似重复的检测是否正确。" * 3
     df = spark.createDataFrame([(1, text), (2, text + "!"), (3, "something else entirely, in English")],
                                "id long, text string")
@@ -65,7 +66,7 @@ def test_near_duplicates_leaves_the_session_as_it_was(spark):
     assert sorted(r.id for r in result.kept.collect()) == [1, 3]
     assert result.report["duplicates"] == 1 and result.report["input_rows"] == 3
     result.unpersist()
-    assert {k: spark.conf.get(k, None) for k in keys} == before
+    assert {k: spark.conf.get(k, None) for k in SESSION_SETTINGS} == before
 
 
 def test_core_does_not_pull_pyspark_through_the_package():
@@ -84,16 +85,12 @@ def test_notebook_use_leaves_the_session_as_it_was(spark, tmp_path):
     spark.sparkContext.setCheckpointDir(os.path.join(work, "my-checkpoints"))
 
     def settings():
-        return {k: spark.conf.get(k, None) for k in CONF}, checkpoint_dir(spark)
+        return {k: spark.conf.get(k, None) for k in SESSION_SETTINGS}, checkpoint_dir(spark)
 
     try:
         _notebook_steps(spark, work, settings)
     finally:
         _set_checkpoint_dir(spark, old_dir)
-
-
-CONF = ("spark.sql.shuffle.partitions", "spark.sql.execution.arrow.maxRecordsPerBatch",
-        "spark.sql.execution.arrow.maxBytesPerBatch")
 
 
 def _notebook_steps(spark, work, settings):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import uuid
+from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -149,10 +150,7 @@ class History:
                          .select("band", "key", "fingerprint"))
         if computed:
             parts.append(band_index_rows(self._rows_of(computed), bands, distinct=False))
-        out = parts[0]
-        for part in parts[1:]:
-            out = out.unionByName(part)
-        return out
+        return reduce(DataFrame.unionByName, parts)
 
     def stage(self, rows: DataFrame, version: str, bands=None) -> None:
         """Write this run's rows (id, fingerprint, signature, cluster_id, is_duplicate, kept_run_date) beside

@@ -9,6 +9,7 @@ import logging
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import reduce
 from typing import Callable
 
 from pyspark import StorageLevel
@@ -308,13 +309,12 @@ def _near_duplicate_clusters(
         by_band = by_source[0]
         n_verified, n_rejected = sum(v for v, _ in by_band.values()), sum(r for _, r in by_band.values())
         counts.update(verified=n_verified, rejected=n_rejected)
-        edges = sources[0].where(F.col("src").isNotNull()).select("src", "dst")
+        edges = reduce(DataFrame.unionByName, [s.where(F.col("src").isNotNull()).select("src", "dst") for s in sources])
         if use_bands:
             by_band_b = by_source[1]
             band_stats.update(accepted=sum(v + r for v, r in by_band_b.values()),
                               verified=sum(v for v, _ in by_band_b.values()))
             counts.update(band_verified=band_stats["verified"], band_rejected=band_stats["accepted"] - band_stats["verified"])
-            edges = edges.unionByName(sources[1].where(F.col("src").isNotNull()).select("src", "dst"))
             for b, (v, r) in by_band_b.items():
                 by_band[b] = (by_band.get(b, (0, 0))[0] + v, by_band.get(b, (0, 0))[1] + r)
             n_verified, n_rejected = sum(v for v, _ in by_band.values()), sum(r for _, r in by_band.values())
@@ -378,10 +378,7 @@ def _near_duplicate_clusters(
 def edge_counts(sources: list[DataFrame]) -> tuple[list[dict[int, tuple[int, int]]], int]:
     """From the rows of verify walks (edges, and statistics rows with a band), in one Spark job: for each
     source {similarity band: (verified, rejected)}, and the edges of all of them."""
-    tagged = [rows.withColumn("source", F.lit(i)) for i, rows in enumerate(sources)]
-    union = tagged[0]
-    for rows in tagged[1:]:
-        union = union.unionByName(rows)
+    union = reduce(DataFrame.unionByName, [rows.withColumn("source", F.lit(i)) for i, rows in enumerate(sources)])
     stats = union.groupBy("source", "band").agg(F.sum("verified").alias("v"), F.sum("rejected").alias("r"),
                                                 F.count("src").alias("edges")).collect()
     by_source = [{int(r["band"]): (int(r["v"]), int(r["r"])) for r in stats if r["source"] == i and r["band"] is not None}
