@@ -80,7 +80,7 @@ def band_group_members(rows: DataFrame, bands: SignatureBands, k: int) -> DataFr
              pa.array([int((np.diff(offsets) >= 2).sum())], pa.int64())], schema=_BAND_MEMBER_ARROW)
 
     shared = (rows.repartition("key")
-              .withColumn("n", F.count(F.lit(1)).over(Window.partitionBy("key", "band")))
+              .withColumn("n", F.count(F.lit(1)).over(Window.partitionBy("key")))
               .where(F.col("n") >= 2).drop("n"))
     return _runs(shared).mapInArrow(lambda b: walk_groups(b, per_groups, with_keys=True), BAND_MEMBER_SCHEMA)
 
