@@ -28,7 +28,6 @@ from simhash_udf.job.config import DedupConfig, load_config  # noqa: E402
 from simhash_udf.job.pipeline import run  # noqa: E402
 from simhash_udf.spark.session import get_spark  # noqa: E402
 
-
 MAX_REDRAWN = 6  # signature bins a planted copy redraws at most (5% of 128)
 
 
