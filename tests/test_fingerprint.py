@@ -1,7 +1,7 @@
 """The fingerprint definition: numpy batch == slow reference, golden values, the worked example."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from simhash_udf.core.fingerprint import (
@@ -94,6 +94,7 @@ def test_batch_equals_reference(batch, spec):
 
 @settings(max_examples=300, deadline=None)
 @given(texts, st.sampled_from(["jieba", "rjieba"]))
+@example("ΑΣ·é", "jieba")  # final sigma looks through the case-ignorable U+00B7: not final here (found by CI)
 def test_fast_auto_tokens_equal_definition(text, segment):
     """The hot path (ASCII in one translate, Han runs cut out before normalising) gives the same features as
     normalising the whole page and tokenising it."""

@@ -171,18 +171,22 @@ def _rest_words(rest: str) -> list[str] | None:
     """The words of a page's non-Han rest (its pieces joined by newlines), normalised; None when normalising
     it yields Han characters (the caller then takes the slow path).
 
-    NFKC first: on Chinese pages it maps the full-width punctuation to ASCII, and the CJK marks it keeps are
-    replaced by spaces, so the rest is usually ASCII and one str.translate does lower-casing, digits and word
-    boundaries (lower-casing and digit folding commute with replacing those marks)."""
+    NFKC first: on Chinese pages it maps the full-width punctuation to ASCII; then lower case, and only then
+    the CJK marks it keeps are replaced by spaces (final sigma looks through case-ignorable marks such as
+    U+00B7: "ΑΣ·é" lower-cases to "ασ·é", but "ΑΣ é" to "ας é"), so the rest is usually ASCII and one
+    str.translate does digits and word boundaries."""
     if rest.isascii():
         return rest.translate(_ASCII_FOLD).split()
     rest = unicodedata.normalize("NFKC", rest)
+    if rest.isascii():
+        return rest.translate(_ASCII_FOLD).split()
+    rest = rest.lower()
     for mark in _CJK_PUNCTUATION:
         if mark in rest:
             rest = rest.replace(mark, " ")
     if rest.isascii():
         return rest.translate(_ASCII_FOLD).split()
-    rest = _DIGIT.sub("0", rest.lower())
+    rest = _DIGIT.sub("0", rest)
     if _HAN_CHAR.search(rest):
         return None
     return rest.translate(_ASCII_FOLD).split() if rest.isascii() else _WORDS.findall(rest)
