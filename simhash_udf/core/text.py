@@ -177,10 +177,7 @@ def _rest_words(rest: str) -> list[str] | None:
     str.translate does digits and word boundaries."""
     if rest.isascii():
         return rest.translate(_ASCII_FOLD).split()
-    rest = unicodedata.normalize("NFKC", rest)
-    if rest.isascii():
-        return rest.translate(_ASCII_FOLD).split()
-    rest = rest.lower()
+    rest = unicodedata.normalize("NFKC", rest).lower()
     for mark in _CJK_PUNCTUATION:
         if mark in rest:
             rest = rest.replace(mark, " ")

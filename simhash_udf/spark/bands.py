@@ -79,6 +79,8 @@ def band_group_members(rows: DataFrame, bands: SignatureBands, k: int) -> DataFr
             [pa.nulls(1, pa.int32()), pa.nulls(1, pa.int64()), pa.nulls(1, pa.int64()), pa.array([compared], pa.int64()),
              pa.array([int((np.diff(offsets) >= 2).sum())], pa.int64())], schema=_BAND_MEMBER_ARROW)
 
+    # counted by the key alone, one long that Spark sorts with its radix sort (by (key, band): 23 -> 17 s on
+    # 2M pages); a key hash shared by two bands only keeps more rows, the walk still groups by (band, key)
     shared = (rows.repartition("key")
               .withColumn("n", F.count(F.lit(1)).over(Window.partitionBy("key")))
               .where(F.col("n") >= 2).drop("n"))
