@@ -126,11 +126,16 @@ def test_history_search_without_broadcast_gives_the_same_clusters(spark, days, i
     monkeypatch.setattr(history_module, "BROADCAST_KEYS", -1)
     root, _ = days
     hist = tmp_path / "history"
-    for day in DAYS:
+    index_name = history_module.band_index_name(load_config(PINNED + ["--plan", "1000"]).bands)
+    # day 1 reads no history: its partition is the incremental fixture's (without its band index), not a rerun
+    shutil.copytree(root / "history", hist, ignore=shutil.ignore_patterns(*[f"run_date={d}" for d in DAYS[1:]]))
+    shutil.rmtree(hist / f"run_date={DAYS[0]}" / index_name)
+    assert sorted(p for p in os.listdir(hist) if p.startswith("run_date=")) == [f"run_date={DAYS[0]}"]
+    for day in DAYS[1:]:
         job(spark, "--input", str(root / f"{day}.parquet"), "--output", str(tmp_path / f"out-{day}"),
             "--history", str(hist), "--run-date", day, "--keep", "earliest:crawl_day")
         pd.testing.assert_frame_equal(clusters(tmp_path / f"out-{day}"), clusters(root / f"out-{day}"))
-        index = hist / f"run_date={day}" / history_module.band_index_name(load_config(PINNED + ["--plan", "1000"]).bands)
+        index = hist / f"run_date={day}" / index_name
         assert index.is_dir()
         shutil.rmtree(index)
 

@@ -194,14 +194,20 @@ def short_text_stage(docs: DataFrame, cfg: DedupConfig, keep: Keep, timer: Stage
     return ShortText(edges, {"enabled": True, **stats})
 
 
-# Caches built while clustering are not compressed: they hold random 64-bit fingerprints and 128-byte
-# signatures, which do not compress, and compressing them made each persist of 3M pages ~2x slower.
-UNCOMPRESSED_CACHE = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
+# Session settings of the clustering stages (put back afterwards):
+# - caches not compressed: they hold random 64-bit fingerprints and 128-byte signatures, which do not compress,
+#   and compressing them made each persist of 3M pages ~2x slower;
+# - a join whose keys include the ones a side is already partitioned by keeps that partitioning: the pages are
+#   partitioned by fingerprint (with_units), and Spark turns "join on fingerprint, then unit = unit" into a
+#   join on both, which re-shuffled every unit's signature to fetch those of the few multi-unit components
+#   (4M fingerprints: 4M rows, 584 MB). Skew is no worse: that side is partitioned by fingerprint already.
+CLUSTERING_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false",
+                       "spark.sql.requireAllClusterKeysForCoPartition": "false"}
 
 
 def near_duplicate_clusters(docs: DataFrame, **kwargs) -> Clustered:
-    """Stages 3-7 (see _near_duplicate_clusters), with the caches they build uncompressed."""
-    with scoped_settings(docs.sparkSession, UNCOMPRESSED_CACHE):
+    """Stages 3-7 (see _near_duplicate_clusters), under CLUSTERING_SETTINGS."""
+    with scoped_settings(docs.sparkSession, CLUSTERING_SETTINGS):
         return _near_duplicate_clusters(docs, **kwargs)
 
 
