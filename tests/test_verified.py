@@ -1,6 +1,8 @@
 """Verified clusters: every duplicate is verified-similar to its kept page. The pure core against brute
 force (hypothesis), the Spark stages against a brute-force reference of the definition, chance immunity,
 and the promise checked on a whole job's output."""
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +22,7 @@ from simhash_udf.core.blocks import plan_tables
 from simhash_udf.core.shingles import jaccard, shingle_set
 from simhash_udf.core.verified import VerifySpec, verified_centres, verify_groups
 from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
+from simhash_udf.spark.session import scoped_settings
 
 SPEC = VerifySpec(0.7)
 
@@ -99,15 +102,20 @@ def cluster(spark, tmp_path_factory):
             history = spark.createDataFrame(history, "fingerprint long, h_cluster long, h_kept_date string, "
                                                      "signature binary, kept_signature binary")
         persisted = []
-        found = near_duplicate_clusters(
-            docs, k=k, max_rounds=50, timer=StageTimer(), keep=lambda d: persisted.append(d.cache()) or d.cache(),
-            cluster_mode=mode, verify=verify, history=history, run_date="2026-11-23" if history is not None else "")
-        clusters, stats = found.clusters, found.stats
-        rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id for r in clusters.collect()}
+        # joins planned as at scale (no broadcast), so that run.plans shows the shuffles a large run makes
+        with scoped_settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
+            found = near_duplicate_clusters(
+                docs, k=k, max_rounds=50, timer=StageTimer(), keep=lambda d: persisted.append(d.cache()) or d.cache(),
+                cluster_mode=mode, verify=verify, history=history, run_date="2026-11-23" if history is not None else "")
+            clusters, stats = found.clusters, found.stats
+            rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id
+                    for r in clusters.collect()}
+            run.plans.append(clusters._jdf.queryExecution().executedPlan().toString())
         for d in persisted:
             d.unpersist()
         return rows, stats
 
+    run.plans = []
     return run
 
 
@@ -121,6 +129,13 @@ def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partition
     ids = [int(i) for i in rng.permutation(len(fps)) + 1]
     got, stats = cluster(ids, fps, sigs, k, partitions=partitions)
     assert got == brute_force_verified(ids, fps, sigs, k, SPEC.need)
+    # The pages are partitioned by fingerprint (with_units). The signatures of the units in multi-unit
+    # components are fetched by a join on the fingerprint and the unit, which Spark plans as a join on both
+    # keys: it must keep the pages where they are, not re-shuffle every unit's signature by (unit, fingerprint)
+    # (4M fingerprints: 4M rows, 584 MB; stages.CLUSTERING_SETTINGS).
+    plan = cluster.plans[-1]
+    assert "SortMergeJoin" in plan and "sig_unit" in plan
+    assert not re.search(r"Exchange hashpartitioning\([^)]*sig_unit", plan), plan
     for i, c in got.items():  # every duplicate is verified-similar to its kept page
         assert c == i or agreeing(sigs[ids.index(i)], sigs[ids.index(c)]) >= SPEC.need
     assert stats["pairs_verified"] + stats["pairs_rejected"] == stats["pairs_accepted"]
@@ -212,33 +227,3 @@ def test_component_walk_is_independent_of_batch_cuts(seed, cuts):
         centre = verified_centres(_sig_matrix([sigs[i] for i in idx]), None, SPEC)
         expect += list(zip(unit[idx].tolist(), unit[idx][centre].tolist()))
     assert sorted(zip(got.column("unit_id").to_pylist(), got.column("kept_id").to_pylist())) == sorted(expect)
-
-
-def test_resolve_keeps_the_pages_partitioning(spark):
-    """The pages are partitioned by fingerprint (with_units). The signatures of the units in multi-unit
-    components are fetched by a join on the fingerprint and the unit, which Spark plans as a join on both
-    keys: it must keep the pages where they are, not re-shuffle every unit's signature by (unit, fingerprint)
-    (4M fingerprints: 4M rows, 584 MB). Joins planned as at scale (no broadcast)."""
-    import re
-
-    from simhash_udf.spark.session import scoped_settings
-
-    rng = np.random.default_rng(3)
-    fps = planted_fingerprints(rng, 30, 3)
-    fps += fps[:10]  # repeated fingerprints with another signature: units of one fingerprint
-    sigs = planted_signatures(rng, fps)
-    df = spark.createDataFrame([(i + 1, f, s) for i, (f, s) in enumerate(zip(fps, sigs))],
-                               "id long, fingerprint long, signature binary")
-    docs = df.repartition(3).withColumn("rank", F.struct(F.col("id").alias("i")))
-    persisted = []
-    with scoped_settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
-        found = near_duplicate_clusters(docs, k=3, max_rounds=50, timer=StageTimer(), verify=SPEC,
-                                        keep=lambda d: persisted.append(d.cache()) or d.cache(),
-                                        checkpoint=lambda d: d.localCheckpoint(eager=True))
-        rows = found.clusters.collect()
-        plan = found.clusters._jdf.queryExecution().executedPlan().toString()
-    for d in persisted:
-        d.unpersist()
-    assert len(rows) == len(fps) and sum(not r.is_duplicate for r in rows) < len(fps)
-    assert "SortMergeJoin" in plan and "sig_unit" in plan
-    assert not re.search(r"Exchange hashpartitioning\([^)]*sig_unit", plan), plan
