@@ -21,8 +21,10 @@ def _half_of_ram() -> str:
     return f"{max(1, total // 2**31)}g"
 
 
-def get_spark(app_name: str = "simhash-dedup", master: str | None = None) -> SparkSession:
-    """The active session as it is (a caller's: never reconfigured), or a new one for the job."""
+def get_spark(app_name: str = "simhash-dedup", master: str | None = None,
+              conf: dict[str, str] | None = None) -> SparkSession:
+    """The active session as it is (a caller's: never reconfigured), or a new one for the job (with `conf`
+    added to its settings)."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -34,6 +36,8 @@ def get_spark(app_name: str = "simhash-dedup", master: str | None = None) -> Spa
         builder = builder.config("spark.ui.showConsoleProgress", "false")
         # Local mode runs everything in the driver JVM: Spark's default of 1g is too small past ~10^6 pages.
         builder = builder.config("spark.driver.memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     spark = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate()
     sc = spark.sparkContext
     if sc.master.startswith("local") and not sc.getConf().contains("spark.sql.shuffle.partitions"):
