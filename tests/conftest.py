@@ -12,8 +12,9 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 def spark():
     from simhash_udf.spark.session import get_spark
 
-    # no web UI: the tests never read it, and its listeners cost ~1 s of a ~14 s warm 200-page run here; two
-    # shuffle partitions (one task per core, still more than one partition): 14.0 -> 12.2 s for that run
+    # no web UI (the tests never read it) and two shuffle partitions (one task per core, still more than one
+    # partition): a warm 200-page run took 14.0 s, 12.8 s without the UI, 12.2 s with two partitions (one
+    # process each, within this machine's noise for the UI)
     session = get_spark("simhash-dedup-tests", master="local[2]", conf={"spark.ui.enabled": "false"})
     session.conf.set("spark.sql.shuffle.partitions", "2")
     session.sparkContext.setLogLevel("ERROR")
