@@ -102,7 +102,7 @@ def cluster(spark, tmp_path_factory):
             history = spark.createDataFrame(history, "fingerprint long, h_cluster long, h_kept_date string, "
                                                      "signature binary, kept_signature binary")
         persisted = []
-        # joins planned as at scale (no broadcast), so that run.plans shows the shuffles a large run makes
+        # joins planned as at scale (no broadcast), so that run.last_plan shows the shuffles a large run makes
         with scoped_settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
             found = near_duplicate_clusters(
                 docs, k=k, max_rounds=50, timer=StageTimer(), keep=lambda d: persisted.append(d.cache()) or d.cache(),
@@ -110,12 +110,11 @@ def cluster(spark, tmp_path_factory):
             clusters, stats = found.clusters, found.stats
             rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id
                     for r in clusters.collect()}
-            run.plans.append(clusters._jdf.queryExecution().executedPlan().toString())
+            run.last_plan = clusters._jdf.queryExecution().executedPlan().toString()
         for d in persisted:
             d.unpersist()
         return rows, stats
 
-    run.plans = []
     return run
 
 
@@ -133,7 +132,7 @@ def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partition
     # components are fetched by a join on the fingerprint and the unit, which Spark plans as a join on both
     # keys: it must keep the pages where they are, not re-shuffle every unit's signature by (unit, fingerprint)
     # (4M fingerprints: 4M rows, 584 MB; stages.CLUSTERING_SETTINGS).
-    plan = cluster.plans[-1]
+    plan = cluster.last_plan
     assert "SortMergeJoin" in plan and "sig_unit" in plan
     assert not re.search(r"Exchange hashpartitioning\([^)]*sig_unit", plan), plan
     for i, c in got.items():  # every duplicate is verified-similar to its kept page
