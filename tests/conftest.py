@@ -14,8 +14,15 @@ def spark():
 
     # no web UI (the tests never read it) and two shuffle partitions (one task per core, still more than one
     # partition): a warm 200-page run took 14.0 s, 12.8 s without the UI, 12.2 s with two partitions (one
-    # process each, within this machine's noise for the UI)
-    session = get_spark("simhash-dedup-tests", master="local[2]", conf={"spark.ui.enabled": "false"})
+    # process each, within this machine's noise for the UI).
+    # The suite plans a few thousand different queries in this one JVM: a generated-code cache that holds them
+    # (Spark keeps 100) and the parallel collector (G1's concurrent threads compete with the tasks for the
+    # 2 cores): tests/test_job.py took 211 and 214 s at Spark's defaults, 185 and 185 s with both.
+    session = get_spark("simhash-dedup-tests", master="local[2]", conf={
+        "spark.ui.enabled": "false",
+        "spark.sql.codegen.cache.maxEntries": "5000",
+        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    })
     session.conf.set("spark.sql.shuffle.partitions", "2")
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -23,9 +23,12 @@ from simhash_udf.io.ownership import Owner, process_start, stale_reason
 from simhash_udf.io.write import COMMIT_STEPS, EXIT_AFTER_CODE, EXIT_AFTER_ENV, OutputDir
 from simhash_udf.job.config import load_config
 from simhash_udf.job.pipeline import run
+from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS
 
+# child processes: one small run each (their JVMs get the short-run options, session.SHORT_RUN_JAVA_OPTIONS)
 ENV = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-           SIMHASH_DEDUP_MASTER="local[1]", SIMHASH_DEDUP_DRIVER_MEMORY="1g")
+           SIMHASH_DEDUP_MASTER="local[1]", SIMHASH_DEDUP_DRIVER_MEMORY="1g",
+           PYSPARK_SUBMIT_ARGS=f"--driver-java-options '{SHORT_RUN_JAVA_OPTIONS}' pyspark-shell")
 
 
 def job(spark, *argv):
