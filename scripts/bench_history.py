@@ -75,6 +75,9 @@ def main() -> None:
     ap.add_argument("--copy-share", type=float, default=0.05)
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--workdir")
+    ap.add_argument("--reuse", action="store_true",
+                    help="use the inputs and histories already in --workdir (written by an earlier run of this script "
+                         "with the same --n and --days) instead of generating them again (~10 min at the defaults)")
     args = ap.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="bench_history_")
     os.makedirs(work, exist_ok=True)
@@ -82,44 +85,45 @@ def main() -> None:
     spark = get_spark("bench-history")
     spark.sparkContext.setLogLevel("ERROR")
 
-    # day 1: a real run writes the history's first partition and its pins
     hist_one = os.path.join(work, "history_1")
-    shutil.rmtree(hist_one, ignore_errors=True)
-    day1 = random_texts(args.n, rng)
-    write_input(os.path.join(work, "day1.parquet"), 0, day1)
-    run_day(spark, os.path.join(work, "day1.parquet"), os.path.join(work, "out_day1"), hist_one, START, args.k)
-    first = [p for p in os.listdir(hist_one) if p.startswith("run_date=")][0]
-    schema = pq.read_schema(next(os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(hist_one, first))
-                                 for f in fs if f.endswith(".parquet")))
-
-    # the long history: day 1 plus days 2..D written in the same schema
-    bands = load_config(["--plan", "1000", "--k", str(args.k)]).bands
     hist_long = os.path.join(work, f"history_{args.days}")
-    shutil.rmtree(hist_long, ignore_errors=True)
-    shutil.copytree(hist_one, hist_long)
-    for d in range(1, args.days):
-        date = START + dt.timedelta(days=d)
-        fps, sigs = random_fingerprints(args.n, rng)
-        ids = np.arange(d * args.n, (d + 1) * args.n, dtype=np.int64)
-        part = os.path.join(hist_long, f"run_date={date.isoformat()}")
-        os.makedirs(part)
-        table = pa.table({"id": ids, "fingerprint": fps, "signature": to_arrow(sigs, np.ones(args.n, bool)),
-                          "cluster_id": ids, "is_duplicate": np.zeros(args.n, bool),
-                          "kept_run_date": pa.array([date.isoformat()] * args.n)})
-        pq.write_table(table.select(schema.names).cast(schema), os.path.join(part, "part-0.parquet"))
-        if bands is not None:  # the band index each run writes beside its rows (History.stage)
-            band_index_rows(spark.read.parquet(part), bands).write.parquet(os.path.join(part, band_index_name(bands)))
-
-    # the measured day: new pages, copy_share of them day 1's pages with one word changed
-    day = START + dt.timedelta(days=args.days + 1)
-    texts = random_texts(args.n, rng)
-    n_copy = int(args.n * args.copy_share)
-    for i, src in enumerate(rng.choice(args.n, size=n_copy, replace=False)):
-        words = day1[src].split()
-        words[int(rng.integers(0, len(words)))] = "changed"
-        texts[i] = " ".join(words)
     inp = os.path.join(work, "day.parquet")
-    write_input(inp, (args.days + 1) * args.n, texts)
+    day = START + dt.timedelta(days=args.days + 1)
+    n_copy = int(args.n * args.copy_share)
+    if not (args.reuse and all(os.path.exists(p) for p in (hist_one, hist_long, inp))):
+        # day 1: a real run writes the history's first partition and its pins
+        shutil.rmtree(hist_one, ignore_errors=True)
+        day1 = random_texts(args.n, rng)
+        write_input(os.path.join(work, "day1.parquet"), 0, day1)
+        run_day(spark, os.path.join(work, "day1.parquet"), os.path.join(work, "out_day1"), hist_one, START, args.k)
+        first = [p for p in os.listdir(hist_one) if p.startswith("run_date=")][0]
+        schema = pq.read_schema(next(os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(hist_one, first))
+                                     for f in fs if f.endswith(".parquet")))
+
+        # the long history: day 1 plus days 2..D written in the same schema
+        bands = load_config(["--plan", "1000", "--k", str(args.k)]).bands
+        shutil.rmtree(hist_long, ignore_errors=True)
+        shutil.copytree(hist_one, hist_long)
+        for d in range(1, args.days):
+            date = START + dt.timedelta(days=d)
+            fps, sigs = random_fingerprints(args.n, rng)
+            ids = np.arange(d * args.n, (d + 1) * args.n, dtype=np.int64)
+            part = os.path.join(hist_long, f"run_date={date.isoformat()}")
+            os.makedirs(part)
+            table = pa.table({"id": ids, "fingerprint": fps, "signature": to_arrow(sigs, np.ones(args.n, bool)),
+                              "cluster_id": ids, "is_duplicate": np.zeros(args.n, bool),
+                              "kept_run_date": pa.array([date.isoformat()] * args.n)})
+            pq.write_table(table.select(schema.names).cast(schema), os.path.join(part, "part-0.parquet"))
+            if bands is not None:  # the band index each run writes beside its rows (History.stage)
+                band_index_rows(spark.read.parquet(part), bands).write.parquet(os.path.join(part, band_index_name(bands)))
+
+        # the measured day: new pages, copy_share of them day 1's pages with one word changed
+        texts = random_texts(args.n, rng)
+        for i, src in enumerate(rng.choice(args.n, size=n_copy, replace=False)):
+            words = day1[src].split()
+            words[int(rng.integers(0, len(words)))] = "changed"
+            texts[i] = " ".join(words)
+        write_input(inp, (args.days + 1) * args.n, texts)
 
     results = []
     for label, hist in (("1 earlier day", hist_one), (f"{args.days} earlier days", hist_long)):
@@ -131,12 +135,12 @@ def main() -> None:
 
     stages = list(dict.fromkeys(s for _, _, r, _ in results for s in r["seconds"]))
     print(f"\nday of {args.n:,} pages ({n_copy:,} near-copies of day 1's pages), k = {args.k}\n")
-    print("| history | " + " | ".join(stages) + " | total s | history fingerprints | compared with the day | duplicates |")
+    print("| history | " + " | ".join(stages) + " | total s | history rows | compared with the day | duplicates |")
     print("|" + "---|" * (len(stages) + 5))
     for label, wall, r, dup in results:
         h = r["history"]
         print(f"| {label} | " + " | ".join(f"{r['seconds'].get(s, 0):.1f}" for s in stages)
-              + f" | {wall:.1f} | {h['history_fingerprints']:,} | {h['history_fingerprints_compared']:,}"
+              + f" | {wall:.1f} | {h['history_rows']:,} | {h['history_fingerprints_compared']:,}"
               f" | {dup:,} (of earlier runs {h['duplicates_of_earlier_runs']:,}) |")
     print(f"\nt({args.days} days) / t(1 day) = {results[1][1] / results[0][1]:.2f}   (target <= 2)")
     if not args.workdir:

@@ -299,25 +299,34 @@ def per_fingerprint(history: DataFrame, fps: DataFrame, n_fps: int) -> DataFrame
     return per_fp.join(kept, "h_cluster", "left")
 
 
-def history_fingerprints(history: DataFrame) -> DataFrame:
-    """The distinct fingerprints of the history (one column)."""
-    fps = history.select("fingerprint")
-    return fps if "h_cluster" in history.columns else fps.distinct()
+def history_rows(history: DataFrame) -> DataFrame:
+    """The fingerprint column of the history's rows (one row per page of an earlier run with a fingerprint, or
+    per fingerprint when the history is given per fingerprint)."""
+    return history.select("fingerprint")
 
 
-def related_block_rows(history: DataFrame, today_rows: DataFrame, plan, n_today: int) -> DataFrame:
+def related_block_rows(history: DataFrame, today_rows: DataFrame, today_fps: DataFrame, plan, n_today: int) -> DataFrame:
     """Block rows (table, key, fingerprint) of the history fingerprints whose key is also a key of this run.
 
     A history fingerprint within k of one of this run's shares a key with it in every table where the two
     agree (pigeonhole), so its rows for all those tables are here and the pair is found and counted in its
     first shared table as usual. Keys held by history fingerprints alone are left out: pairs among earlier
-    pages were settled by earlier runs. Only the fingerprint column of the history is read, and the few
-    matching rows are made distinct (a fingerprint may be on several rows of the history).
-    n_today: this run's distinct fingerprints (bounds its keys)."""
+    pages were settled by earlier runs. Only the fingerprint column of the history is read; a Bloom filter of
+    this run's keys (key_filter.py) drops the history fingerprints without a shared key before anything is
+    exploded or shuffled, then the few left are matched to the run's keys exactly and made distinct (a
+    fingerprint may be on several rows of the history).
+    today_fps: this run's distinct fingerprints, n_today of them (bounds its keys)."""
+    from ..core.key_filter import table_filter_keys
     from ..spark.blocks import block_rows, packed_key_shift
+    from ..spark.key_filter import build_key_bloom
+
+    def keys_of(batch):
+        return table_filter_keys(batch.column("fingerprint").to_numpy(zero_copy_only=False), plan)
 
     most = sum(min(n_today, 1 << bits) for bits in plan.key_bits())
-    rows = block_rows(history.select("fingerprint"), plan)
+    bloom = build_key_bloom(today_fps.select("fingerprint"), keys_of, most)
+    passed = bloom.rows_that_may_match(history.select("fingerprint"), keys_of)
+    rows = block_rows(passed, plan)
     packed = packed_key_shift(plan) is not None  # the key holds the table index
     return with_day_keys(rows, today_rows, "table", most, packed).distinct()
 
@@ -325,15 +334,26 @@ def related_block_rows(history: DataFrame, today_rows: DataFrame, plan, n_today:
 def related_band_rows(history: DataFrame, today_band_rows: DataFrame, today_fps: DataFrame, bands,
                       n_today: int, history_band_rows: DataFrame | None = None) -> DataFrame:
     """Band rows (band, key, fingerprint) of the history fingerprints that share a band key with this run's
-    and are not this run's own (their band rows are in the run's already). The key filter comes first, so
-    only the few matching rows meet the anti-join with this run's fingerprints and are made distinct (the
+    and are not this run's own (their band rows are in the run's already). A Bloom filter of this run's band
+    keys drops the others before any shuffle (key_filter.py), the exact key match comes next, so only the few
+    matching rows meet the anti-join with this run's fingerprints and are made distinct (the
     rows of a fingerprint on several rows of the history; the signature of each is searched, and
     verification uses the fingerprint's best one, per_fingerprint). Columns in band_rows' order (the anti-join
     would put its `fingerprint` first), so that a union with the run's own rows is safe.
     history_band_rows: the history's band rows when known (History.band_rows: read from the runs' band
     indexes); otherwise computed from the history's signatures."""
+    from ..core.key_filter import band_filter_keys
+    from ..spark.key_filter import build_key_bloom
+
+    def keys_of(batch):
+        return band_filter_keys(batch.column("band").to_numpy(zero_copy_only=False),
+                                batch.column("key").to_numpy(zero_copy_only=False))
+
     rows = history_band_rows if history_band_rows is not None else band_index_rows(history, bands, distinct=False)
-    matching = with_day_keys(rows, today_band_rows, "band", n_today * bands.bands, False)
+    most = n_today * bands.bands
+    bloom = build_key_bloom(today_band_rows.select("band", "key"), keys_of, most)
+    passed = bloom.rows_that_may_match(rows.select("band", "key", "fingerprint"), keys_of)
+    matching = with_day_keys(passed, today_band_rows, "band", most, False)
     return matching.join(today_fps, "fingerprint", "left_anti").select("band", "key", "fingerprint").distinct()
 
 

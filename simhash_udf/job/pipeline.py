@@ -166,7 +166,7 @@ def read_history(history: History | None, cfg: DedupConfig) -> tuple[DataFrame |
     bands = history.band_rows(dates_read, cfg.bands) if earlier is not None and cfg.bands is not None else None
     report = {"path": history.path, "run_date": history.run_date, "runs_read": len(dates_read),
               "first_run": dates_read[0] if dates_read else None, "later_or_same_runs_ignored": dates_ignored,
-              "duplicates_of_earlier_runs": 0, "history_fingerprints": 0, "history_fingerprints_compared": 0}
+              "duplicates_of_earlier_runs": 0, "history_rows": 0, "history_fingerprints_compared": 0}
     if dates_ignored:
         log.warning("history %s has runs on or after %s (%s): they are not read, and the later ones did not see "
                     "this run's pages", history.path, history.run_date, ", ".join(dates_ignored))
@@ -175,14 +175,14 @@ def read_history(history: History | None, cfg: DedupConfig) -> tuple[DataFrame |
 
 def count_kept(found: Clustered, history: History | None, history_report: dict | None) -> int:
     """Pages kept by this run; with a history, also how many became duplicates of earlier runs' pages."""
-    if history_report is None or "history_fingerprints" not in found.stats:
+    if history_report is None or "history_rows" not in found.stats:
         return sum(found.histogram.values())  # one kept document per cluster
     counts = found.clusters.agg(
         F.sum((~F.col("is_duplicate")).cast("long")).alias("kept"),
         F.sum((F.col("kept_run_date") != history.run_date).cast("long")).alias("of_history"),
     ).first()
     history_report["duplicates_of_earlier_runs"] = int(counts["of_history"] or 0)
-    history_report["history_fingerprints"] = found.stats["history_fingerprints"]
+    history_report["history_rows"] = found.stats["history_rows"]
     history_report["history_fingerprints_compared"] = found.stats["history_fingerprints_compared"]
     return int(counts["kept"] or 0)
 

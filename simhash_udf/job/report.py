@@ -56,7 +56,7 @@ def dedup_report(cfg: DedupConfig, fp: Fingerprinted, short: ShortText, found: C
             "max_distance_to_kept_histogram": near.pop("max_distance_to_kept"),
         },
         "candidates": {k: v for k, v in near.items()
-                       if k not in ("distinct_fingerprints", "table_plan", "history_fingerprints",
+                       if k not in ("distinct_fingerprints", "table_plan", "history_rows",
                                     "history_fingerprints_compared")},
         "table_plan": near["table_plan"],
         "short_text": short.report,
