@@ -96,3 +96,27 @@ def test_spark_build_equals_numpy_and_keeps_the_right_rows(spark, keys, partitio
     rows = spark.createDataFrame([(int(k), i) for i, k in enumerate(probe)], "key long, i int").repartition(partitions)
     kept = sorted(r.i for r in bloom.rows_that_may_match(rows, keys_of).collect())
     assert kept == np.flatnonzero(kf.might_contain(expected, probe, bloom.log2_bits)).tolist()
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 9), longs), max_size=120), st.lists(st.tuples(st.integers(0, 9), longs), max_size=60),
+       st.integers(1, 3), st.sampled_from([1, 50, 5000]))
+def test_jvm_bitmap_keeps_exactly_the_rows_whose_position_a_day_key_set(spark, day, other, partitions, most):
+    """The bitmap of the band search (chunks of 64 longs built in SQL, one probe) against its definition: a
+    history row passes iff its position (xxhash64 of band and key, masked) is the position of a day key, so
+    every row with a day key passes; checked on rows of the day's own keys and of others."""
+    from pyspark.sql import functions as F
+
+    from simhash_udf.spark.key_filter import jvm_log2_bits, rows_with_shared_keys
+
+    day_df = spark.createDataFrame(day, "band int, key long").repartition(partitions)
+    rows = [(b, k, i) for i, (b, k) in enumerate(day[:40] + other)]
+    hist = spark.createDataFrame(rows, "band int, key long, i int").repartition(partitions)
+    kept = sorted(r.i for r in rows_with_shared_keys(hist, day_df, ["band", "key"], most).collect())
+
+    mask = (1 << jvm_log2_bits(most)) - 1
+    pos = F.xxhash64("band", "key").bitwiseAND(F.lit(mask).cast("long"))
+    day_pos = {r.p for r in day_df.select(pos.alias("p")).collect()}
+    expected = sorted(r.i for r in hist.select("i", pos.alias("p")).collect() if r.p in day_pos)
+    assert kept == expected
+    assert set(range(min(40, len(day)))) <= set(kept)  # no day key is ever lost

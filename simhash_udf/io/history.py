@@ -334,25 +334,19 @@ def related_block_rows(history: DataFrame, today_rows: DataFrame, today_fps: Dat
 def related_band_rows(history: DataFrame, today_band_rows: DataFrame, today_fps: DataFrame, bands,
                       n_today: int, history_band_rows: DataFrame | None = None) -> DataFrame:
     """Band rows (band, key, fingerprint) of the history fingerprints that share a band key with this run's
-    and are not this run's own (their band rows are in the run's already). A Bloom filter of this run's band
-    keys drops the others before any shuffle (key_filter.py), the exact key match comes next, so only the few
+    and are not this run's own (their band rows are in the run's already). A bitmap of this run's band keys
+    drops the others in the JVM before any shuffle (spark/key_filter.py), the exact key match comes next, so only the few
     matching rows meet the anti-join with this run's fingerprints and are made distinct (the
     rows of a fingerprint on several rows of the history; the signature of each is searched, and
     verification uses the fingerprint's best one, per_fingerprint). Columns in band_rows' order (the anti-join
     would put its `fingerprint` first), so that a union with the run's own rows is safe.
     history_band_rows: the history's band rows when known (History.band_rows: read from the runs' band
     indexes); otherwise computed from the history's signatures."""
-    from ..core.key_filter import band_filter_keys
-    from ..spark.key_filter import build_key_bloom
-
-    def keys_of(batch):
-        return band_filter_keys(batch.column("band").to_numpy(zero_copy_only=False),
-                                batch.column("key").to_numpy(zero_copy_only=False))
+    from ..spark.key_filter import rows_with_shared_keys
 
     rows = history_band_rows if history_band_rows is not None else band_index_rows(history, bands, distinct=False)
     most = n_today * bands.bands
-    bloom = build_key_bloom(today_band_rows.select("band", "key"), keys_of, most)
-    passed = bloom.rows_that_may_match(rows.select("band", "key", "fingerprint"), keys_of)
+    passed = rows_with_shared_keys(rows.select("band", "key", "fingerprint"), today_band_rows, ["band", "key"], most)
     matching = with_day_keys(passed, today_band_rows, "band", most, False)
     return matching.join(today_fps, "fingerprint", "left_anti").select("band", "key", "fingerprint").distinct()
 
