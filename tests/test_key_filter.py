@@ -76,7 +76,7 @@ def test_band_filter_keys_equal_exactly_when_band_and_key_do(rows):
             assert (out[i] == out[j]) == (rows[i] == rows[j])
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(longs, max_size=200), st.integers(1, 5), st.integers(0, 4000))
 def test_spark_build_equals_numpy_and_keeps_the_right_rows(spark, keys, partitions, most):
     """The bitmap ORed from the partitions' chunks by Spark equals the one built from all keys at once, for any
@@ -98,25 +98,29 @@ def test_spark_build_equals_numpy_and_keeps_the_right_rows(spark, keys, partitio
     assert kept == np.flatnonzero(kf.might_contain(expected, probe, bloom.log2_bits)).tolist()
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.integers(0, 9), longs), max_size=120), st.lists(st.tuples(st.integers(0, 9), longs), max_size=60),
-       st.integers(1, 3), st.sampled_from([1, 50, 5000]))
-def test_jvm_bitmap_keeps_exactly_the_rows_whose_position_a_day_key_set(spark, day, other, partitions, most):
-    """The bitmap of the band search (chunks of 64 longs built in SQL, one probe) against its definition: a
-    history row passes iff its position (xxhash64 of band and key, masked) is the position of a day key, so
-    every row with a day key passes; checked on rows of the day's own keys and of others."""
-    from pyspark.sql import functions as F
 
-    from simhash_udf.spark.key_filter import jvm_log2_bits, rows_with_shared_keys
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.one_of(st.none(), st.integers(-5, 5)), min_size=3, max_size=3), max_size=40),
+       st.lists(st.tuples(st.integers(0, 2), st.integers(-5, 5)), max_size=20), st.integers(1, 3))
+def test_band_arrays_pass_when_a_usable_band_key_is_the_days(spark, arrays, day, partitions):
+    """History rows of band-key arrays (null: band not usable) against a filter of the day's (band, key) rows:
+    a row passes iff one of its non-null (band, key) may be in the filter, a null never counts; every row
+    that holds a day (band, key) passes."""
+    from simhash_udf.io.history import array_filter_keys
+    from simhash_udf.spark.key_filter import build_key_bloom
+
+    def day_keys_of(batch):
+        return kf.band_filter_keys(batch.column("band").to_numpy(zero_copy_only=False),
+                                   batch.column("key").to_numpy(zero_copy_only=False))
 
     day_df = spark.createDataFrame(day, "band int, key long").repartition(partitions)
-    rows = [(b, k, i) for i, (b, k) in enumerate(day[:40] + other)]
-    hist = spark.createDataFrame(rows, "band int, key long, i int").repartition(partitions)
-    kept = sorted(r.i for r in rows_with_shared_keys(hist, day_df, ["band", "key"], most).collect())
+    bloom = build_key_bloom(day_df, day_keys_of, 10)
+    hist = spark.createDataFrame([(i, keys) for i, keys in enumerate(arrays)], "fingerprint long, keys array<long>")
+    kept = sorted(r.fingerprint for r in bloom.rows_that_may_match(hist.repartition(partitions), array_filter_keys).collect())
 
-    mask = (1 << jvm_log2_bits(most)) - 1
-    pos = F.xxhash64("band", "key").bitwiseAND(F.lit(mask).cast("long"))
-    day_pos = {r.p for r in day_df.select(pos.alias("p")).collect()}
-    expected = sorted(r.i for r in hist.select("i", pos.alias("p")).collect() if r.p in day_pos)
-    assert kept == expected
-    assert set(range(min(40, len(day)))) <= set(kept)  # no day key is ever lost
+    def may(b, k):
+        key = kf.band_filter_keys(np.array([b]), np.array([k], dtype=np.int64))
+        return bool(kf.might_contain(bloom.bitmap, key, bloom.log2_bits)[0])
+
+    assert kept == [i for i, keys in enumerate(arrays) if any(k is not None and may(b, k) for b, k in enumerate(keys))]
+    assert {i for i, keys in enumerate(arrays) if any((b, k) in set(day) for b, k in enumerate(keys))} <= set(kept)

@@ -234,7 +234,7 @@ def _near_duplicate_clusters(
     signatures are read, and pages that meet them become
     duplicates of their clusters (in verified mode only if verified-similar to the cluster's kept page; the
     clusters then also carry kept_run_date, and the histogram counts this run's pages only).
-    history_band_rows: the history's (band, key, fingerprint) rows when read from its band index
+    history_band_rows: the history's (fingerprint, keys) band-key arrays when read from its band index
     (History.band_rows); None: computed from its signatures."""
     if "signature" not in docs.columns:
         docs, verify = docs.withColumn("signature", F.lit(None).cast("binary")), None

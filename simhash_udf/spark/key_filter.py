@@ -3,7 +3,7 @@ applied to the history's rows in a mapInArrow, before any join or shuffle of the
 
 Build: each partition sets the bits of its keys in a numpy bitmap and emits the chunks that have a bit set
 as 4096-byte binaries; Spark's `bitmap_or_agg` ORs the chunks of all partitions by chunk index, and the
-driver receives only the bitmap (2 MB per 10^6 keys), never the keys. Apply: the bitmap is broadcast and each
+driver receives only the bitmap (3-6 MB per 10^6 keys), never the keys. Apply: the bitmap is broadcast and each
 batch of history rows keeps the rows whose keys may be in it."""
 from __future__ import annotations
 
@@ -20,8 +20,13 @@ from ..core.key_filter import log2_bits_for, might_contain, set_bits
 CHUNK_BYTES = 4096  # Spark's bitmap functions work on 4096-byte (32768-bit) bitmaps
 _CHUNKS = StructType([StructField("chunk", LongType()), StructField("bits", BinaryType())])
 
-# (record batch) -> int64 filter keys of its rows: one array (one key a row) or a 2-D array (several)
-KeysOf = Callable[[pa.RecordBatch], np.ndarray]
+# (record batch) -> int64 filter keys of its rows: one array (one key a row) or a 2-D array (several), or
+# (keys, valid) where only the keys marked valid count (null array elements)
+KeysOf = Callable[[pa.RecordBatch], "np.ndarray | tuple[np.ndarray, np.ndarray]"]
+
+
+def _with_validity(keys) -> tuple[np.ndarray, np.ndarray | None]:
+    return keys if isinstance(keys, tuple) else (keys, None)
 
 
 class KeyBloom:
@@ -40,9 +45,11 @@ class KeyBloom:
             for batch in batches:
                 if batch.num_rows == 0:
                     continue
-                keys = keys_of(batch)
-                flat = might_contain(bitmap, keys.reshape(-1), log2_bits)
-                hit = flat.reshape(keys.shape).any(axis=1) if keys.ndim == 2 else flat
+                keys, valid = _with_validity(keys_of(batch))
+                flat = might_contain(bitmap, keys.reshape(-1), log2_bits).reshape(keys.shape)
+                if valid is not None:
+                    flat &= valid
+                hit = flat.any(axis=1) if keys.ndim == 2 else flat
                 if hit.any():
                     yield batch.filter(pa.array(hit))
 
@@ -61,7 +68,8 @@ def build_key_bloom(rows: DataFrame, keys_of: KeysOf, most_keys: int) -> KeyBloo
             if batch.num_rows:
                 if bitmap is None:
                     bitmap = np.zeros(1 << (log2_bits - 3), dtype=np.uint8)
-                set_bits(bitmap, keys_of(batch).reshape(-1), log2_bits)
+                keys, valid = _with_validity(keys_of(batch))
+                set_bits(bitmap, keys[valid] if valid is not None else keys.reshape(-1), log2_bits)
         if bitmap is None:
             return
         per_chunk = bitmap.reshape(n_chunks, CHUNK_BYTES)
@@ -78,35 +86,3 @@ def build_key_bloom(rows: DataFrame, keys_of: KeysOf, most_keys: int) -> KeyBloo
 
 _ARROW = pa.schema([pa.field("chunk", pa.int64()), pa.field("bits", pa.binary())])
 
-
-# The band rows of a history are ten a page (3 x 10^8 for 30 days of 10^6 pages): handing them to Python for
-# the Bloom filter above took 95 s of 2 cores, while the JVM reads them in 4 s. So they are filtered in the
-# JVM by a one-probe bitmap built in SQL: a position per key from xxhash64, the bitmap as dense chunks of 64
-# longs (a broadcast of 2^(log2_bits - 3) bytes, looked up by chunk number), and a bit test per row.
-WORDS_PER_CHUNK = 64
-JVM_BITS_PER_KEY = 48  # one probe: ~2% of other keys pass at 48 bits a key (1/48), fewer when rounded up
-JVM_MAX_LOG2_BITS = 29  # a 64 MB broadcast; past ~10^7 keys the share that passes grows instead
-
-
-def jvm_log2_bits(n_keys: int) -> int:
-    want = max(1, int(n_keys)) * JVM_BITS_PER_KEY
-    return int(min(JVM_MAX_LOG2_BITS, max(12, (want - 1).bit_length())))
-
-
-def rows_with_shared_keys(rows: DataFrame, day_rows: DataFrame, key_cols: list[str], most_keys: int) -> DataFrame:
-    """The rows of `rows` whose key_cols may equal those of a row of `day_rows` (all rows that do, and a few
-    per cent of the others: match them exactly afterwards). Everything runs in the JVM; most_keys bounds the
-    day's distinct keys and sizes the bitmap."""
-    log2_bits = jvm_log2_bits(most_keys)
-    pos = F.xxhash64(*key_cols).bitwiseAND(F.lit((1 << log2_bits) - 1).cast("long"))
-    chunk, word, bit = F.shiftright(pos, 12), F.shiftright(pos, 6).bitwiseAND(WORDS_PER_CHUNK - 1), pos.bitwiseAND(63)
-    words = (day_rows.select(chunk.alias("chunk"), word.cast("int").alias("word"), bit.alias("bit"))
-             .groupBy("chunk", "word").agg(F.bit_or(F.expr("shiftleft(1L, cast(bit AS INT))")).alias("bits")))
-    dense = words.groupBy("chunk").agg(F.map_from_entries(F.collect_list(F.struct("word", "bits"))).alias("m")).select(
-        "chunk", F.transform(F.sequence(F.lit(0), F.lit(WORDS_PER_CHUNK - 1)),
-                             lambda i: F.coalesce(F.element_at("m", i), F.lit(0).cast("long"))).alias("_words"))
-    probed = rows.withColumn("_pos", pos).withColumn("_chunk", F.shiftright("_pos", 12))
-    joined = probed.join(F.broadcast(dense), probed["_chunk"] == dense["chunk"], "inner")
-    word_of = F.element_at("_words", F.shiftright("_pos", 6).bitwiseAND(WORDS_PER_CHUNK - 1).cast("int") + 1)
-    hit = F.expr("shiftrightunsigned(_word, cast(_pos & 63 AS INT)) & 1") == 1
-    return joined.withColumn("_word", word_of).where(hit).select(*rows.columns)
