@@ -95,6 +95,7 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     work = args.workdir or tempfile.mkdtemp(prefix="bench_scale_")
+    os.makedirs(work, exist_ok=True)  # a --workdir that does not exist yet
     spark = get_spark("bench-scale")
     spark.sparkContext.setLogLevel("ERROR")
     results = []
