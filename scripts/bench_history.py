@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from simhash_udf.core.signature import SignatureSpec, to_arrow  # noqa: E402
-from simhash_udf.io.history import band_index_name, band_key_arrays  # noqa: E402
+from simhash_udf.io.history import band_index, band_index_name  # noqa: E402
 from simhash_udf.job.config import load_config  # noqa: E402
 from simhash_udf.job.pipeline import run  # noqa: E402
 from simhash_udf.spark.session import get_spark  # noqa: E402
@@ -115,7 +115,7 @@ def main() -> None:
                               "kept_run_date": pa.array([date.isoformat()] * args.n)})
             pq.write_table(table.select(schema.names).cast(schema), os.path.join(part, "part-0.parquet"))
             if bands is not None:  # the band index each run writes beside its rows (History.stage)
-                band_key_arrays(spark.read.parquet(part), bands).write.parquet(os.path.join(part, band_index_name(bands)))
+                band_index(spark.read.parquet(part), bands).write.parquet(os.path.join(part, band_index_name(bands)))
 
         # the measured day: new pages, copy_share of them day 1's pages with one word changed
         texts = random_texts(args.n, rng)

@@ -44,14 +44,22 @@ def mix64(keys: np.ndarray) -> np.ndarray:
     return z
 
 
+def _hash_halves(keys: np.ndarray, log2_bits: int) -> tuple[np.ndarray, np.ndarray, np.uint64]:
+    """h1, h2 (odd) and the position mask of each key: probe i is at (h1 + i * h2) & mask."""
+    h = mix64(keys)
+    return h & np.uint64(0xFFFFFFFF), (h >> np.uint64(32)) | np.uint64(1), np.uint64((1 << log2_bits) - 1)
+
+
+def _probe(h1: np.ndarray, h2: np.ndarray, i: int, mask: np.uint64) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return ((h1 + np.uint64(i) * h2) & mask).astype(np.int64)
+
+
 def positions(keys: np.ndarray, log2_bits: int) -> list[np.ndarray]:
     """The PROBES bit positions (int64, in [0, 2^log2_bits)) of each key: h1 + i * h2 (Kirsch and
     Mitzenmacher) from the two 32-bit halves of its mix; h2 is odd, so the positions of a key differ."""
-    h = mix64(keys)
-    mask = np.uint64((1 << log2_bits) - 1)
-    h1, h2 = h & np.uint64(0xFFFFFFFF), (h >> np.uint64(32)) | np.uint64(1)
-    with np.errstate(over="ignore"):
-        return [((h1 + np.uint64(i) * h2) & mask).astype(np.int64) for i in range(PROBES)]
+    h1, h2, mask = _hash_halves(keys, log2_bits)
+    return [_probe(h1, h2, i, mask) for i in range(PROBES)]
 
 
 def build_bitmap(keys: np.ndarray, log2_bits: int) -> np.ndarray:
@@ -70,13 +78,10 @@ def set_bits(bitmap: np.ndarray, keys: np.ndarray, log2_bits: int) -> None:
 def might_contain(bitmap: np.ndarray, keys: np.ndarray, log2_bits: int) -> np.ndarray:
     """True where a key may be in the filter (always for the keys it was built from). Each probe is tested
     only for the keys that passed the ones before (most keys of another set fail the first)."""
-    h = mix64(keys)
-    mask = np.uint64((1 << log2_bits) - 1)
-    h1, h2 = h & np.uint64(0xFFFFFFFF), (h >> np.uint64(32)) | np.uint64(1)
+    h1, h2, mask = _hash_halves(keys, log2_bits)
     alive = np.arange(len(keys))
     for i in range(PROBES):
-        with np.errstate(over="ignore"):
-            p = ((h1 + np.uint64(i) * h2) & mask).astype(np.int64)
+        p = _probe(h1, h2, i, mask)
         ok = ((bitmap[p >> 3] >> (p & 7).astype(np.uint8)) & 1).astype(bool)
         alive, h1, h2 = alive[ok], h1[ok], h2[ok]
     hit = np.zeros(len(keys), dtype=bool)

@@ -2,7 +2,7 @@
 
 HISTORY/run_date=YYYY-MM-DD/ holds one row per document of that run: id, fingerprint, cluster_id,
 is_duplicate and kept_run_date (the run date of the cluster's kept page), and a band index of the band keys
-of the run's signatures (band_index_name, band_key_arrays), so a later run reads band keys instead of
+of the run's signatures (band_index_name, band_index), so a later run reads band keys instead of
 computing them from every signature of the history. The first run pins two things beside them, and every
 later run checks both before it writes anything: HISTORY/_fingerprint_version names the fingerprint
 definition of every row, HISTORY/_id_type the Spark type of the ids (cluster_id of a later page is an id of
@@ -137,10 +137,12 @@ class History:
 
     def band_rows(self, earlier_dates: list[str], bands) -> DataFrame:
         """(fingerprint, keys) of the rows of these earlier runs, keys the array of the band keys of its
-        signature (band_key_arrays): read from each run's band index, or computed from the signatures for a run
-        without one (written by an earlier version, or with other band settings). Reading the index instead of
-        computing the keys from 6M signatures took the band search of 30 days of 200,000 pages from ~60 to
-        ~15 s."""
+        signature (spark.bands.band_key_arrays): read from each run's band index, or computed from the
+        signatures for a run without one (written by an earlier version, or with other band settings).
+        Reading the index instead of computing the keys from 6M signatures took the band search of 30 days of
+        200,000 pages from ~60 to ~15 s."""
+        from ..spark.bands import band_key_arrays
+
         name = band_index_name(bands)
         indexed = [d for d in earlier_dates if self.fs.exists(self._Path(f"{self.path}/run_date={d}/{name}"))]
         computed = [d for d in earlier_dates if d not in indexed]
@@ -149,7 +151,7 @@ class History:
             parts.append(self.spark.read.parquet(*[f"{self.path}/run_date={d}/{name}" for d in indexed])
                          .select("fingerprint", "keys"))
         if computed:
-            parts.append(band_key_arrays(self._rows_of(computed), bands, distinct=False))
+            parts.append(band_key_arrays(self._rows_of(computed), bands))
         return reduce(DataFrame.unionByName, parts)
 
     def stage(self, rows: DataFrame, version: str, bands=None) -> None:
@@ -159,7 +161,7 @@ class History:
         rows.write.parquet(self.staging)
         if bands is not None and bands.bands > 0:
             staged = self.spark.read.parquet(self.staging)  # the rows as written, not their lineage again
-            band_key_arrays(staged, bands).write.parquet(f"{self.staging}/{band_index_name(bands)}")
+            band_index(staged, bands).write.parquet(f"{self.staging}/{band_index_name(bands)}")
         self._write_pin(VERSION_FILE, version)
         self._write_pin(ID_TYPE_FILE, rows.schema["id"].dataType.simpleString())
 
@@ -238,23 +240,14 @@ def band_index_name(bands) -> str:
     return f"_band_index-v2-{bands.bands}x{bands.bins}x{bands.signature.bits}"
 
 
-def band_key_arrays(rows: DataFrame, bands, distinct: bool = True) -> DataFrame:
-    """(fingerprint, keys) for every row with a signature: keys holds its band keys (spark.bands:
-    band_key_expressions), element i for band i, null where the band is not usable; each row once when
-    distinct. One row per page rather than per band: the history's index is read by a later run and handed to
+def band_index(rows: DataFrame, bands) -> DataFrame:
+    """A run's band index: (fingerprint, keys) per distinct row with a signature, keys its band keys as an
+    array (spark.bands.band_key_arrays). One row per page rather than per band: a later run hands the index to
     a Bloom filter in Python, and 3 x 10^7 rows of ten-key arrays cross to Python in 10.7 s against 61.7 s for
     3 x 10^8 rows of one key (measured side by side, 2 cores)."""
-    from ..spark.bands import band_key_expressions
+    from ..spark.bands import band_key_arrays
 
-    with_sig = rows.where(F.col("signature").isNotNull())
-    out = with_sig.select("fingerprint", F.array(*band_key_expressions(bands, F.col("signature"))).alias("keys"))
-    return out.distinct() if distinct else out
-
-
-def exploded_band_keys(arrays: DataFrame) -> DataFrame:
-    """(band, key, fingerprint) rows of (fingerprint, keys) arrays, the unusable bands left out: the rows
-    spark.bands.band_rows gives for the same signatures."""
-    return arrays.select(F.posexplode("keys").alias("band", "key"), "fingerprint").where(F.col("key").isNotNull())
+    return band_key_arrays(rows, bands).distinct()
 
 
 def array_filter_keys(batch) -> tuple:
@@ -373,13 +366,14 @@ def related_band_rows(history: DataFrame, today_band_rows: DataFrame, today_fps:
     history_band_rows: the history's (fingerprint, keys) rows when known (History.band_rows: read from the
     runs' band indexes); otherwise computed from the history's signatures."""
     from ..core.key_filter import band_filter_keys
+    from ..spark.bands import band_key_arrays, exploded_band_keys
     from ..spark.key_filter import build_key_bloom
 
     def day_keys_of(batch):
         return band_filter_keys(batch.column("band").to_numpy(zero_copy_only=False),
                                 batch.column("key").to_numpy(zero_copy_only=False))
 
-    arrays = history_band_rows if history_band_rows is not None else band_key_arrays(history, bands, distinct=False)
+    arrays = history_band_rows if history_band_rows is not None else band_key_arrays(history, bands)
     most = n_today * bands.bands
     bloom = build_key_bloom(today_band_rows.select("band", "key"), day_keys_of, most)
     passed = exploded_band_keys(bloom.rows_that_may_match(arrays.select("fingerprint", "keys"), array_filter_keys))

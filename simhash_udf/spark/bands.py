@@ -46,9 +46,19 @@ def band_key_expressions(bands: SignatureBands, signature) -> list:
 
 def band_rows(fp_signatures: DataFrame, bands: SignatureBands) -> DataFrame:
     """(band, key, fingerprint): one row per usable band of every fingerprint that has a signature."""
+    return exploded_band_keys(band_key_arrays(fp_signatures, bands))
+
+
+def band_key_arrays(fp_signatures: DataFrame, bands: SignatureBands) -> DataFrame:
+    """(fingerprint, keys): per row with a signature, its band keys as one array (element i for band i, null
+    where the band is not usable). The history's band index holds these (io/history.py)."""
     keys = band_key_expressions(bands, F.col("signature"))
-    return fp_signatures.where(F.col("signature").isNotNull()).select(
-        F.posexplode(F.array(*keys)).alias("band", "key"), "fingerprint").where(F.col("key").isNotNull())
+    return fp_signatures.where(F.col("signature").isNotNull()).select("fingerprint", F.array(*keys).alias("keys"))
+
+
+def exploded_band_keys(arrays: DataFrame) -> DataFrame:
+    """(band, key, fingerprint) rows of (fingerprint, keys) arrays, the unusable bands left out."""
+    return arrays.select(F.posexplode("keys").alias("band", "key"), "fingerprint").where(F.col("key").isNotNull())
 
 
 def _runs(rows: DataFrame, *extra: str) -> DataFrame:

@@ -19,6 +19,7 @@ from ..core.key_filter import log2_bits_for, might_contain, set_bits
 
 CHUNK_BYTES = 4096  # Spark's bitmap functions work on 4096-byte (32768-bit) bitmaps
 _CHUNKS = StructType([StructField("chunk", LongType()), StructField("bits", BinaryType())])
+_ARROW = pa.schema([pa.field("chunk", pa.int64()), pa.field("bits", pa.binary())])  # the same, as Arrow
 
 # (record batch) -> int64 filter keys of its rows: one array (one key a row) or a 2-D array (several), or
 # (keys, valid) where only the keys marked valid count (null array elements)
@@ -82,7 +83,4 @@ def build_key_bloom(rows: DataFrame, keys_of: KeysOf, most_keys: int) -> KeyBloo
     for r in ored.collect():
         bitmap[int(r["chunk"])] = np.frombuffer(bytes(r["bits"]), dtype=np.uint8)
     return KeyBloom(bitmap.reshape(-1), log2_bits)
-
-
-_ARROW = pa.schema([pa.field("chunk", pa.int64()), pa.field("bits", pa.binary())])
 
