@@ -165,6 +165,36 @@ def test_input_split():
     assert input_split(100, 8, rows=10**9, batch=2000) == 0
     assert input_split(1, 8, requested=3) == 3  # --input-partitions wins
     assert input_split(100, 8, requested=3) == 3
+    # read as enough partitions, but one of them holds every row (a Parquet file of one row group): split
+    assert input_split(2, 2, rows=8000, batch=2000, largest=8000) == 4
+    assert input_split(8, 8, rows=10**9, batch=2000, largest=5 * 10**8) == 16
+    assert input_split(2, 2, rows=8000, batch=2000, largest=4000) == 0  # spread evenly: as read
+
+
+@pytest.mark.spark
+def test_one_row_group_read_as_many_partitions_is_split(spark, tmp_path):
+    """Spark cuts a Parquet file into byte ranges; with one row group all rows fall in one range. The read
+    stage sees that from the rows per partition and spreads the input over two tasks per core."""
+    from simhash_udf.job.pipeline import read_stage
+    from simhash_udf.job.stages import StageTimer
+
+    n = 8000
+    path = str(tmp_path / "one_group.parquet")
+    pq.write_table(pa.table({"id": pa.array(range(n), pa.int64()), "text": [f"page {i} " * 20 for i in range(n)]}),
+                   path, row_group_size=n)
+    cfg = load_config(["--input", path, "--output", str(tmp_path / "out")])
+    before = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(64 * 1024))
+    try:
+        assert spark.read.parquet(path).rdd.getNumPartitions() >= 2
+        timer = StageTimer()
+        loaded = read_stage(spark, cfg, None, lambda df: df, timer)
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", before)
+    cores = spark.sparkContext.defaultParallelism
+    assert loaded.largest_partition == n and loaded.rows == n
+    assert loaded.df.rdd.getNumPartitions() == 2 * cores
+    assert loaded.df.count() == n
 
 
 def test_sample_corpus_duplicates_found_and_unrelated_pages_apart(sample_run, sample):

@@ -321,6 +321,7 @@ class LoadedInput:
     fmt: str
     rows: int
     files: InputFiles
+    largest_partition: int = 0  # rows of the read partition that holds the most
 
 
 def load_input(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFrame], DataFrame]) -> LoadedInput:
@@ -334,12 +335,15 @@ def load_input(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFra
     df = read_files(spark, info, fmt)
     if fmt in PARSED_FORMATS:
         df = keep(df)
-    rows = df.count()
+    # rows per read partition, in the pass that counts them: a Parquet file of one row group is read as
+    # several partitions of which one holds every row, so the partition count alone misleads input_split
+    per_partition = [r[1] for r in df.groupBy(F.spark_partition_id()).count().collect()]
+    rows = sum(per_partition)
     if CORRUPT in df.columns:
         df = refuse_corrupt(df, "JSON Lines" if fmt == "json" else "CSV")
     if rows == 0:
         raise EmptyInput(f"input {path} holds no rows ({info.files} {fmt} files)", df)
-    return LoadedInput(df, fmt, rows, info)
+    return LoadedInput(df, fmt, rows, info, max(per_partition, default=0))
 
 
 _FAILED_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)")
