@@ -156,7 +156,7 @@ def input_split(partitions: int, cores: int, requested: int = 0, rows: int = 0, 
     largest: the rows of the fullest read partition. The partitions that count are rows / largest, not the
     reader's: Spark cuts a Parquet file into byte ranges, and a file of one row group (pyarrow's default up
     to a million rows) gives one range all the rows and the others none (80,000 Chinese pages, 2 cores: the
-    fingerprint stage 14.4 s as read in 2 partitions, 9.5 s split)."""
+    fingerprint stage 14.4 s as read in 2 partitions, 7.8 s split; scripts/bench_job_fingerprint.py)."""
     if requested:
         return requested
     holding = min(partitions, rows // largest) if largest else partitions
