@@ -98,7 +98,6 @@ def test_spark_build_equals_numpy_and_keeps_the_right_rows(spark, keys, partitio
     assert kept == np.flatnonzero(kf.might_contain(expected, probe, bloom.log2_bits)).tolist()
 
 
-
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(st.one_of(st.none(), st.integers(-5, 5)), min_size=3, max_size=3), max_size=40),
        st.lists(st.tuples(st.integers(0, 2), st.integers(-5, 5)), max_size=20), st.integers(1, 3))
@@ -106,15 +105,11 @@ def test_band_arrays_pass_when_a_usable_band_key_is_the_days(spark, arrays, day,
     """History rows of band-key arrays (null: band not usable) against a filter of the day's (band, key) rows:
     a row passes iff one of its non-null (band, key) may be in the filter, a null never counts; every row
     that holds a day (band, key) passes."""
-    from simhash_udf.io.history import array_filter_keys
+    from simhash_udf.io.history import array_filter_keys, row_filter_keys
     from simhash_udf.spark.key_filter import build_key_bloom
 
-    def day_keys_of(batch):
-        return kf.band_filter_keys(batch.column("band").to_numpy(zero_copy_only=False),
-                                   batch.column("key").to_numpy(zero_copy_only=False))
-
     day_df = spark.createDataFrame(day, "band int, key long").repartition(partitions)
-    bloom = build_key_bloom(day_df, day_keys_of, 10)
+    bloom = build_key_bloom(day_df, row_filter_keys, 10)
     hist = spark.createDataFrame([(i, keys) for i, keys in enumerate(arrays)], "fingerprint long, keys array<long>")
     kept = sorted(r.fingerprint for r in bloom.rows_that_may_match(hist.repartition(partitions), array_filter_keys).collect())
 

@@ -250,6 +250,14 @@ def band_index(rows: DataFrame, bands) -> DataFrame:
     return band_key_arrays(rows, bands).distinct()
 
 
+def row_filter_keys(batch):
+    """Filter keys of a batch of (band, key) rows, one a row (the day's side of the band filter)."""
+    from ..core.key_filter import band_filter_keys
+
+    return band_filter_keys(batch.column("band").to_numpy(zero_copy_only=False),
+                            batch.column("key").to_numpy(zero_copy_only=False))
+
+
 def array_filter_keys(batch) -> tuple:
     """Filter keys (n, bands) of a batch of (fingerprint, keys) rows and which of them are not null."""
     import numpy as np
@@ -365,17 +373,12 @@ def related_band_rows(history: DataFrame, today_band_rows: DataFrame, today_fps:
     (the anti-join would put its `fingerprint` first), so that a union with the run's own rows is safe.
     history_band_rows: the history's (fingerprint, keys) rows when known (History.band_rows: read from the
     runs' band indexes); otherwise computed from the history's signatures."""
-    from ..core.key_filter import band_filter_keys
     from ..spark.bands import band_key_arrays, exploded_band_keys
     from ..spark.key_filter import build_key_bloom
 
-    def day_keys_of(batch):
-        return band_filter_keys(batch.column("band").to_numpy(zero_copy_only=False),
-                                batch.column("key").to_numpy(zero_copy_only=False))
-
     arrays = history_band_rows if history_band_rows is not None else band_key_arrays(history, bands)
     most = n_today * bands.bands
-    bloom = build_key_bloom(today_band_rows.select("band", "key"), day_keys_of, most)
+    bloom = build_key_bloom(today_band_rows.select("band", "key"), row_filter_keys, most)
     passed = exploded_band_keys(bloom.rows_that_may_match(arrays.select("fingerprint", "keys"), array_filter_keys))
     matching = with_day_keys(passed, today_band_rows, "band", most, False)
     return matching.join(today_fps, "fingerprint", "left_anti").select("band", "key", "fingerprint").distinct()
