@@ -38,7 +38,7 @@ def spark_jobs(event_dir: str) -> int:
     return n
 
 
-def one_run(code: str, sample: str, work: str) -> dict:
+def one_run(code: str, sample: str, work: str, extra: list[str]) -> dict:
     out, events = os.path.join(work, "out"), os.path.join(work, "events")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(events)
@@ -48,7 +48,7 @@ def one_run(code: str, sample: str, work: str) -> dict:
     start = time.perf_counter()
     proc = subprocess.run([spark_submit, "--master", "local[2]", "--conf", "spark.eventLog.enabled=true",
                            "--conf", "spark.eventLog.compress=false", "--conf", "spark.eventLog.rolling.enabled=false",
-                           "--conf", f"spark.eventLog.dir=file://{events}", os.path.join(code, "jobs", "dedup_job.py"),
+                           "--conf", f"spark.eventLog.dir=file://{events}", *extra, os.path.join(code, "jobs", "dedup_job.py"),
                            "--input", sample, "--output", out], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
@@ -64,6 +64,8 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=200)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--compare", nargs="*", default=[], help="other checkouts to run beside this one")
+    ap.add_argument("--submit-args", default="", help="more spark-submit arguments for every run, e.g. "
+                    "'--conf spark.sql.codegen.wholeStage=false'")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="bench-small-")
     sample = os.path.join(work, "sample.parquet")
@@ -72,7 +74,7 @@ def main() -> None:
     results = {code: [] for code in codes}
     for i in range(args.runs):
         for code in codes:  # taking turns: a slower spell of the machine hits every code alike
-            results[code].append(one_run(code, sample, os.path.join(work, "run")))
+            results[code].append(one_run(code, sample, os.path.join(work, "run"), args.submit_args.split()))
             print(f"run {i + 1}, {code}: {results[code][-1]}", flush=True)
     print(f"\n{args.pages} pages, local[2], best of {args.runs}:\n")
     print("| code | wall s (spark-submit) | job s (report total_seconds) | stages s | Spark jobs |")

@@ -217,6 +217,72 @@ def test_sample_corpus_duplicates_found_and_unrelated_pages_apart(sample_run, sa
     assert recall >= 0.8
 
 
+def test_shuffle_partitions_follow_the_input_size():
+    from simhash_udf.job.pipeline import PAGES_PER_SHUFFLE_PARTITION as per
+    from simhash_udf.job.pipeline import shuffle_partitions_for
+
+    assert shuffle_partitions_for(0, 4) == 4  # never lowered
+    assert shuffle_partitions_for(per, 4) == 4
+    assert shuffle_partitions_for(40 * per, 4) == 40
+    assert shuffle_partitions_for(40 * per + 1, 4) == 41
+    assert shuffle_partitions_for(40 * per, 200) == 200  # a cluster's larger setting stands
+
+
+def test_run_raises_shuffle_partitions_for_a_large_input_and_puts_them_back(spark, sample, sample_run, tmp_path,
+                                                                              monkeypatch):
+    """The sample as if it were large (a partition per 50 pages): the run uses more shuffle partitions,
+    finds the same clusters, and leaves the session's setting as it was."""
+    from simhash_udf.job import pipeline
+
+    monkeypatch.setattr(pipeline, "PAGES_PER_SHUFFLE_PARTITION", 50)
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    out = tmp_path / "out"
+    report = run_job(spark, "--input", sample, "--output", out)
+    assert report["shuffle_partitions"] == -(-report["input_rows"] // 50) > int(before)
+    assert sample_run[1]["shuffle_partitions"] == int(before)
+    assert spark.conf.get("spark.sql.shuffle.partitions") == before
+    pd.testing.assert_frame_equal(read_clusters(out), read_clusters(sample_run[0]))
+
+
+def test_kept_pages_and_report_pairs_the_same_without_broadcast(spark, sample, sample_run, tmp_path, monkeypatch):
+    """kept/ and the report's duplicate pairs join against the duplicates, broadcast when few (the sample's
+    are): with nothing broadcast the same rows and the same report."""
+    from simhash_udf.spark import joins
+
+    monkeypatch.setattr(joins, "BROADCAST_MAX_ROWS", -1)
+    out = tmp_path / "out"
+    report = run_job(spark, "--input", sample, "--output", out)
+    base_out, base = sample_run
+    assert 0 < base["duplicates"] <= 1_000_000
+
+    def kept(path):
+        return pd.read_parquet(os.path.join(path, "kept")).sort_values("id").reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(kept(out), kept(base_out))
+    assert len(kept(out)) == report["kept"] == base["kept"]
+    for key in ("duplicates_to_kept", "example_pairs", "duplicate_rate_by"):
+        assert report[key] == base[key], key
+
+
+def test_small_id_side_is_broadcast_so_the_rows_are_not_shuffled(spark):
+    """without_ids broadcasts a side known to be small even where Spark would not (its own threshold off),
+    and leaves a large one to a sort-merge join."""
+    from simhash_udf.spark.joins import BROADCAST_MAX_ROWS, without_ids
+    from simhash_udf.spark.session import scoped_settings
+
+    rows = spark.range(100).withColumnRenamed("id", "doc_id")
+    ids = spark.range(0, 100, 3).withColumnRenamed("id", "_dup")
+    with scoped_settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
+        small = without_ids(rows, "doc_id", ids, 34)
+        large = without_ids(rows, "doc_id", ids, BROADCAST_MAX_ROWS + 1)
+        small_plan = small._jdf.queryExecution().executedPlan().toString()
+        large_plan = large._jdf.queryExecution().executedPlan().toString()
+        got = sorted(r[0] for r in small.collect())
+        assert got == sorted(r[0] for r in large.collect()) == [i for i in range(100) if i % 3]
+    assert "BroadcastHashJoin" in small_plan and "SortMergeJoin" not in small_plan
+    assert "SortMergeJoin" in large_plan
+
+
 @pytest.mark.parametrize("partitions", [1, 3, 8])
 def test_same_clusters_whatever_the_partitioning(spark, sample, sample_run, tmp_path, partitions):
     out = tmp_path / "out"

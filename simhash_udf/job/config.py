@@ -105,7 +105,8 @@ class DedupConfig:
     # spark
     arrow_batch_size: int = option(2000, "spark", "documents per Arrow batch of the fingerprint stage")
     arrow_batch_mb: int = option(16, "spark", "and at most this many MB of text per batch")
-    shuffle_partitions: int = option(0, "spark", "spark.sql.shuffle.partitions for the run; 0 = the session's")
+    shuffle_partitions: int = option(0, "spark", "spark.sql.shuffle.partitions for the run; 0 = the session's, "
+                                     "raised to one per 250,000 input rows")
     checkpoint_dir: str = option("", "spark", "reliable checkpoints of the component rounds; \"\" = inside the "
                                  "output's staging directory")
 

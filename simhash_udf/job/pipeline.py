@@ -15,6 +15,7 @@ from ..errors import DedupError
 from ..io.history import History
 from ..io.read import EmptyInput, LoadedInput, check_columns, check_file_systems, check_ids, input_error, load_input
 from ..io.write import OutputDir
+from ..spark.joins import without_ids
 from ..spark.session import scoped_settings
 from . import termination
 from .config import DedupConfig
@@ -41,11 +42,15 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         out.check_writable(cfg.overwrite)  # again: a run that held the lock may have finished DIR meanwhile
         if history is not None:
             history.remove_stale_staging(cfg.lock_stale_minutes * 60)
-        with scoped_settings(spark, job_settings(cfg), cfg.checkpoint_dir or out.staged("_checkpoints")):
+        with scoped_settings(spark, job_settings(cfg, spark), cfg.checkpoint_dir or out.staged("_checkpoints")):
             try:
                 loaded = read_stage(spark, cfg, history, keep, timer)
             except EmptyInput as empty:
                 return write_empty_output(spark, cfg, out, empty, timer, started)
+            partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+            if not cfg.shuffle_partitions:
+                partitions = shuffle_partitions_for(loaded.rows, partitions)
+                spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
             fp = fingerprint_stage(loaded.df, cfg, keep, timer)
             earlier, earlier_bands, history_report = read_history(history, cfg)
             short = short_text_stage(fp.docs, cfg, keep, timer)
@@ -62,6 +67,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                                 input_files={"format": loaded.fmt, **loaded.files.describe()},
                                 history=history_report, seconds=timer.seconds, spark_version=spark.version,
                                 started=started)
+            report["shuffle_partitions"] = partitions
             write_report_files(cfg, out, report, page)
         commit(cfg, out, history, report)
         return report
@@ -102,14 +108,32 @@ def check_before_writing(spark: SparkSession, cfg: DedupConfig) -> tuple[OutputD
     return out, history
 
 
-def job_settings(cfg: DedupConfig) -> dict[str, str]:
+def job_settings(cfg: DedupConfig, spark: SparkSession | None = None) -> dict[str, str]:
     """Session settings of a run (put back afterwards): Arrow batches sized for page text, and the shuffle
-    partitions when given."""
+    partitions when given. With the session, its shuffle partitions are in the dict even when not given, so
+    that the run can raise them for its input's size (shuffle_partitions_for) and still put them back."""
     conf = {"spark.sql.execution.arrow.maxRecordsPerBatch": str(cfg.arrow_batch_size),
             "spark.sql.execution.arrow.maxBytesPerBatch": str(cfg.arrow_batch_mb << 20)}
     if cfg.shuffle_partitions:
         conf["spark.sql.shuffle.partitions"] = str(cfg.shuffle_partitions)
+    elif spark is not None:
+        conf["spark.sql.shuffle.partitions"] = spark.conf.get("spark.sql.shuffle.partitions")
     return conf
+
+
+# Pages per shuffle partition the run asks for at least. The widest shuffles carry ~150 bytes a page (the
+# pages with their signatures, by fingerprint) or ~10 rows a page (the signature bands), so this keeps a
+# partition's sort within ~40-60 MB: at 10^7 pages, local[2]'s 4 partitions spilled 2.1 GB of the band sort
+# to disk (scripts/bench_scale.py: 10^7 fingerprints 264 -> 240 s with 32 partitions). Adaptive execution
+# merges partitions that turn out small, so a larger count costs little on a small input.
+PAGES_PER_SHUFFLE_PARTITION = 250_000
+
+
+def shuffle_partitions_for(rows: int, current: int) -> int:
+    """The run's spark.sql.shuffle.partitions when not given (--shuffle-partitions): the session's, raised
+    to one partition per PAGES_PER_SHUFFLE_PARTITION input rows; never lowered (a cluster's own setting
+    stands when it is already larger)."""
+    return max(current, -(-rows // PAGES_PER_SHUFFLE_PARTITION))
 
 
 def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, keep, timer: StageTimer) -> LoadedInput:
@@ -205,8 +229,8 @@ def write_stage(cfg: DedupConfig, out: OutputDir, history: History | None, raw: 
                 "kept_run_date", F.lit(history.run_date))
             history.stage(rows.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate", "kept_run_date"),
                           cfg.fingerprint_version(), cfg.bands)
-        kept_ids = clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
-        kept_docs = raw.join(kept_ids, raw[cfg.id_col] == kept_ids["_kept_id"], "left_semi")
+        dup_ids = clusters.where(F.col("is_duplicate")).select(F.col("id").alias("_dup_id"))
+        kept_docs = without_ids(raw, cfg.id_col, dup_ids, fp.stats["input_rows"] - kept_rows)
         kept_docs.write.parquet(out.staged("kept"))
         counts.update(clusters_rows=fp.stats["input_rows"], kept=kept_rows)
 

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from ..core.signature import SignatureSpec, agreeing_bins, from_arrow
+from ..spark import joins
 from .report_plots import BLUE, GREY, RED, accepted_pair_distances, kept_distances, removed_by_size
 
 EXAMPLE_PAIRS = 5  # example pairs shown side by side, one per (distance, similarity) cell and cluster
@@ -71,13 +72,17 @@ def agreeing_bins_batches(batches, spec: SignatureSpec):
         yield out.append_column("agreeing", pa.array(agreeing, mask=~whole))
 
 
-def duplicate_pairs(clusters: DataFrame, spec: SignatureSpec) -> DataFrame:
+def duplicate_pairs(clusters: DataFrame, spec: SignatureSpec, duplicates: int = -1) -> DataFrame:
     """(id, cluster_id, distance, agreeing) for every duplicate whose kept page is among `clusters` (an
     earlier run's kept page, with --history, is not): the Hamming distance of the fingerprints by SQL
-    `bit_count`, the agreeing signature bins by numpy (agreeing_bins_batches)."""
+    `bit_count`, the agreeing signature bins by numpy (agreeing_bins_batches). duplicates: how many rows
+    of clusters are duplicates, if known; when few, the kept pages are first cut to those with a duplicate
+    by a broadcast, instead of every kept page's signature being shuffled to meet them."""
     kept = clusters.where(~F.col("is_duplicate")).select(
         F.col("id").alias("_kept_id"), F.col("fingerprint").alias("_kept_fp"), F.col("signature").alias("_kept_sig"))
     dups = clusters.where(F.col("is_duplicate")).select("id", "cluster_id", "fingerprint", "signature")
+    if joins.is_small(duplicates):
+        kept = kept.join(F.broadcast(dups.select(F.col("cluster_id").alias("_kept_id"))), "_kept_id", "left_semi")
     pairs = dups.join(kept, dups["cluster_id"] == kept["_kept_id"]).select(
         "id", "cluster_id", F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("_kept_fp"))).cast("int").alias("distance"),
         "signature", "_kept_sig")
@@ -276,7 +281,7 @@ def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg,
     spec = cfg.signature
     verify = cfg.verify
     need = verify.need if verify else None
-    cells = pair_cells(duplicate_pairs(clusters, spec))
+    cells = pair_cells(duplicate_pairs(clusters, spec, duplicates))
     examples = choose_examples(cells, spec, need)
     text_col = cfg.text_col if cfg.input_format != "fingerprints" and cfg.text_col in raw.columns else None
     ids = [e["duplicate"] for e in examples] + [e["kept"] for e in examples]

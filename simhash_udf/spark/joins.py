@@ -1,0 +1,31 @@
+"""Joins against a side whose row count the run already knows (the duplicates: the input's rows minus the
+kept ones, counted before the write). Such a side, when small, is broadcast, so the large side (every input
+row with its text, or every kept page with its signature) is not shuffled just to meet it."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+# Up to a million ids (8 MB as longs, ~100 MB as 64-character strings) go to every executor; past that the
+# join is left to Spark (a shuffle of both sides). 10^7 fingerprints with 714,367 duplicates: writing kept/
+# shuffled 1.5 GB of input rows, the report's duplicate pairs 1.4 GB of kept pages (scripts/bench_scale.py).
+BROADCAST_MAX_ROWS = 1_000_000
+
+
+def is_small(rows: int) -> bool:
+    """Whether a side of this many rows (negative: not known) is broadcast."""
+    return 0 <= rows <= BROADCAST_MAX_ROWS
+
+
+def broadcast_if_small(df: DataFrame, rows: int) -> DataFrame:
+    """df with a broadcast hint when it is known to hold at most BROADCAST_MAX_ROWS rows, else df as is."""
+    return F.broadcast(df) if is_small(rows) else df
+
+
+def without_ids(rows: DataFrame, id_col: str, ids: DataFrame, n_ids: int) -> DataFrame:
+    """The rows whose id_col is not among the `ids` DataFrame's one column (n_ids rows): a left anti join,
+    broadcast when ids is small. Ids are unique and not null here (checked when read), so this is the
+    same as keeping the rows whose id is among the others."""
+    (other,) = ids.columns
+    ids = broadcast_if_small(ids, n_ids)
+    return rows.join(ids, rows[id_col] == ids[other], "left_anti")
