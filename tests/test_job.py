@@ -245,13 +245,17 @@ def test_run_raises_shuffle_partitions_for_a_large_input_and_puts_them_back(spar
 
 
 def test_kept_pages_and_report_pairs_the_same_without_broadcast(spark, sample, sample_run, tmp_path, monkeypatch):
-    """kept/ and the report's duplicate pairs join against the duplicates, broadcast when few (the sample's
-    are): with nothing broadcast the same rows and the same report."""
+    """kept/, the report's duplicate pairs and the verified clusters join against sides known to be small
+    (the duplicates, the graph's nodes), broadcast when few (the sample's are): with nothing broadcast, by
+    us or by Spark, the same clusters, rows and report."""
     from simhash_udf.spark import joins
+    from simhash_udf.spark.session import scoped_settings
 
     monkeypatch.setattr(joins, "BROADCAST_MAX_ROWS", -1)
     out = tmp_path / "out"
-    report = run_job(spark, "--input", sample, "--output", out)
+    with scoped_settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
+        report = run_job(spark, "--input", sample, "--output", out)
+    pd.testing.assert_frame_equal(read_clusters(out), read_clusters(sample_run[0]))
     base_out, base = sample_run
     assert 0 < base["duplicates"] <= 1_000_000
 

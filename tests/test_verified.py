@@ -140,6 +140,25 @@ def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partition
     assert stats["pairs_verified"] + stats["pairs_rejected"] == stats["pairs_accepted"]
 
 
+def test_graph_nodes_broadcast_when_few_same_clusters_either_way(cluster, monkeypatch):
+    """verified_clusters broadcasts the graph's nodes when they are known to be few (Spark's own broadcast
+    is off in this fixture), so the units are not sorted to meet them; with nothing broadcast, the same
+    clusters."""
+    from simhash_udf.spark import joins
+
+    rng = np.random.default_rng(11)
+    fps = planted_fingerprints(rng, 30, 3, max_extra=3)
+    fps += fps[:8]
+    sigs = planted_signatures(rng, fps)
+    ids = [int(i) for i in rng.permutation(len(fps)) + 1]
+    broadcast, _ = cluster(ids, fps, sigs, 3)
+    assert "BroadcastHashJoin" in cluster.last_plan
+    monkeypatch.setattr(joins, "BROADCAST_MAX_ROWS", -1)
+    shuffled, _ = cluster(ids, fps, sigs, 3)
+    assert "BroadcastHashJoin" not in cluster.last_plan
+    assert broadcast == shuffled == brute_force_verified(ids, fps, sigs, 3, SPEC.need)
+
+
 def test_chance_pairs_are_never_joined(cluster):
     """Unrelated pages (independent signatures) whose fingerprints lie within k, and a chain of them: in
     verified mode each stays its own cluster; without verification they are joined."""
