@@ -141,9 +141,9 @@ def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partition
 
 
 def test_graph_nodes_broadcast_when_few_same_clusters_either_way(cluster, monkeypatch):
-    """verified_clusters broadcasts the graph's nodes when they are known to be few (Spark's own broadcast
-    is off in this fixture), so the units are not sorted to meet them; with nothing broadcast, the same
-    clusters."""
+    """verified_clusters broadcasts the graph's nodes, and the units of multi-unit components, when they are
+    known to be few (Spark's own broadcast is off in this fixture), so the units are not sorted to meet them;
+    with nothing broadcast, the same clusters."""
     from simhash_udf.spark import joins
 
     rng = np.random.default_rng(11)
@@ -155,7 +155,10 @@ def test_graph_nodes_broadcast_when_few_same_clusters_either_way(cluster, monkey
     assert "BroadcastHashJoin" in cluster.last_plan
     monkeypatch.setattr(joins, "BROADCAST_MAX_ROWS", -1)
     shuffled, _ = cluster(ids, fps, sigs, 3)
-    assert "BroadcastHashJoin" not in cluster.last_plan
+    plan = cluster.last_plan
+    assert "BroadcastHashJoin" not in plan
+    # by sort-merge join, the multi-unit side meets the units' signatures where they lie (see above)
+    assert "sig_unit" in plan and not re.search(r"Exchange hashpartitioning\([^)]*sig_unit", plan), plan
     assert broadcast == shuffled == brute_force_verified(ids, fps, sigs, 3, SPEC.need)
 
 

@@ -250,7 +250,9 @@ def _near_duplicate_clusters(
         # a narrow cache of its own: the band rows read from the wide cache of the pages took ~4x longer (2M
         # fingerprints: the map side of the band search 43 s -> 9 s, same session)
         fp_sigs = keep(fingerprint_signatures(docs))
-        n_distinct = counts["distinct_fingerprints"] = fp_sigs.count()
+        unit_counts = fp_sigs.agg(F.count(F.lit(1)).alias("n"), F.sum("fp_units").alias("units")).first()
+        n_distinct = counts["distinct_fingerprints"] = int(unit_counts["n"])
+        n_units = int(unit_counts["units"] or 0)
         # the history's rows with a fingerprint (a bound on its distinct fingerprints, for the planner): a
         # count reads one column, a distinct count would shuffle the whole history (~11 s of 30 million rows)
         n_history = history_rows(history).count() if history is not None else 0
@@ -263,7 +265,7 @@ def _near_duplicate_clusters(
     with timer("blocks") as counts:
         rows = block_rows(fp_sigs, plan)
         brows = band_rows(fp_sigs, bands) if use_bands else None
-        search_sigs = fp_sigs
+        search_sigs = fp_sigs.select("fingerprint", "signature")
         if history is not None:
             related_rows = keep(related_block_rows(history, rows, fp_sigs.select("fingerprint"), plan, n_distinct))
             related_fps = related_rows.select("fingerprint")
@@ -278,7 +280,7 @@ def _near_duplicate_clusters(
             # the clusters and signatures of these alone are read from the history
             related = keep(per_fingerprint(history, related_fps, n_related))
             rows = rows.unionByName(related_rows)
-            search_sigs = fp_sigs.unionByName(
+            search_sigs = search_sigs.unionByName(
                 related.select("fingerprint", "signature").join(fp_sigs, "fingerprint", "left_anti"))
         counts["tables"] = len(plan.tables)
         if use_bands:
@@ -347,7 +349,7 @@ def _near_duplicate_clusters(
             if history is not None:
                 fixed = related.where(F.col("kept_signature").isNotNull() | F.lit(verify is None)).select(
                     "fingerprint", "h_cluster", "h_kept_date", F.col("kept_signature").alias("signature"))
-            assigned = verified_clusters(units, roots, verify, fixed, keep)
+            assigned = verified_clusters(units, roots, verify, fixed, keep, extra_units=n_units - n_distinct)
             clusters = resolve_verified(page_cols, assigned, run_date if history is not None else None)
         elif cluster_mode == "star":
             clusters = star_clusters(page_cols.select("id", "fingerprint", "rank"), roots, k)

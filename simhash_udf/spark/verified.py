@@ -119,29 +119,35 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
 
 def with_units(docs: DataFrame) -> DataFrame:
     """docs plus `unit`: the best (rank, id) of the pages with the same fingerprint, signature and short text,
-    which verify alike (its id names the unit), and `fp_best`: the best (rank, id) of the pages with the same
-    fingerprint. One shuffle by fingerprint and one sort serve both windows, units_of and
-    fingerprint_signatures (the two windows used to be two persisted passes: 2.3x the time)."""
-    by_unit = Window.partitionBy("fingerprint", "signature", "short_text")
+    which verify alike (its id names the unit), `fp_best`: the best (rank, id) of the pages with the same
+    fingerprint, and `fp_units`: how many units that fingerprint has. One shuffle by fingerprint and one sort
+    serve the windows, units_of and fingerprint_signatures (the two windows used to be two persisted passes:
+    2.3x the time)."""
+    by_unit, by_fp = Window.partitionBy("fingerprint", "signature", "short_text"), Window.partitionBy("fingerprint")
     return (docs.repartition("fingerprint").withColumn("unit", F.min(F.struct("rank", "id")).over(by_unit))
-            .withColumn("fp_best", F.min(F.struct("rank", "id")).over(Window.partitionBy("fingerprint"))))
+            .select("*", F.min(F.struct("rank", "id")).over(by_fp).alias("fp_best"),
+                    F.sum((F.col("id") == F.col("unit.id")).cast("int")).over(by_fp).alias("fp_units")))
 
 
 def units_of(docs_u: DataFrame) -> DataFrame:
-    """(fingerprint, signature, short_text, best): one row per unit (its best page's), fingerprint not null."""
+    """(fingerprint, signature, short_text, best, fp_units): one row per unit (its best page's), fingerprint
+    not null."""
     return docs_u.where(F.col("fingerprint").isNotNull() & (F.col("id") == F.col("unit.id"))).select(
-        "fingerprint", "signature", "short_text", F.col("unit").alias("best"))
+        "fingerprint", "signature", "short_text", F.col("unit").alias("best"), "fp_units")
 
 
 def fingerprint_signatures(docs_u: DataFrame) -> DataFrame:
-    """(fingerprint, signature): one per fingerprint, that of its best page (whose unit is the best unit)."""
+    """(fingerprint, signature, fp_units): one per fingerprint, the signature of its best page (whose unit is
+    the best unit)."""
     return docs_u.where(F.col("fingerprint").isNotNull() & (F.col("id") == F.col("fp_best.id"))).select(
-        "fingerprint", "signature")
+        "fingerprint", "signature", "fp_units")
 
 
 def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | None,
-                      fixed: DataFrame | None = None, keep=lambda df: df) -> DataFrame:
-    """units: (fingerprint, signature, short_text, best) with best = min (rank, id) of the unit's pages;
+                      fixed: DataFrame | None = None, keep=lambda df: df, extra_units: int = -1) -> DataFrame:
+    """units: (fingerprint, signature, short_text, best, fp_units) with best = min (rank, id) of the unit's
+    pages and fp_units the units of its fingerprint (units_of); extra_units: units beyond one per fingerprint,
+    if known (a bound on the units of multi-unit fingerprints, for the broadcast below);
     roots: (node, root) of the components; fixed (with --history): (fingerprint, h_cluster, h_kept_date,
     signature) of the history fingerprints in the search, signature = that of their cluster's kept page;
     keep persists what is read more than once.
@@ -162,19 +168,17 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     # the graph is `linked`
     linked_nodes = roots.unionByName(roots.select(F.col("root").alias("node"), "root").distinct())
     # the graph's nodes (at most twice roots' rows) are few next to the units: broadcast when known small,
-    # the units are then not sorted to meet them (4M fingerprints: this function 15.4 -> 12.2 s; broadcasting
-    # the multi-unit side below as well gave 10.3 s, but its size is not known without a count, which cost
-    # back what it saved)
-    light = units.select("fingerprint", "best", F.col("best.id").alias("unit_id")).join(
-        broadcast_if_small(linked_nodes, 2 * roots.count()), F.col("fingerprint") == linked_nodes["node"], "left")
+    # the units are then not sorted to meet them (4M fingerprints: this function 15.4 -> 12.2 s)
+    n_linked = 2 * roots.count()
+    light = units.select("fingerprint", "best", F.col("best.id").alias("unit_id"), "fp_units").join(
+        broadcast_if_small(linked_nodes, n_linked), F.col("fingerprint") == linked_nodes["node"], "left")
     one = F.count(F.lit(1))
     linked = light.where(F.col("root").isNotNull()).select("fingerprint", "best", "unit_id", F.col("root").alias("comp"))
     linked = linked.join(linked.groupBy("comp").agg(one.alias("n")), "comp")
-    # a unit outside the graph is in its fingerprint's component: counted where it lies (units are partitioned
-    # by fingerprint), not by a shuffle of every unit
+    # a unit outside the graph is in its fingerprint's component, with its fingerprint's other units
+    # (counted by with_units)
     alone = light.where(F.col("root").isNull()).select(
-        "fingerprint", "best", "unit_id", F.col("fingerprint").alias("comp"),
-        one.over(Window.partitionBy("fingerprint")).alias("n"))
+        "fingerprint", "best", "unit_id", F.col("fingerprint").alias("comp"), F.col("fp_units").alias("n"))
     light = linked.unionByName(alone)
     if fixed is not None:
         f = with_comp(fixed).select("comp", "h_cluster", "h_kept_date", "signature").distinct()
@@ -188,8 +192,11 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     # their own best page: resolve_verified); joined on the fingerprint alone: units are partitioned by it
     # already (with_units), so only the few units of multi-unit components move, not every signature
     sig_of = units.select("fingerprint", F.col("best.id").alias("sig_unit"), "signature", "short_text")
-    multi = light.where(F.col("n") + F.col("n_fixed") > 1).join(sig_of, "fingerprint").where(
-        F.col("sig_unit") == F.col("unit_id"))
+    # at most the graph's units and the units of multi-unit fingerprints (m units: m <= 2 (m - 1) rows), so
+    # broadcast when both are known small (4M fingerprints: the function 12.2 -> 10.3 s)
+    multi_rows = n_linked + 2 * extra_units if extra_units >= 0 else -1
+    multi = broadcast_if_small(light.where(F.col("n") + F.col("n_fixed") > 1), multi_rows).join(
+        sig_of, "fingerprint").where(F.col("sig_unit") == F.col("unit_id"))
     multi = multi.withColumn("pos", F.col("n_fixed") + F.row_number().over(Window.partitionBy("comp").orderBy("best")))
     id_type = dict(light.dtypes)["unit_id"]
     h_type = dict(f.dtypes)["h_cluster"] if fixed is not None else id_type
