@@ -124,7 +124,7 @@ def job_settings(cfg: DedupConfig, spark: SparkSession | None = None) -> dict[st
 # Pages per shuffle partition the run asks for at least. The widest shuffles carry ~150 bytes a page (the
 # pages with their signatures, by fingerprint) or ~10 rows a page (the signature bands), so this keeps a
 # partition's sort within ~40-60 MB: at 10^7 pages, local[2]'s 4 partitions spilled 2.1 GB of the band sort
-# to disk (scripts/bench_scale.py: 10^7 fingerprints 264 -> 240 s with 32 partitions). Adaptive execution
+# to disk (10^7 fingerprints, the job with Spark's event log on: 264 -> 240 s with 32 partitions). Adaptive execution
 # merges partitions that turn out small, so a larger count costs little on a small input.
 PAGES_PER_SHUFFLE_PARTITION = 250_000
 

@@ -1,6 +1,7 @@
-"""Joins against a side whose row count the run already knows (the duplicates: the input's rows minus the
-kept ones, counted before the write). Such a side, when small, is broadcast, so the large side (every input
-row with its text, or every kept page with its signature) is not shuffled just to meet it."""
+"""Joins against a side whose row count the run already knows, or bounds (the duplicates: the input's rows
+minus the kept ones, counted before the write; the component graph's nodes). Such a side, when small, is
+broadcast, so the large side (every input row with its text, every kept page or unit with its signature) is
+neither shuffled nor sorted just to meet it."""
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
