@@ -13,6 +13,7 @@ import argparse
 import glob
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -74,7 +75,7 @@ def main() -> None:
     results = {code: [] for code in codes}
     for i in range(args.runs):
         for code in codes:  # taking turns: a slower spell of the machine hits every code alike
-            results[code].append(one_run(code, sample, os.path.join(work, "run"), args.submit_args.split()))
+            results[code].append(one_run(code, sample, os.path.join(work, "run"), shlex.split(args.submit_args)))
             print(f"run {i + 1}, {code}: {results[code][-1]}", flush=True)
     print(f"\n{args.pages} pages, local[2], best of {args.runs}:\n")
     print("| code | wall s (spark-submit) | job s (report total_seconds) | stages s | Spark jobs |")

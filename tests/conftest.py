@@ -18,7 +18,10 @@ def spark():
     # The suite plans a few thousand different queries in this one JVM: a generated-code cache that holds them
     # (Spark keeps 100) and the parallel collector (G1's concurrent threads compete with the tasks for the
     # 2 cores): tests/test_job.py took 211 and 214 s at Spark's defaults, 185 and 185 s with both.
+    # A heap of 3g, not the job's half of the RAM: scripts/test.sh runs the test files in parallel processes, each
+    # with a session of its own, and three sessions growing towards 12g each had the kernel kill one (24 GiB).
     session = get_spark("simhash-dedup-tests", master="local[2]", conf={
+        "spark.driver.memory": "3g",
         "spark.ui.enabled": "false",
         "spark.sql.codegen.cache.maxEntries": "5000",
         "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
