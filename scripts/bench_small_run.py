@@ -6,6 +6,7 @@ stage seconds, and the Spark jobs the run started (from the event log).
 
     python scripts/bench_small_run.py                         # 200 pages, 3 runs
     git worktree add /tmp/before ceaf7dc && python scripts/bench_small_run.py --compare /tmp/before
+    python scripts/bench_small_run.py --java-options          # also with the short-run JVM options and a class archive
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from simhash_udf.evaluation.sample_corpus import make_sample_corpus  # noqa: E402
+from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS  # noqa: E402
 
 
 def spark_jobs(event_dir: str) -> int:
@@ -67,28 +69,38 @@ def main() -> None:
     ap.add_argument("--compare", nargs="*", default=[], help="other checkouts to run beside this one")
     ap.add_argument("--submit-args", default="", help="more spark-submit arguments for every run, e.g. "
                     "'--conf spark.sql.codegen.wholeStage=false'")
+    ap.add_argument("--java-options", action="store_true", help="also run this checkout with the short-run JVM "
+                    "options (session.SHORT_RUN_JAVA_OPTIONS), and with them and a class archive of Spark's classes "
+                    "(Java's application class-data sharing: one untimed run writes it first)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="bench-small-")
     sample = os.path.join(work, "sample.parquet")
     pd.DataFrame(make_sample_corpus(args.pages, seed=3)).to_parquet(sample)
-    codes = [ROOT, *args.compare]
-    results = {code: [] for code in codes}
+    common = shlex.split(args.submit_args)
+    variants = {code: (code, common) for code in [ROOT, *args.compare]}
+    if args.java_options:
+        archive = os.path.join(work, "spark-classes.jsa")
+        one_run(ROOT, sample, os.path.join(work, "run"),
+                [*common, "--driver-java-options", f"-XX:ArchiveClassesAtExit={archive}"])
+        variants["short-run options"] = (ROOT, [*common, "--driver-java-options", SHORT_RUN_JAVA_OPTIONS])
+        variants["short-run options + class archive"] = (
+            ROOT, [*common, "--driver-java-options", f"{SHORT_RUN_JAVA_OPTIONS} -XX:SharedArchiveFile={archive}"])
+    results = {name: [] for name in variants}
     for i in range(args.runs):
-        for code in codes:  # taking turns: a slower spell of the machine hits every code alike
-            results[code].append(one_run(code, sample, os.path.join(work, "run"), shlex.split(args.submit_args)))
-            print(f"run {i + 1}, {code}: {results[code][-1]}", flush=True)
+        for name, (code, extra) in variants.items():  # taking turns: a slower spell of the machine hits all alike
+            results[name].append(one_run(code, sample, os.path.join(work, "run"), extra))
+            print(f"run {i + 1}, {name}: {results[name][-1]}", flush=True)
     print(f"\n{args.pages} pages, local[2], best of {args.runs}:\n")
     print("| code | wall s (spark-submit) | job s (report total_seconds) | stages s | Spark jobs |")
     print("|---|---|---|---|---|")
     best = {}
-    for code in codes:
-        rows = results[code]
-        best[code] = {k: min(r[k] for r in rows) for k in rows[0]}
-        b = best[code]
-        print(f"| {code} | {b['wall']:.1f} | {b['job']:.1f} | {b['stages']:.1f} | {b['spark_jobs']} |")
-    for code in args.compare:
-        print(f"\nthis checkout / {code}: wall {best[ROOT]['wall'] / best[code]['wall']:.2f}, "
-              f"job {best[ROOT]['job'] / best[code]['job']:.2f}")
+    for name, rows in results.items():
+        best[name] = {k: min(r[k] for r in rows) for k in rows[0]}
+        b = best[name]
+        print(f"| {name} | {b['wall']:.1f} | {b['job']:.1f} | {b['stages']:.1f} | {b['spark_jobs']} |")
+    for name in list(variants)[1:]:
+        print(f"\nthis checkout / {name}: wall {best[ROOT]['wall'] / best[name]['wall']:.2f}, "
+              f"job {best[ROOT]['job'] / best[name]['job']:.2f}")
     shutil.rmtree(work, ignore_errors=True)
 
 
