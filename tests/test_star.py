@@ -65,3 +65,39 @@ def test_star_equals_brute_force(cluster, seed, k, partitions):
     assert got == brute_force_star(ids, fps, k)
     transitive = brute_force_clusters(ids, fps, k)
     assert len(set(got.values())) >= len(set(transitive.values()))
+
+
+def shape_reference(rows):
+    """cluster_shape by its definition, in pandas: sizes of the groups of rows by cluster_id, and per cluster with
+    duplicates whose kept page is among the rows, the largest distance of a duplicate's fingerprint to it."""
+    import pandas as pd
+
+    if not rows:
+        return {}, {}
+    df = pd.DataFrame(rows, columns=["id", "cluster_id", "is_duplicate", "fingerprint"])
+    sizes = df.groupby("cluster_id").size().value_counts().to_dict()
+    kept = df[~df.is_duplicate].set_index("id")["fingerprint"]
+    chaining = {}
+    for cid, group in df[df.is_duplicate].groupby("cluster_id"):
+        if cid not in kept.index or pd.isna(kept[cid]):
+            continue
+        d = [int(np.bitwise_count(np.uint64(np.int64(f) ^ np.int64(kept[cid])))) for f in group.fingerprint if not pd.isna(f)]
+        if d:
+            chaining[max(d)] = chaining.get(max(d), 0) + 1
+    return {int(s): int(n) for s, n in sizes.items()}, chaining
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 12), st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))), max_size=40,
+                unique_by=lambda t: t[0]),
+       st.lists(st.tuples(st.integers(0, 15), st.one_of(st.none(), st.integers(0, 255))), max_size=40))
+def test_cluster_shape_equals_its_definition(spark, pages, members):
+    """The report's cluster sizes and chaining distances equal a pandas reference, for kept pages absent from the
+    rows (an earlier run's: cluster ids 13-15) and fingerprints missing on either side."""
+    from simhash_udf.spark.star import cluster_shape
+
+    rows = [(i, i, False, fp) for i, fp in pages]
+    base = {i: fp for i, fp in pages}
+    rows += [(100 + j, cid, True, None if low is None else (base.get(cid) or 0) ^ low) for j, (cid, low) in enumerate(members)]
+    df = spark.createDataFrame(rows, "id long, cluster_id long, is_duplicate boolean, fingerprint long").repartition(3)
+    assert cluster_shape(df) == shape_reference(rows)
