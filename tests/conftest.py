@@ -45,18 +45,7 @@ SLOW = {"test_executor_killed_mid_job", "test_executors_import_the_shipped_zip",
         "test_verified_mode_equals_brute_force_definition", "test_dag_loads_with_the_day_that_just_ended"}
 
 
-# The files that take longest, longest first (seconds on the 2-core machine, two processes, `.ci/run --durations=0`
-# summed per file: 199, 164, 141, 73, 59, 48, 43, 40, 38, 36, 29; the other 14 files 92 s together). scripts/test.sh
-# hands whole files to its processes in collection order, as each runs short of work: started first, the long
-# files do not leave one process running alone at the end.
-LONGEST_FIRST = ["test_job.py", "test_output_safety.py", "test_history.py", "test_cluster.py", "test_exactness.py",
-                 "test_short_text.py", "test_verified.py", "test_inputs.py", "test_bands.py", "test_components.py",
-                 "test_api.py"]
-
-
 def pytest_collection_modifyitems(config, items):
-    order = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: order.get(item.path.name, len(order)))  # stable: a file's tests keep their order
     for item in items:
         name = item.path.name
         if "spark" in getattr(item, "fixturenames", ()) or (name in SUBPROCESS_SPARK and "subprocess" in
