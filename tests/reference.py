@@ -1,7 +1,14 @@
 """Brute-force references the tests compare against (slow, obviously correct)."""
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
+
+
+def hamming(a: int, b: int) -> int:
+    """Bits in which two 64-bit fingerprints (signed or not) differ."""
+    return bin((a ^ b) & (2**64 - 1)).count("1")
 
 
 class UnionFind:
@@ -84,7 +91,7 @@ def brute_force_star(ids, fps, k) -> dict:
             if f in kept_of_fp:
                 continue
             for g in fps_in:
-                if g not in kept_of_fp and bin((f ^ g) & (2**64 - 1)).count("1") <= k:
+                if g not in kept_of_fp and hamming(f, g) <= k:
                     kept_of_fp[g] = best[f]
     return {i: kept_of_fp[fp] for i, fp in zip(ids, fps)}
 
@@ -135,7 +142,7 @@ def band_pairs(nodes, rep, k, bands, bins) -> list:
     out = []
     for a in range(len(nodes)):
         for b in range(a + 1, len(nodes)):
-            if bin((nodes[a] ^ nodes[b]) & (2**64 - 1)).count("1") <= k:
+            if hamming(nodes[a], nodes[b]) <= k:
                 continue
             sa, sb = rep[nodes[a]], rep[nodes[b]]
             if any(sa[i * bins:(i + 1) * bins] == sb[i * bins:(i + 1) * bins] and usable_band(sa[i * bins:(i + 1) * bins])
@@ -239,3 +246,16 @@ def brute_force_verified_short(ids, texts, fps, sigs, k, need, spec, extra_edges
                 kept[u] = best[c]
                 left.remove(u)
     return {ids[i]: kept[unit[i]] if i in unit else ids[i] for i in range(len(ids))}
+
+
+def shape_reference(rows):
+    """cluster_shape by its definition, in plain Python ints (pandas would turn fingerprints with a missing one
+    into floats): sizes of the groups of rows by cluster_id, and per cluster with duplicates whose kept page is
+    among the rows, the largest distance of a duplicate's fingerprint to the kept page's."""
+    members = Counter(cid for _, cid, _, _ in rows)
+    kept = {i: fp for i, _, dup, fp in rows if not dup}
+    far: dict[int, int] = {}
+    for _, cid, dup, fp in rows:
+        if dup and fp is not None and kept.get(cid) is not None:
+            far[cid] = max(far.get(cid, 0), hamming(fp, kept[cid]))
+    return dict(Counter(members.values())), dict(Counter(far.values()))

@@ -1,13 +1,11 @@
 """Chaining control (--cluster-mode star): every duplicate is within k of its kept page; greedy centres in keep
 order; equal to a brute-force reference on Spark, whatever the partitioning."""
-from collections import Counter
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
-from reference import brute_force_clusters, brute_force_star, planted_fingerprints
+from reference import brute_force_clusters, brute_force_star, planted_fingerprints, shape_reference
 
 from simhash_udf.core.star import star_centres
 from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
@@ -67,19 +65,6 @@ def test_star_equals_brute_force(cluster, seed, k, partitions):
     assert got == brute_force_star(ids, fps, k)
     transitive = brute_force_clusters(ids, fps, k)
     assert len(set(got.values())) >= len(set(transitive.values()))
-
-
-def shape_reference(rows):
-    """cluster_shape by its definition, in plain Python ints (pandas would turn fingerprints with a missing one
-    into floats): sizes of the groups of rows by cluster_id, and per cluster with duplicates whose kept page is
-    among the rows, the largest distance of a duplicate's fingerprint to the kept page's."""
-    members = Counter(cid for _, cid, _, _ in rows)
-    kept = {i: fp for i, _, dup, fp in rows if not dup}
-    far: dict[int, int] = {}
-    for _, cid, dup, fp in rows:
-        if dup and fp is not None and kept.get(cid) is not None:
-            far[cid] = max(far.get(cid, 0), bin((fp ^ kept[cid]) & (2**64 - 1)).count("1"))
-    return dict(Counter(members.values())), dict(Counter(far.values()))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
