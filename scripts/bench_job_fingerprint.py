@@ -1,7 +1,8 @@
 """The fingerprint stage inside the job against the same computation alone, side by side in one run.
 
-    python scripts/bench_job_fingerprint.py                  # 80,000 pages of ~500 characters, one Parquet file
+    python scripts/bench_job_fingerprint.py                  # 80,000 pages of ~1.5 KB (issue 20's), one Parquet file
     python scripts/bench_job_fingerprint.py --source generated --pages 20000
+    python scripts/bench_job_fingerprint.py --chars 500      # pages of 500 characters (~0.8 KB of man pages)
 
 "job": the job's read and fingerprint stages as `pipeline.run` runs them (`read_stage`, `fingerprint_stage`:
 Parquet read, id check, UTF-8 validation and the cap in SQL, fingerprint + signature + short-text columns in
@@ -60,10 +61,24 @@ def man_pages(n: int, chars: int) -> list[str]:
     return [pieces[i % len(pieces)] for i in range(n)]
 
 
+def make_pages(source: str, n: int, chars: int | None, page_bytes: int) -> list[str]:
+    """n pages of `chars` characters, or (chars None) of about `page_bytes` bytes of UTF-8 on average: the
+    characters a page are scaled from 2,000 probe pages (man pages mix ASCII into the Chinese, and each text's
+    last page is short)."""
+    make = man_pages if source == "man" else chinese_pages
+    if chars is None:
+        chars = 1000
+        for _ in range(2):
+            probe = make(2000, chars)
+            chars = max(1, round(chars * page_bytes * len(probe) / sum(len(t.encode("utf-8")) for t in probe)))
+    return make(n, chars)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pages", type=int, default=80_000)
-    ap.add_argument("--chars", type=int, default=500, help="characters a page (~1.5 KB of Chinese only)")
+    ap.add_argument("--chars", type=int, default=None, help="characters a page (default: --page-bytes decides)")
+    ap.add_argument("--page-bytes", type=int, default=1500, help="UTF-8 bytes a page, about (issue 20's pages: 1.5 KB)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--source", choices=("man", "generated"), default="man")
     ap.add_argument("--workdir")
@@ -71,7 +86,7 @@ def main() -> None:
     work = args.workdir or tempfile.mkdtemp(prefix="bench_job_fp_")
     os.makedirs(work, exist_ok=True)
     path = os.path.join(work, "pages.parquet")
-    texts = man_pages(args.pages, args.chars) if args.source == "man" else chinese_pages(args.pages, args.chars)
+    texts = make_pages(args.source, args.pages, args.chars, args.page_bytes)
     megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     pq.write_table(pa.table({"id": pa.array(range(len(texts)), pa.int64()), "text": texts}), path)
     del texts
@@ -116,8 +131,8 @@ def main() -> None:
         best_alone = min(best_alone, alone())
     spark.stop()
 
-    print(f"\n{args.pages:,} Chinese pages ({args.source}), {megabytes:.1f} MB in one Parquet file, {cores} cores, "
-          f"best of {args.rounds}\n")
+    print(f"\n{args.pages:,} Chinese pages ({args.source}, {megabytes * 1e3 / args.pages:.2f} KB on average), "
+          f"{megabytes:.1f} MB in one Parquet file, {cores} cores, best of {args.rounds}\n")
     print("| run | read s | fingerprint s | MB/s per core, fingerprint stage | MB/s per core, read + fingerprint |")
     print("|---|---|---|---|---|")
     for name, (seconds, split) in best.items():
