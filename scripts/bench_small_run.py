@@ -47,7 +47,7 @@ def one_run(code: str, sample: str, work: str, extra: list[str], event_log: bool
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(events)
     event_args = ["--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.compress=false",
-               "--conf", "spark.eventLog.rolling.enabled=false", "--conf", f"spark.eventLog.dir=file://{events}"]
+                  "--conf", "spark.eventLog.rolling.enabled=false", "--conf", f"spark.eventLog.dir=file://{events}"]
     env = dict(os.environ, PYTHONPATH=code, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1")
     spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
@@ -60,8 +60,10 @@ def one_run(code: str, sample: str, work: str, extra: list[str], event_log: bool
         raise SystemExit(f"{code}: spark-submit failed\n{proc.stderr[-3000:]}")
     with open(os.path.join(out, "report.json")) as fh:
         report = json.load(fh)
-    return {"wall": wall, "job": report["total_seconds"], "stages": sum(report["seconds"].values()),
-            "spark_jobs": spark_jobs(events)}
+    result = {"wall": wall, "job": report["total_seconds"], "stages": sum(report["seconds"].values())}
+    if event_log:
+        result["spark_jobs"] = spark_jobs(events)
+    return result
 
 
 def main() -> None:
