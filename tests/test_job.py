@@ -4,6 +4,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -140,10 +141,22 @@ def test_simulated_fingerprint_width():
         load_config(["--input", ROOT, "--output", "x", "--k", "6", "--simulate-fingerprint-bits", "5"])  # <= k
 
 
-def test_progress_is_logged_per_stage_with_counts(spark, sample, tmp_path, caplog):
+def test_progress_is_logged_per_stage_with_counts(spark, sample, tmp_path, caplog, monkeypatch):
     caplog.set_level(logging.INFO, logger="simhash_dedup")
+    import simhash_udf.job.pipeline as pipeline
+
+    draw = pipeline.write_plots
+
+    def slow_plots(*args):  # plots that take 2 s: total_seconds must count them
+        time.sleep(2.0)
+        return draw(*args)
+
+    monkeypatch.setattr(pipeline, "write_plots", slow_plots)
     # Arrow batches of 20 pages: the sample (one small file, one partition) has rows for a batch a task
     report = run_job(spark, "--input", sample, "--output", tmp_path / "out", "--arrow-batch-size", 20)
+    assert report["total_seconds"] >= sum(report["seconds"].values()) + 2.0
+    with open(tmp_path / "out" / "report.json") as fh:
+        assert json.load(fh)["total_seconds"] == report["total_seconds"]
     lines = [r.getMessage() for r in caplog.records if r.name == "simhash_dedup"]
     for stage in report["seconds"]:
         assert f"stage {stage}: started" in lines

@@ -68,7 +68,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                                 history=history_report, seconds=timer.seconds, spark_version=spark.version,
                                 started=started)
             report["shuffle_partitions"] = partitions
-            write_report_files(cfg, out, report, page)
+            write_report_files(cfg, out, report, page, started)
         commit(cfg, out, history, report)
         return report
 
@@ -246,12 +246,15 @@ def report_stage(spark: SparkSession, cfg: DedupConfig, out: OutputDir, raw: Dat
     return page
 
 
-def write_report_files(cfg: DedupConfig, out: OutputDir, report: dict, page: PageData) -> None:
-    """The plots, report.html and report.json, staged."""
+def write_report_files(cfg: DedupConfig, out: OutputDir, report: dict, page: PageData, started: float) -> None:
+    """The plots, report.html and report.json, staged. total_seconds (from `started`, the run's time.time() at
+    its start) is taken again once the plots are drawn (~1 s in a new driver), so that both files count them;
+    only rendering those two files and the commit come after it."""
     if not cfg.checkpoint_dir:
         out.remove_staged("_checkpoints")
     report.update(page.summary)
     report["plots"] = write_plots(report, out)
+    report["total_seconds"] = round(time.time() - started, 3)
     report["report_html"] = "report.html"
     out.write_text(out.staged("report.html"), render_html(report, page.examples))
     out.write_report(report)
