@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import components_of, planted_fingerprints, within_k_pairs
+from reference import components_of, hamming, planted_fingerprints, within_k_pairs
 
 from simhash_udf.core.blocks import chance_pairs, plan_tables
 from simhash_udf.core.candidates import candidate_edges, spanning_forest_edges
@@ -44,7 +44,7 @@ def test_components_equal_brute_force(seed, k, extra_blocks, n_centres, small_gr
     truth = within_k_pairs(fps, k)
     # each pair within k is accepted exactly once, in its first shared table, and counted at its distance
     assert edges.accepted == len(truth)
-    distances = [bin((fps[i] ^ fps[j]) & (2**64 - 1)).count("1") for i, j in truth]
+    distances = [hamming(fps[i], fps[j]) for i, j in truth]
     assert edges.by_distance.tolist() == [distances.count(d) for d in range(k + 1)]
     assert edges.compared == sum(len(m) * (len(m) - 1) // 2 for _, m in groups)
     # the forest has the same connectivity as the brute-force graph
@@ -55,7 +55,7 @@ def test_components_equal_brute_force(seed, k, extra_blocks, n_centres, small_gr
     assert len(edges.src) <= edges.accepted
     assert len(edges.src) <= sum(len(m) - 1 for _, m in groups)
     for a, b in zip(edges.src.tolist(), edges.dst.tolist()):
-        assert bin((a ^ b) & (2**64 - 1)).count("1") <= k
+        assert hamming(a, b) <= k
 
 
 def test_pigeonhole_every_table_plan_shares_a_key():
