@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from reference import components_of, hamming, planted_fingerprints, within_k_pairs
 
 from simhash_udf.core.blocks import chance_pairs, plan_tables
-from simhash_udf.core.candidates import candidate_edges, spanning_forest_edges
+from simhash_udf.core.candidates import _small_group_pairs, candidate_edges, key_groups, pair_filter, spanning_forest_edges
 from simhash_udf.job.stages import chance_warning
 
 
@@ -56,6 +56,38 @@ def test_components_equal_brute_force(seed, k, extra_blocks, n_centres, small_gr
     assert len(edges.src) <= sum(len(m) - 1 for _, m in groups)
     for a, b in zip(edges.src.tolist(), edges.dst.tolist()):
         assert hamming(a, b) <= k
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(0, 6), extra_blocks=st.integers(0, 2),
+       sizes=st.lists(st.integers(2, 12), min_size=1, max_size=30))
+def test_small_group_pairs_are_every_accepted_pair_in_order(seed, k, extra_blocks, sizes):
+    """The vectorised comparison (groups of one size as matrix rows) against its definition pair by pair: every
+    pair of a group within k whose first shared table is the group's, by group and then np.triu order."""
+    rng = np.random.default_rng(seed)
+    plan = plan_tables(k, k + 1 + extra_blocks)
+    masks = plan.table_masks()
+    members, tables = [], []
+    for size in sizes:  # members near a random centre, so that pairs within k and first tables both vary
+        centre = int(rng.integers(0, 2**64, dtype=np.uint64))
+        tables.append(int(rng.integers(0, len(masks))))
+        for _ in range(size):
+            flips = rng.choice(64, size=int(rng.integers(0, 2 * k + 2)), replace=False)
+            v = centre ^ sum(1 << int(b) for b in flips)
+            members.append(v - (1 << 64) if v >> 63 else v)
+    offsets = np.r_[0, np.cumsum(sizes)]
+    u, t, starts, sz = key_groups(np.array(members, dtype=np.int64), offsets, np.array(tables))
+    got_i, got_j = _small_group_pairs(u, starts, sz, t, pair_filter(plan))
+    expect = []
+    for g, size in sorted(enumerate(sizes), key=lambda gs: gs[1]):  # groups of one size together, smallest first
+        s = int(offsets[g])
+        for a in range(size):
+            for b in range(a + 1, size):
+                x, y = members[s + a], members[s + b]
+                first = next((n for n, mask in enumerate(masks) if x & mask == y & mask), None)
+                if hamming(x, y) <= k and first == tables[g]:
+                    expect.append((s + a, s + b))
+    assert list(zip(got_i.tolist(), got_j.tolist())) == expect
 
 
 def test_pigeonhole_every_table_plan_shares_a_key():
