@@ -2,8 +2,15 @@
 groups, run through the real job (--input-format fingerprints, local mode), one size after another in
 one process. Prints seconds per stage, rows exploded, pairs compared, peak memory and t(N)/t(N/10).
 
+Beside the job, on the same distinct fingerprints, the single-core C++ peer `find_all` of simhash-cpp (the
+library in PyPI's simhash-py 0.4.0, scripts/_peer_find_all.py; built with g++ on first use into
+--peer-cache) with the job's blocks and k: its seconds, and whether it finds the same pairs within k as the
+job's table search (which accepts each such pair once). The peer has no verification, no signature bands
+and no clusters: its time is that of the candidate search alone.
+
     python scripts/bench_scale.py                      # 100k, 1M, 10M
     python scripts/bench_scale.py --sizes 100000,1000000
+    python scripts/bench_scale.py --no-peer            # without the peer
 """
 from __future__ import annotations
 
@@ -20,8 +27,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+import _peer_find_all as peer  # noqa: E402
 
 from simhash_udf.core.signature import SignatureSpec, to_arrow  # noqa: E402
 from simhash_udf.job.config import DedupConfig, load_config  # noqa: E402
@@ -92,7 +103,15 @@ def main() -> None:
                     "(found by the signature bands only)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--job-args", default="", help="more job options, e.g. '--min-similarity 0'")
+    ap.add_argument("--peer-cache", default=os.path.join(ROOT, ".cache", "peers"), help="where the peer is built")
+    ap.add_argument("--no-peer", action="store_true", help="do not run the C++ peer")
     args = ap.parse_args()
+    binary = None
+    if not args.no_peer:
+        try:
+            binary = peer.build(args.peer_cache)
+        except RuntimeError as e:
+            print(f"the C++ peer is left out: {e}", flush=True)
     sizes = [int(s) for s in args.sizes.split(",")]
     work = args.workdir or tempfile.mkdtemp(prefix="bench_scale_")
     os.makedirs(work, exist_ok=True)  # a --workdir that does not exist yet
@@ -141,6 +160,11 @@ def main() -> None:
         # unrelated random fingerprints are within k by chance (blocks.chance_pairs, in the job's report): their
         # signatures are independent, so verification rejects them (with --min-similarity 0 they are joined)
         r["chance"] = report["candidates"]["chance_pairs_uniform"]
+        r["peer"] = None
+        if binary:  # after the job, alone on the machine
+            r["peer"] = peer.find_all(binary, fps, report["table_plan"]["blocks"], args.k, work)
+            r["peer"]["same"] = (r["peer"]["by_distance"] == [report["candidates"]["pairs_accepted_by_distance"][str(d)]
+                                                            for d in range(args.k + 1)])
         print(f"n={n:>10,}: {wall:7.1f} s  rows exploded {r['rows']:,}  pairs compared {r['compared']:,}  "
               f"groups split {split_groups}  clusters mixing {mixed} (chance pairs within k expected {r['chance']:.1f})",
               flush=True)
@@ -156,6 +180,16 @@ def main() -> None:
               f" | {r['rounds']} | {r['split']} | {r['mixed']} | {r['chance']:.1f} | {r['jvm_mb']:.0f} |")
     for a, b in zip(results, results[1:]):
         print(f"t({b['n']:,}) / t({a['n']:,}) = {b['wall'] / a['wall']:.2f}   (N ratio {b['n'] / a['n']:.0f})")
+    if binary:
+        print("\nThe C++ peer on the same distinct fingerprints (find_all of simhash-cpp, one core, the job's blocks and k):")
+        print("| N | distinct fingerprints | peer find_all s | peer pairs within k | job's accepted pairs "
+              "| same pairs by distance | job's candidates s / peer s | job total s / peer s |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in results:
+            p = r["peer"]
+            print(f"| {r['n']:,} | {p['fingerprints']:,} | {p['seconds']:.1f} | {sum(p['by_distance']):,} | {r['accepted']:,} "
+                  f"| {'yes' if p['same'] else 'NO'} | {r['seconds'].get('candidates', 0) / p['seconds']:.2f} "
+                  f"| {r['wall'] / p['seconds']:.2f} |")
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
 
