@@ -187,9 +187,10 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|---|")
         for r in results:
             p = r["peer"]
-            print(f"| {r['n']:,} | {p['fingerprints']:,} | {p['seconds']:.1f} | {sum(p['by_distance']):,} | {r['accepted']:,} "
-                  f"| {'yes' if p['same'] else 'NO'} | {r['seconds'].get('candidates', 0) / p['seconds']:.2f} "
-                  f"| {r['wall'] / p['seconds']:.2f} |")
+            secs = max(p["seconds"], 1e-3)  # printed in ms: a tiny N can take "0.000"
+            print(f"| {r['n']:,} | {p['fingerprints']:,} | {p['seconds']:.3f} | {sum(p['by_distance']):,} | {r['accepted']:,} "
+                  f"| {'yes' if p['same'] else 'NO'} | {r['seconds'].get('candidates', 0) / secs:.2f} "
+                  f"| {r['wall'] / secs:.2f} |")
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
 
