@@ -63,7 +63,7 @@ def test_components_equal_brute_force(seed, k, extra_blocks, n_centres, small_gr
        sizes=st.lists(st.integers(2, 12), min_size=1, max_size=30))
 def test_small_group_pairs_are_every_accepted_pair_in_order(seed, k, extra_blocks, sizes):
     """The vectorised comparison (groups of one size as matrix rows) against its definition pair by pair: every
-    pair of a group within k whose first shared table is the group's, by group and then np.triu order."""
+    pair of a group within k whose first shared table is the group's, by group size, group and np.triu order."""
     rng = np.random.default_rng(seed)
     plan = plan_tables(k, k + 1 + extra_blocks)
     masks = plan.table_masks()
