@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import planted_fingerprints
 
-from simhash_udf.core.blocks import plan_tables
-from simhash_udf.spark.blocks import block_rows, key_runs, packed_key_shift, walk_groups
+from simhash_udf.core.blocks import packed_key_shift, plan_tables, table_keys
+from simhash_udf.spark.blocks import block_rows, key_runs, walk_groups
 
 
 def record_groups(seen):
@@ -64,6 +64,10 @@ def test_block_keys_identify_table_and_masked_key(spark, k, m):
             expect.setdefault((t, f & mask), set()).add(f)
     assert sorted(map(sorted, got.values())) == sorted(map(sorted, expect.values()))
     assert {t for t, _ in got} == set(range(len(plan.tables)))
+    # the keys numpy makes for the packed search (core/blocks.table_keys) are the SQL keys, row for row
+    keys = table_keys(np.array(fps, dtype=np.int64), plan)
+    assert {(t, int(keys[t, i]), f) for t in range(len(plan.tables)) for i, f in enumerate(fps)} == {
+        (r.table, r.key, r.fingerprint) for r in rows.collect()}
     # every (table, key) is one contiguous run of one partition after the shuffle and sort
     runs = key_runs(rows, plan).rdd.glom().collect()
     seen = set()

@@ -69,6 +69,36 @@ class TablePlan:
         }
 
 
+
+def packed_key_shift(plan: TablePlan) -> int | None:
+    """Bit position of the table index in a packed key, or None when table index + key bits exceed 64."""
+    table_bits = (len(plan.tables) - 1).bit_length()
+    if max(plan.key_bits()) + table_bits > BITS:
+        return None
+    return BITS - table_bits
+
+
+def table_keys(fingerprints: np.ndarray, plan: TablePlan) -> np.ndarray:
+    """(tables, n) int64: the key of each fingerprint in each table, as the search groups them: the table
+    index in the top bits and the table's blocks side by side below (packed_key_shift), or the masked
+    fingerprint when that does not fit (then the table index tells the tables apart). The same values as
+    spark/blocks.key_expressions, so rows made here and rows made in SQL meet in one group."""
+    fps = fingerprints.astype(np.int64, copy=False).view(np.uint64)
+    out = np.empty((len(plan.tables), len(fps)), dtype=np.uint64)
+    shift = packed_key_shift(plan)
+    for t, table in enumerate(plan.tables):
+        if shift is None:
+            out[t] = fps & np.uint64(sum(plan.block_mask(b) for b in table))
+            continue
+        key = np.full(len(fps), np.uint64(t << shift) if shift < BITS else np.uint64(0), dtype=np.uint64)
+        offset = 0
+        for b in table:
+            start, width = plan.blocks[b]
+            key |= ((fps >> np.uint64(start)) & np.uint64((1 << width) - 1)) << np.uint64(offset)
+            offset += width
+        out[t] = key
+    return out.view(np.int64)
+
 def check_k(k: int) -> None:
     if not 0 <= k <= MAX_K:
         raise ValueError(

@@ -347,8 +347,9 @@ def related_block_rows(history: DataFrame, today_rows: DataFrame, today_fps: Dat
     exploded or shuffled, then the few left are matched to the run's keys exactly and made distinct (a
     fingerprint may be on several rows of the history).
     today_fps: this run's distinct fingerprints, n_today of them (bounds its keys)."""
+    from ..core.blocks import packed_key_shift
     from ..core.key_filter import table_filter_keys
-    from ..spark.blocks import block_rows, packed_key_shift
+    from ..spark.blocks import block_rows
     from ..spark.key_filter import build_key_bloom
 
     def keys_of(batch):

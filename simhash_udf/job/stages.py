@@ -21,7 +21,7 @@ from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
 from ..core.fingerprint import FeatureSpec
 from ..core.verified import BANDS, VerifySpec
 from ..io.history import attach_history, history_rows, per_fingerprint, related_band_rows, related_block_rows
-from ..spark.bands import band_edges, band_group_members, band_rows
+from ..spark.bands import band_edges, band_group_members, band_key_arrays, band_rows
 from ..spark.blocks import block_rows, group_batches
 from ..spark.candidates import group_members
 from ..spark.components import connected_components
@@ -263,38 +263,40 @@ def _near_duplicate_clusters(
     plan = plan_tables(k, blocks) if blocks else choose_plan(n_distinct, k, n_history)
     use_bands = bands is not None and bands.bands > 0 and verify is not None
     with timer("blocks") as counts:
-        rows = block_rows(fp_sigs, plan)
-        brows = band_rows(fp_sigs, bands) if use_bands else None
         search_sigs = fp_sigs.select("fingerprint", "signature")
+        more_rows = more_brows = None  # the history's rows that join the searches
         if history is not None:
+            # this run's block and band rows as SQL rows, to match the history's to their keys
+            rows = block_rows(fp_sigs, plan)
+            brows = band_rows(fp_sigs, bands) if use_bands else None
             related_rows = keep(related_block_rows(history, rows, fp_sigs.select("fingerprint"), plan, n_distinct))
             related_fps = related_rows.select("fingerprint")
             if use_bands:  # history fingerprints that share a band key with this run's
                 related_brows = keep(related_band_rows(history, brows, fp_sigs.select("fingerprint"), bands, n_distinct,
                                                                 history_band_rows))
                 related_fps = related_fps.union(related_brows.select("fingerprint"))
-                brows = brows.unionByName(related_brows)
+                more_brows = related_brows
             related_fps = keep(related_fps.distinct())
             with group_batches(docs.sparkSession):  # the Bloom filters' batches of history rows: two longs a row
                 n_related = related_fps.count()
             # the clusters and signatures of these alone are read from the history
             related = keep(per_fingerprint(history, related_fps, n_related))
-            rows = rows.unionByName(related_rows)
+            more_rows = related_rows
             search_sigs = search_sigs.unionByName(
                 related.select("fingerprint", "signature").join(fp_sigs, "fingerprint", "left_anti"))
         counts["tables"] = len(plan.tables)
         if use_bands:
             counts["bands"] = bands.bands
 
-    with timer("candidates") as counts:  # the shuffle and sort that form the key groups happen here
-        members = keep(group_members(rows, plan))
+    with timer("candidates") as counts:  # the shuffles that form the key groups happen here
+        members = keep(group_members(fp_sigs, plan, more_rows))
         # one Spark action for both searches: the table search's statistics by distance (its totals are the
         # sums over the distances; source 0) and the band search's totals (source 1)
         per_distance = members.groupBy("distance").agg(
             F.sum("compared").alias("compared"), F.sum("accepted").alias("accepted"),
             F.sum("groups").alias("groups")).withColumn("source", F.lit(0))
         if use_bands:
-            band_members = keep(band_group_members(brows, bands, k))
+            band_members = keep(band_group_members(band_key_arrays(fp_sigs, bands), bands, k, more_brows))
             per_distance = per_distance.unionByName(band_members.agg(
                 F.lit(None).cast(dict(members.dtypes)["distance"]).alias("distance"),
                 F.sum("compared").alias("compared"), F.lit(None).cast("long").alias("accepted"),

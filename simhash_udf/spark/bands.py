@@ -1,21 +1,22 @@
 """Spark glue of the signature-band search (core/bands.py is the pure part), in the two passes of the SimHash
-search (candidates.py, verified.py): (band, key, fingerprint) rows are shuffled and sorted so each key group
-is one run, a first walk keeps the members that have a pair more than k bits apart in their group, and only
-those get their signature by a join, are grouped again and verified (verified.verify_band_groups). Band
-keys are SQL hashes of the signature's bytes."""
+search (candidates.py, verified.py): the (band, key, fingerprint) rows of every page are grouped by key
+(shuffled packed, packed_groups.py), a first walk keeps the members that have a pair more than k bits apart
+in their group, and only those get their signature by a join, are grouped again (as Spark rows: they are
+few) and verified (verified.verify_band_groups). Band keys are SQL hashes of the signature's bytes."""
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
-from pyspark.sql.window import Window
 
 from ..core.bands import SignatureBands, band_members
 from ..core.signature import from_arrow
 from ..core.verified import BANDS, VerifySpec, verify_band_groups
 from .blocks import walk_groups
+from .packed_groups import PACKED_SCHEMA, pack_rows, packed_batch, walk_packed_groups
 from .verified import _VERIFIED_ARROW, VERIFIED_SCHEMA
 
 BAND_MEMBER_SCHEMA = StructType([
@@ -76,13 +77,21 @@ def _runs(rows: DataFrame, *extra: str) -> DataFrame:
             .select(F.col("band").alias("table"), "key", "fingerprint", *extra))
 
 
-def band_group_members(rows: DataFrame, bands: SignatureBands, k: int) -> DataFrame:
+def band_group_members(arrays: DataFrame, bands: SignatureBands, k: int, more_rows: DataFrame | None = None) -> DataFrame:
     """(band, key, fingerprint) of every member with a pair more than k bits apart in its band group, plus
-    one statistics row per call (band, key and fingerprint null): pairs compared, groups of two or more.
+    one statistics row per task (band, key and fingerprint null): pairs compared, groups of two or more.
 
-    Most band groups are single pages (a page shares no band with any other); a window count in the JVM
-    drops them before the sort and the Python walk (3x faster on 3M pages, where 94% of the rows are
-    singletons)."""
+    arrays: (fingerprint, keys) of band_key_arrays; more_rows: band rows (band, key, fingerprint) made
+    elsewhere (the history's that meet this run's keys). The rows are made from the arrays in numpy and
+    shuffled packed (packed_groups.py); most band groups are single pages (a page shares no band with any
+    other), and those are dropped after the sort, before the walk."""
+    partitions = int(arrays.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+
+    def pack(batches):
+        for batch in batches:
+            fps, band, keys = array_rows(batch)
+            if len(fps):
+                yield packed_batch(keys, fps, band, partitions)
 
     def per_groups(members, offsets, tables, keys):
         involved, compared = band_members(members, offsets, k)
@@ -96,12 +105,27 @@ def band_group_members(rows: DataFrame, bands: SignatureBands, k: int) -> DataFr
             [pa.nulls(1, pa.int32()), pa.nulls(1, pa.int64()), pa.nulls(1, pa.int64()), pa.array([compared], pa.int64()),
              pa.array([int((np.diff(offsets) >= 2).sum())], pa.int64())], schema=_BAND_MEMBER_ARROW)
 
-    # counted by the key alone, one long that Spark sorts with its radix sort (by (key, band): 23 -> 17 s on
-    # 2M pages); a key hash shared by two bands only keeps more rows, the walk still groups by (band, key)
-    shared = (rows.repartition("key")
-              .withColumn("n", F.count(F.lit(1)).over(Window.partitionBy("key")))
-              .where(F.col("n") >= 2).drop("n"))
-    return _runs(shared).mapInArrow(lambda b: walk_groups(b, per_groups, with_keys=True), BAND_MEMBER_SCHEMA)
+    packed = arrays.select("fingerprint", "keys").mapInArrow(pack, PACKED_SCHEMA)
+    if more_rows is not None:
+        packed = packed.unionByName(pack_rows(more_rows, "key", "fingerprint", "band", partitions))
+    return walk_packed_groups(packed, partitions, BAND_MEMBER_SCHEMA, per_groups, min_size=2)
+
+
+def array_rows(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(fingerprint, band, key) of every usable band of a batch of (fingerprint, keys) rows: the numpy form of
+    exploded_band_keys (a null key, an unusable band, is left out; so is a row with a null fingerprint)."""
+    lists = batch.column("keys")
+    flat = lists.flatten()
+    if not len(flat):
+        return np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.int64)
+    parent = pc.list_parent_indices(lists).to_numpy()
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy()
+    band = np.arange(len(flat), dtype=np.int64) - np.r_[0, np.cumsum(lengths)[:-1]][parent]
+    fp_col = batch.column("fingerprint")
+    usable = flat.is_valid().to_numpy(zero_copy_only=False) & fp_col.is_valid().to_numpy(zero_copy_only=False)[parent]
+    keys = pc.fill_null(flat, 0).to_numpy()
+    fps = pc.fill_null(fp_col, 0).to_numpy()[parent]
+    return fps[usable], band[usable].astype(np.int32), keys[usable]
 
 
 def band_edges(members: DataFrame, fp_signatures: DataFrame, bands: SignatureBands, k: int,

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..core.blocks import BITS as FP_BITS
-from ..core.blocks import TablePlan
+from ..core.blocks import TablePlan, packed_key_shift
 
 # Rows per Arrow batch of the group walk: rows are two longs, so 2^18 rows are ~4 MB; bigger batches mean
 # fewer Python calls per partition (the session's batch size is tuned for page text, not for this).
@@ -28,14 +28,6 @@ GROUP_BATCH_ROWS = 1 << 18
 
 def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def packed_key_shift(plan: TablePlan) -> int | None:
-    """Bit position of the table index in a packed key, or None when table index + key bits exceed 64."""
-    table_bits = (len(plan.tables) - 1).bit_length()
-    if max(plan.key_bits()) + table_bits > FP_BITS:
-        return None
-    return FP_BITS - table_bits
 
 
 def key_expressions(plan: TablePlan, fp) -> list:

@@ -1,16 +1,18 @@
-"""Spark stage 5: candidates. Walks the key groups of the block rows (blocks.py) and keeps the members with an
-accepted pair in their group (within k, first shared table; core/candidates.py), so that signatures never ride
-along with the exploded block rows: only those members go on to the verify stage (verified.py)."""
+"""Spark stage 5: candidates. Walks the key groups of the distinct fingerprints (one per table and key bits,
+core/blocks.py) and keeps the members with an accepted pair in their group (within k, first shared table;
+core/candidates.py), so that signatures never ride along with the exploded block rows: only those members go
+on to the verify stage (verified.py). The rows are made in numpy and shuffled packed (packed_groups.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-from ..core.blocks import TablePlan
+from ..core.blocks import TablePlan, table_keys
 from ..core.candidates import accepted_members
-from .blocks import key_runs, walk_groups
+from .packed_groups import PACKED_SCHEMA, pack_rows, packed_batch, walk_packed_groups
 
 MEMBER_SCHEMA = StructType([
     StructField("table", IntegerType(), True), StructField("key", LongType(), True),
@@ -20,9 +22,21 @@ MEMBER_SCHEMA = StructType([
 ])
 _MEMBER_ARROW = pa.schema([pa.field(f.name, pa.int32() if f.dataType == IntegerType() else pa.int64()) for f in MEMBER_SCHEMA])
 
-def group_members(rows: DataFrame, plan: TablePlan) -> DataFrame:
+def group_members(fingerprints: DataFrame, plan: TablePlan, more_rows: DataFrame | None = None) -> DataFrame:
     """(table, key, fingerprint) of every member with an accepted pair in its key group, plus k + 1 statistics
-    rows per call (member columns null): pairs compared, accepted pairs at each distance, groups of 2+."""
+    rows per task (member columns null): pairs compared, accepted pairs at each distance, groups of 2+.
+
+    fingerprints: the distinct fingerprints (a `fingerprint` column); more_rows: block rows (table, key,
+    fingerprint) made elsewhere (spark/blocks.block_rows: the history's that meet this run's keys)."""
+    partitions = int(fingerprints.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    tables = len(plan.tables)
+
+    def pack(batches):
+        for batch in batches:
+            fps = batch.column("fingerprint").to_numpy(zero_copy_only=False)
+            if len(fps):
+                yield packed_batch(table_keys(fps, plan).ravel(), np.tile(fps, tables),
+                                   np.repeat(np.arange(tables, dtype=np.int32), len(fps)), partitions)
 
     def per_groups(members, offsets, tables, keys):
         involved, compared, by_distance = accepted_members(members, offsets, tables, plan)
@@ -41,4 +55,7 @@ def group_members(rows: DataFrame, plan: TablePlan) -> DataFrame:
              pa.array(np.arange(d, dtype=np.int32)), pa.array([groups] + [0] * (d - 1), pa.int64())],
             schema=_MEMBER_ARROW)
 
-    return key_runs(rows, plan).mapInArrow(lambda b: walk_groups(b, per_groups, with_keys=True), MEMBER_SCHEMA)
+    packed = fingerprints.select("fingerprint").where(F.col("fingerprint").isNotNull()).mapInArrow(pack, PACKED_SCHEMA)
+    if more_rows is not None:
+        packed = packed.unionByName(pack_rows(more_rows, "key", "fingerprint", "table", partitions))
+    return walk_packed_groups(packed, partitions, MEMBER_SCHEMA, per_groups)

@@ -1,0 +1,137 @@
+"""Spark glue of the key-group searches (candidates.py, bands.py): rows grouped by a long key, shuffled as
+packed arrays instead of one Spark row each.
+
+The searches explode every fingerprint into one row per table or band: at 10^7 pages 40 million table rows
+and ~100 million band rows. Shuffled and sorted as Spark rows and handed to Python through Arrow, each costs
+~0.3 microseconds of JVM work, which set the time of the table walk (10^7 fingerprints: 24 s, of which the
+shuffle, the sort and the Arrow conversion took all but a few seconds). Here each map task computes its rows
+in numpy and packs, for each shuffle partition, its rows into one binary value (keys, members and tags as
+little-endian arrays). Spark shuffles these few large values by a column whose hash sends each to its
+partition, and each reduce task unpacks them, sorts by key in numpy and hands the groups to a walk
+(the same walk functions as before: core/candidates.py, core/bands.py). The partition of a row is a function
+of its key alone, so every group is whole in one task, and the groups are the ones a shuffle by key forms."""
+from __future__ import annotations
+
+import struct
+from functools import lru_cache
+from typing import Callable, Iterable, Iterator
+
+import mmh3
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+PACKED_SCHEMA = StructType([StructField("part", LongType(), False), StructField("rows", BinaryType(), False)])
+_PACKED_ARROW = pa.schema([pa.field("part", pa.int64(), False), pa.field("rows", pa.binary(), False)])
+_ROW_BYTES = 8 + 8 + 4  # key, member, tag
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads keys that differ in a few bits only
+_SPARK_HASH_SEED = 42  # the seed of Spark's hash(), which repartition(n, col) takes modulo n
+
+
+def spark_partition_of(value: int, partitions: int) -> int:
+    """The partition that `repartition(partitions, col)` gives a long `value`: Spark's Murmur3 (x86, 32 bits,
+    seed 42) of its 8 little-endian bytes, modulo `partitions` (a non-negative modulo, as Spark's pmod)."""
+    return mmh3.hash(struct.pack("<q", value), _SPARK_HASH_SEED) % partitions
+
+
+@lru_cache(maxsize=64)
+def partition_values(partitions: int) -> np.ndarray:
+    """For each partition j, the smallest long that `repartition(partitions, col)` sends to partition j, so
+    the packed values of partition j go there and no partition gets two tasks' worth (~2 x partitions
+    hashes)."""
+    values, found, v = np.full(partitions, -1, np.int64), 0, 0
+    while found < partitions:
+        j = spark_partition_of(v, partitions)
+        if values[j] < 0:
+            values[j], found = v, found + 1
+        v += 1
+    return values
+
+
+def partition_of_keys(keys: np.ndarray, partitions: int) -> np.ndarray:
+    """The partition (0 <= p < partitions) of each key: the top bits of a multiplicative hash."""
+    h = (keys.view(np.uint64) * _MIX) >> np.uint64(32)
+    p = (h % np.uint64(partitions)).astype(np.int64)
+    # small partition numbers sort with numpy's radix sort (stable sort of 16-bit integers)
+    return p.astype(np.int16) if partitions <= np.iinfo(np.int16).max else p
+
+
+def packed_batch(keys: np.ndarray, members: np.ndarray, tags: np.ndarray, partitions: int) -> pa.RecordBatch:
+    """The rows (key, member, tag) as one (part, rows) value per partition that holds any of them."""
+    part = partition_of_keys(keys, partitions)
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(partitions + 1))
+    keys = keys.astype(np.int64, copy=False)[order]
+    members = members.astype(np.int64, copy=False)[order]
+    tags = tags.astype(np.int32, copy=False)[order]
+    values, parts, blobs = partition_values(partitions), [], []
+    for j in np.flatnonzero(np.diff(bounds)):
+        s, e = bounds[j], bounds[j + 1]
+        parts.append(values[j])
+        blobs.append(b"".join((keys[s:e].astype("<i8").tobytes(), members[s:e].astype("<i8").tobytes(),
+                               tags[s:e].astype("<i4").tobytes())))
+    return pa.RecordBatch.from_arrays([pa.array(parts, pa.int64()), pa.array(blobs, pa.binary())],
+                                      schema=_PACKED_ARROW)
+
+
+def unpacked(batches: Iterable[pa.RecordBatch]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, members, tags) of every packed value of a task, in one array each."""
+    keys, members, tags = [], [], []
+    for batch in batches:
+        col = batch.column("rows")
+        for i in range(len(col)):
+            buf = col[i].as_buffer()
+            n = buf.size // _ROW_BYTES
+            keys.append(np.frombuffer(buf, "<i8", n, 0))
+            members.append(np.frombuffer(buf, "<i8", n, 8 * n))
+            tags.append(np.frombuffer(buf, "<i4", n, 16 * n))
+    if not keys:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int32)
+    return (np.concatenate(keys).astype(np.int64), np.concatenate(members).astype(np.int64),
+            np.concatenate(tags).astype(np.int32))
+
+
+def sorted_groups(keys: np.ndarray, members: np.ndarray, tags: np.ndarray, min_size: int = 1):
+    """The rows in (key, tag) groups: (members, offsets, tags, keys), members[offsets[g]:offsets[g + 1]] the
+    members of group g, and each group's tag and key; groups of fewer than min_size rows left out."""
+    order = np.argsort(keys)
+    keys, members, tags = keys[order], members[order], tags[order]
+    same = keys[1:] == keys[:-1]
+    if (same & (tags[1:] != tags[:-1])).any():  # one key under two tags (tables not packed, a band key hash
+        order = np.lexsort((tags, keys))        # shared by two bands): group by both
+        keys, members, tags = keys[order], members[order], tags[order]
+        same = (keys[1:] == keys[:-1]) & (tags[1:] == tags[:-1])
+    starts = np.r_[0, np.flatnonzero(~same) + 1] if len(keys) else np.empty(0, np.int64)
+    sizes = np.diff(np.r_[starts, len(keys)])
+    if min_size > 1:
+        big = sizes >= min_size
+        rows = np.repeat(big, sizes)
+        keys, members, tags, sizes = keys[rows], members[rows], tags[rows], sizes[big]
+        starts = np.r_[0, np.cumsum(sizes)[:-1]] if len(sizes) else np.empty(0, np.int64)
+    offsets = np.r_[starts, len(keys)].astype(np.int64)
+    return members, offsets, tags[starts], keys[starts]
+
+
+def walk_packed_groups(packed: DataFrame, partitions: int, schema: StructType,
+                       per_groups: Callable[..., Iterator[pa.RecordBatch]], min_size: int = 1) -> DataFrame:
+    """Shuffle packed rows (packed_batch) to their partitions and call per_groups(members, offsets, tags,
+    keys) once per task with all of its groups (sorted_groups)."""
+
+    def walk(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keys, members, tags = unpacked(batches)
+        yield from per_groups(*sorted_groups(keys, members, tags, min_size))
+
+    return packed.repartition(partitions, "part").mapInArrow(walk, schema)
+
+
+def pack_rows(rows: DataFrame, key: str, member: str, tag: str, partitions: int) -> DataFrame:
+    """Rows already exploded (e.g. the history's few rows that meet this run's keys) as packed rows."""
+
+    def pack(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            if b.num_rows:
+                yield packed_batch(*(b.column(c).to_numpy(zero_copy_only=False) for c in (key, member, tag)),
+                                   partitions)
+
+    return rows.select(key, member, tag).mapInArrow(pack, PACKED_SCHEMA)

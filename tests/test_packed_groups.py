@@ -1,0 +1,118 @@
+"""Key groups shuffled packed (spark/packed_groups.py): each packed value lands on the partition it was made
+for, no row is lost or changed on the way, and the groups are exactly those of (key, tag)."""
+from collections import defaultdict
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from simhash_udf.core.bands import SignatureBands
+from simhash_udf.spark.bands import array_rows, band_key_arrays, exploded_band_keys
+from simhash_udf.spark.packed_groups import (
+    PACKED_SCHEMA,
+    packed_batch,
+    partition_of_keys,
+    partition_values,
+    sorted_groups,
+    unpacked,
+    walk_packed_groups,
+)
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 7, 40, 200])
+def test_each_partition_value_lands_on_its_partition(spark, partitions):
+    """Spark's repartition(n, col) sends partition_values(n)[j] to partition j (the Murmur3 of Spark's hash())."""
+    values = partition_values(partitions)
+    df = spark.createDataFrame([(int(v),) for v in values], "part long").repartition(partitions, "part")
+    got = dict(df.select("part", F.spark_partition_id().alias("p")).collect())
+    assert got == {int(v): j for j, v in enumerate(values)}
+
+
+rows_strategy = st.lists(st.tuples(st.integers(-8, 8), st.integers(-(2**63), 2**63 - 1), st.integers(0, 3)),
+                         max_size=80)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=rows_strategy, partitions=st.integers(1, 9), cut=st.integers(1, 30), min_size=st.integers(1, 3))
+def test_packed_rows_come_back_as_their_key_groups(rows, partitions, cut, min_size):
+    """Packed in batches of `cut` rows, sent to their partitions and grouped per partition: every (key, tag)
+    group of at least min_size rows is whole in one partition with exactly its members, and no other row
+    comes back (brute force: a dict of the rows)."""
+    keys = np.array([r[0] * 0x1000_0000_0001 for r in rows], np.int64)  # few distinct keys, far apart in bits
+    members = np.array([r[1] for r in rows], np.int64)
+    tags = np.array([r[2] for r in rows], np.int32)
+    by_part = defaultdict(list)
+    values = {int(v): j for j, v in enumerate(partition_values(partitions))}
+    for s in range(0, len(rows), cut):
+        batch = packed_batch(keys[s:s + cut], members[s:s + cut], tags[s:s + cut], partitions)
+        for part, blob in zip(batch.column("part").to_pylist(), batch.column("rows").to_pylist()):
+            by_part[values[part]].append(pa.RecordBatch.from_arrays(
+                [pa.array([part], pa.int64()), pa.array([blob], pa.binary())], names=["part", "rows"]))
+    got = {}
+    for j, batches in by_part.items():
+        k, m, t = unpacked(batches)
+        assert (partition_of_keys(k, partitions) == j).all()
+        gm, offsets, gt, gk = sorted_groups(k, m, t, min_size)
+        assert offsets[0] == 0 and offsets[-1] == len(gm) and (np.diff(offsets) >= min_size).all()
+        for g in range(len(gk)):
+            assert (int(gk[g]), int(gt[g])) not in got
+            got[(int(gk[g]), int(gt[g]))] = sorted(gm[offsets[g]:offsets[g + 1]].tolist())
+    expect = defaultdict(list)
+    for key, member, tag in zip(keys.tolist(), members.tolist(), tags.tolist()):
+        expect[(key, tag)].append(member)
+    assert got == {g: sorted(m) for g, m in expect.items() if len(m) >= min_size}
+
+
+def test_walk_in_spark_sees_every_group_once(spark):
+    """Through a real shuffle: every (key, tag) group reaches one task whole (rows made in 3 input partitions,
+    5 shuffle partitions)."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    keys = rng.integers(0, 400, n).astype(np.int64) << 20
+    members, tags = rng.integers(-(2**62), 2**62, n), rng.integers(0, 2, n).astype(np.int32)
+    src = spark.createDataFrame(pa.table({"key": keys, "member": members, "tag": tags}).to_pandas()).repartition(3)
+
+    def pack(batches):
+        for b in batches:
+            yield packed_batch(*(b.column(c).to_numpy() for c in ("key", "member", "tag")), 5)
+
+    def per_groups(m, offsets, t, k):
+        sizes = np.diff(offsets)
+        yield pa.RecordBatch.from_arrays([pa.array(np.repeat(k, sizes)), pa.array(np.repeat(t, sizes).astype(np.int64)),
+                                          pa.array(m), pa.array(np.repeat(np.arange(len(sizes)), sizes))],
+                                         names=["key", "tag", "member", "group"])
+
+    out = walk_packed_groups(src.mapInArrow(pack, PACKED_SCHEMA), 5,
+                             "key long, tag long, member long, `group` long", per_groups)
+    rows = out.select("*", F.spark_partition_id().alias("p")).collect()
+    assert sorted((r.key, r.tag, r.member) for r in rows) == sorted(zip(keys.tolist(), tags.tolist(), members.tolist()))
+    where = defaultdict(set)
+    for r in rows:
+        where[(r.key, r.tag)].add((r.p, r.group))
+    assert all(len(w) == 1 for w in where.values())
+    assert len({r.p for r in rows}) > 1
+
+
+def test_array_rows_are_the_sql_band_rows(spark):
+    """The numpy explode of (fingerprint, keys) arrays gives exactly the rows of the SQL one
+    (exploded_band_keys), unusable (null) bands left out."""
+    bands = SignatureBands()
+    rng = np.random.default_rng(3)
+    nbytes = bands.signature.bins * bands.signature.bits // 8
+    sigs = [bytes(rng.integers(0, 4, nbytes, dtype=np.uint8)) for _ in range(300)]
+    sigs += [bytes(nbytes)] * 3  # constant signatures: no usable band
+    df = spark.createDataFrame([(int(i) * 7919 - 10**6, s) for i, s in enumerate(sigs)], "fingerprint long, signature binary")
+    arrays = band_key_arrays(df, bands)
+    expect = sorted((r.fingerprint, r.band, r.key) for r in exploded_band_keys(arrays).collect())
+    collected = arrays.collect()
+    table = pa.table({"fingerprint": pa.array([r.fingerprint for r in collected], pa.int64()),
+                      "keys": pa.array([r["keys"] for r in collected], pa.list_(pa.int64()))})
+    got = []
+    for b in table.to_batches(max_chunksize=37):  # slices: offsets not starting at 0
+        fps, band, keys = array_rows(b)
+        got += zip(fps.tolist(), band.tolist(), keys.tolist())
+    assert sorted(got) == expect
+    assert len(expect) < 303 * bands.bands  # some bands were unusable
