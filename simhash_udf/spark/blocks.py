@@ -1,6 +1,7 @@
-"""Spark stages 4 and 5: explode distinct fingerprints into (table, key) rows and form the key groups that
-the candidate and verify stages walk (verified_pairs.py, short_pairs.py). Keys are SQL expressions; the
-comparison is candidates.py.
+"""Spark stages 4 and 5: explode distinct fingerprints into (table, key) rows as SQL rows, and form key groups
+of Spark rows for the walks whose rows are few (the verify stage, verified.py; the short-text pairs,
+short_text.py) and for matching the history's rows to this run's keys (io/history.py). The first pass of the
+searches, over every fingerprint, groups its rows packed instead (candidates.py, packed_groups.py).
 
 Groups are formed by a sort, not by an aggregation: the rows are shuffled by key and sorted within each
 partition, so every group is one contiguous run, and a mapInArrow walks the runs over flat Arrow columns
