@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
 from .config import DedupConfig
 
-BYTES_PER_BLOCK_ROW = 16  # (table and key packed in one long, fingerprint): what the blocks stage shuffles
+BYTES_PER_BLOCK_ROW = 20  # key, fingerprint and table index (8 + 8 + 4 bytes, spark/packed_groups.py): what the search shuffles
 
 # Measured (docs/performance.md), 2 cores, local mode, synthetic fingerprints, before verification:
 # bench_scale.py --sizes 10000000 at k = 6 (28 tables, cost 3.63e8): 301.0 s; at k = 3 (4 tables, cost 5.19e7):
