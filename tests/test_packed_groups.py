@@ -116,3 +116,33 @@ def test_array_rows_are_the_sql_band_rows(spark):
         got += zip(fps.tolist(), band.tolist(), keys.tolist())
     assert sorted(got) == expect
     assert len(expect) < 303 * bands.bands  # some bands were unusable
+
+
+def test_reduce_tasks_sized_by_rows_find_the_same_members(spark, monkeypatch):
+    """A run whose shuffle partitions are too few for its rows gets more reduce tasks (none holds more than
+    MAX_ROWS_PER_TASK rows in numpy), with the same members and pair counts."""
+    from reference import planted_fingerprints
+
+    from simhash_udf.core.blocks import plan_tables
+    from simhash_udf.spark import packed_groups
+    from simhash_udf.spark.candidates import group_members
+
+    plan = plan_tables(3)
+    fps = sorted(set(planted_fingerprints(np.random.default_rng(5), 150, 3)))
+    df = spark.createDataFrame([(f,) for f in fps], "fingerprint long").repartition(3)
+
+    def result(members):
+        rows = members.collect()
+        found = sorted((r.table, r.key, r.fingerprint) for r in rows if r.fingerprint is not None)
+        stats = [sum(r[c] or 0 for r in rows) for c in ("compared", "accepted", "groups")]
+        return found, stats
+
+    session_tasks = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    before = group_members(df, plan, n_fingerprints=len(fps))
+    assert before.rdd.getNumPartitions() == session_tasks
+    monkeypatch.setattr(packed_groups, "MAX_ROWS_PER_TASK", 64)
+    after = group_members(df, plan, n_fingerprints=len(fps))
+    assert after.rdd.getNumPartitions() == -(-len(fps) * len(plan.tables) // 64) > session_tasks
+    expect = result(before)
+    assert expect[1][1] > 0  # some pairs within k were planted
+    assert result(after) == expect

@@ -289,14 +289,14 @@ def _near_duplicate_clusters(
             counts["bands"] = bands.bands
 
     with timer("candidates") as counts:  # the shuffles that form the key groups happen here
-        members = keep(group_members(fp_sigs, plan, more_rows))
+        members = keep(group_members(fp_sigs, plan, more_rows, n_distinct))
         # one Spark action for both searches: the table search's statistics by distance (its totals are the
         # sums over the distances; source 0) and the band search's totals (source 1)
         per_distance = members.groupBy("distance").agg(
             F.sum("compared").alias("compared"), F.sum("accepted").alias("accepted"),
             F.sum("groups").alias("groups")).withColumn("source", F.lit(0))
         if use_bands:
-            band_members = keep(band_group_members(band_key_arrays(fp_sigs, bands), bands, k, more_brows))
+            band_members = keep(band_group_members(band_key_arrays(fp_sigs, bands), bands, k, more_brows, n_distinct))
             per_distance = per_distance.unionByName(band_members.agg(
                 F.lit(None).cast(dict(members.dtypes)["distance"]).alias("distance"),
                 F.sum("compared").alias("compared"), F.lit(None).cast("long").alias("accepted"),

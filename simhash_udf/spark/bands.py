@@ -16,7 +16,7 @@ from ..core.bands import SignatureBands, band_members
 from ..core.signature import from_arrow
 from ..core.verified import BANDS, VerifySpec, verify_band_groups
 from .blocks import walk_groups
-from .packed_groups import PACKED_SCHEMA, pack_rows, packed_batch, walk_packed_groups
+from .packed_groups import PACKED_SCHEMA, pack_rows, packed_batch, task_count, walk_packed_groups
 from .verified import _VERIFIED_ARROW, VERIFIED_SCHEMA
 
 BAND_MEMBER_SCHEMA = StructType([
@@ -77,15 +77,17 @@ def _runs(rows: DataFrame, *extra: str) -> DataFrame:
             .select(F.col("band").alias("table"), "key", "fingerprint", *extra))
 
 
-def band_group_members(arrays: DataFrame, bands: SignatureBands, k: int, more_rows: DataFrame | None = None) -> DataFrame:
+def band_group_members(arrays: DataFrame, bands: SignatureBands, k: int, more_rows: DataFrame | None = None,
+                       n_fingerprints: int = 0) -> DataFrame:
     """(band, key, fingerprint) of every member with a pair more than k bits apart in its band group, plus
     one statistics row per task (band, key and fingerprint null): pairs compared, groups of two or more.
 
     arrays: (fingerprint, keys) of band_key_arrays; more_rows: band rows (band, key, fingerprint) made
     elsewhere (the history's that meet this run's keys). The rows are made from the arrays in numpy and
     shuffled packed (packed_groups.py); most band groups are single pages (a page shares no band with any
-    other), and those are dropped after the sort, before the walk."""
-    partitions = int(arrays.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    other), and those are dropped after the sort, before the walk. n_fingerprints: how many rows `arrays`
+    has, if known (sizes the reduce tasks, packed_groups.task_count)."""
+    partitions = task_count(n_fingerprints * bands.bands, int(arrays.sparkSession.conf.get("spark.sql.shuffle.partitions")))
 
     def pack(batches):
         for batch in batches:

@@ -12,7 +12,7 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from ..core.blocks import TablePlan, table_keys
 from ..core.candidates import accepted_members
-from .packed_groups import PACKED_SCHEMA, pack_rows, packed_batch, walk_packed_groups
+from .packed_groups import PACKED_SCHEMA, pack_rows, packed_batch, task_count, walk_packed_groups
 
 MEMBER_SCHEMA = StructType([
     StructField("table", IntegerType(), True), StructField("key", LongType(), True),
@@ -22,14 +22,16 @@ MEMBER_SCHEMA = StructType([
 ])
 _MEMBER_ARROW = pa.schema([pa.field(f.name, pa.int32() if f.dataType == IntegerType() else pa.int64()) for f in MEMBER_SCHEMA])
 
-def group_members(fingerprints: DataFrame, plan: TablePlan, more_rows: DataFrame | None = None) -> DataFrame:
+def group_members(fingerprints: DataFrame, plan: TablePlan, more_rows: DataFrame | None = None,
+                  n_fingerprints: int = 0) -> DataFrame:
     """(table, key, fingerprint) of every member with an accepted pair in its key group, plus k + 1 statistics
     rows per task (member columns null): pairs compared, accepted pairs at each distance, groups of 2+.
 
     fingerprints: the distinct fingerprints (a `fingerprint` column); more_rows: block rows (table, key,
-    fingerprint) made elsewhere (spark/blocks.block_rows: the history's that meet this run's keys)."""
-    partitions = int(fingerprints.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    fingerprint) made elsewhere (spark/blocks.block_rows: the history's that meet this run's keys);
+    n_fingerprints: how many fingerprints, if known (sizes the reduce tasks, packed_groups.task_count)."""
     tables = len(plan.tables)
+    partitions = task_count(n_fingerprints * tables, int(fingerprints.sparkSession.conf.get("spark.sql.shuffle.partitions")))
 
     def pack(batches):
         for batch in batches:
