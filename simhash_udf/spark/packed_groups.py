@@ -79,8 +79,9 @@ def packed_batch(keys: np.ndarray, members: np.ndarray, tags: np.ndarray, partit
     for j in np.flatnonzero(np.diff(bounds)):
         s, e = bounds[j], bounds[j + 1]
         parts.append(values[j])
-        blobs.append(b"".join((keys[s:e].astype("<i8").tobytes(), members[s:e].astype("<i8").tobytes(),
-                               tags[s:e].astype("<i4").tobytes())))
+        blobs.append(b"".join((keys[s:e].astype("<i8", copy=False).tobytes(),
+                               members[s:e].astype("<i8", copy=False).tobytes(),
+                               tags[s:e].astype("<i4", copy=False).tobytes())))
     return pa.RecordBatch.from_arrays([pa.array(parts, pa.int64()), pa.array(blobs, pa.binary())],
                                       schema=_PACKED_ARROW)
 
@@ -98,8 +99,8 @@ def unpacked(batches: Iterable[pa.RecordBatch]) -> tuple[np.ndarray, np.ndarray,
             tags.append(np.frombuffer(buf, "<i4", n, 16 * n))
     if not keys:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int32)
-    return (np.concatenate(keys).astype(np.int64), np.concatenate(members).astype(np.int64),
-            np.concatenate(tags).astype(np.int32))
+    return (np.concatenate(keys).astype(np.int64, copy=False), np.concatenate(members).astype(np.int64, copy=False),
+            np.concatenate(tags).astype(np.int32, copy=False))
 
 
 def sorted_groups(keys: np.ndarray, members: np.ndarray, tags: np.ndarray, min_size: int = 1):
