@@ -30,15 +30,15 @@ def group_members(fingerprints: DataFrame, plan: TablePlan, more_rows: DataFrame
     fingerprints: the distinct fingerprints (a `fingerprint` column); more_rows: block rows (table, key,
     fingerprint) made elsewhere (spark/blocks.block_rows: the history's that meet this run's keys);
     n_fingerprints: how many fingerprints, if known (sizes the reduce tasks, packed_groups.task_count)."""
-    tables = len(plan.tables)
-    partitions = task_count(n_fingerprints * tables, int(fingerprints.sparkSession.conf.get("spark.sql.shuffle.partitions")))
+    n_tables = len(plan.tables)
+    partitions = task_count(n_fingerprints * n_tables, int(fingerprints.sparkSession.conf.get("spark.sql.shuffle.partitions")))
 
     def pack(batches):
         for batch in batches:
             fps = batch.column("fingerprint").to_numpy(zero_copy_only=False)
             if len(fps):
-                yield packed_batch(table_keys(fps, plan).ravel(), np.tile(fps, tables),
-                                   np.repeat(np.arange(tables, dtype=np.int32), len(fps)), partitions)
+                yield packed_batch(table_keys(fps, plan).ravel(), np.tile(fps, n_tables),
+                                   np.repeat(np.arange(n_tables, dtype=np.int32), len(fps)), partitions)
 
     def per_groups(members, offsets, tables, keys):
         involved, compared, by_distance = accepted_members(members, offsets, tables, plan)
