@@ -11,13 +11,20 @@ and no clusters: its time is that of the candidate search alone.
     python scripts/bench_scale.py                      # 100k, 1M, 10M
     python scripts/bench_scale.py --sizes 100000,1000000
     python scripts/bench_scale.py --no-peer            # without the peer
+
+With --compare DIR (another checkout, e.g. `git worktree add /tmp/before <commit>`), each size is also run by
+the job of DIR and again by this checkout, each in a new process (spark-submit-like: a new JVM), taking
+turns on the same input; a second table prints both, side by side, with the ratios of their seconds and
+whether their pairs and clusters are the same.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -94,6 +101,38 @@ def jvm_peak_mb(spark) -> float:
     return float("nan")
 
 
+def run_checkout(code: str, path: str, out: str, k: int, job_args: list[str]) -> dict:
+    """The job of the checkout at `code` on `path`, in a new Python process and JVM; its seconds from
+    report.json, its wall time with the JVM's start, and its clusters (id -> (cluster_id, is_duplicate))."""
+    cmd = [sys.executable, "-m", "simhash_udf.job.cli", "--input", path, "--input-format", "fingerprints",
+           "--output", out, "--k", str(k), "--overwrite", *job_args]
+    env = {**os.environ, "PYTHONPATH": code}
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    if done.returncode:
+        raise SystemExit(f"the job of {code} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    with open(os.path.join(out, "report.json")) as fh:
+        report = json.load(fh)
+    clusters = pq.read_table(os.path.join(out, "clusters"), columns=["id", "cluster_id", "is_duplicate"])
+    return {"wall": wall, "job": report["total_seconds"], "candidates": report["seconds"].get("candidates", 0.0),
+            "accepted": report["candidates"]["pairs_accepted"], "verified": report["candidates"]["pairs_verified"],
+            "clusters": set(zip(*(clusters.column(c).to_pylist() for c in ("id", "cluster_id", "is_duplicate"))))}
+
+
+def compare_checkouts(others: list[str], path: str, work: str, n: int, k: int, job_args: list[str]) -> list[dict]:
+    """This checkout and each of `others` on one input, in new processes taking turns (others first)."""
+    rows = []
+    for code in [*others, ROOT]:
+        r = run_checkout(code, path, os.path.join(work, f"cmp_{n}_{len(rows)}"), k, job_args)
+        rows.append({"code": code, "n": n, **r})
+    mine = rows[-1]
+    for r in rows:
+        r["same"] = r["clusters"] == mine["clusters"] and (r["accepted"], r["verified"]) == (mine["accepted"], mine["verified"])
+        del r["clusters"]
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="100000,1000000,10000000")
@@ -105,6 +144,8 @@ def main() -> None:
     ap.add_argument("--job-args", default="", help="more job options, e.g. '--min-similarity 0'")
     ap.add_argument("--peer-cache", default=os.path.join(ROOT, ".cache", "peers"), help="where the peer is built")
     ap.add_argument("--no-peer", action="store_true", help="do not run the C++ peer")
+    ap.add_argument("--compare", nargs="*", default=[], help="other checkouts to run beside this one, each in a "
+                    "new process on the same inputs")
     args = ap.parse_args()
     binary = None
     if not args.no_peer:
@@ -117,7 +158,7 @@ def main() -> None:
     os.makedirs(work, exist_ok=True)  # a --workdir that does not exist yet
     spark = get_spark("bench-scale")
     spark.sparkContext.setLogLevel("ERROR")
-    results = []
+    results, compared = [], []
     for n in sizes:
         t0 = time.perf_counter()
         ids, fps, group, sigs = synthetic_fingerprints(n, args.k, args.dup_share, far_share=args.far_share)
@@ -165,6 +206,9 @@ def main() -> None:
             r["peer"] = peer.find_all(binary, fps, report["table_plan"]["blocks"], args.k, work)
             r["peer"]["same"] = (r["peer"]["by_distance"] == [report["candidates"]["pairs_accepted_by_distance"][str(d)]
                                                             for d in range(args.k + 1)])
+        if args.compare:
+            compared += compare_checkouts([os.path.abspath(c) for c in args.compare], path, work, n, args.k,
+                                          args.job_args.split())
         print(f"n={n:>10,}: {wall:7.1f} s  rows exploded {r['rows']:,}  pairs compared {r['compared']:,}  "
               f"groups split {split_groups}  clusters mixing {mixed} (chance pairs within k expected {r['chance']:.1f})",
               flush=True)
@@ -191,6 +235,17 @@ def main() -> None:
             print(f"| {r['n']:,} | {p['fingerprints']:,} | {p['seconds']:.3f} | {sum(p['by_distance']):,} | {r['accepted']:,} "
                   f"| {'yes' if p['same'] else 'NO'} | {r['seconds'].get('candidates', 0) / secs:.2f} "
                   f"| {r['wall'] / secs:.2f} |")
+    if compared:
+        print("\nEach checkout in a new process, taking turns on the same inputs (job s: report.json's total_seconds; "
+              "ratios: this checkout's seconds / the other's):")
+        print("| N | checkout | wall s (new JVM) | job s | candidates s | pairs accepted | pairs verified "
+              "| same pairs and clusters as this checkout | job s: this / it | candidates s: this / it |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for r in compared:
+            mine = next(c for c in compared if c["n"] == r["n"] and c["code"] == ROOT)
+            print(f"| {r['n']:,} | {'this' if r['code'] == ROOT else r['code']} | {r['wall']:.1f} | {r['job']:.1f} "
+                  f"| {r['candidates']:.1f} | {r['accepted']:,} | {r['verified']:,} | {'yes' if r['same'] else 'NO'} "
+                  f"| {mine['job'] / r['job']:.2f} | {mine['candidates'] / max(r['candidates'], 1e-3):.2f} |")
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
 
