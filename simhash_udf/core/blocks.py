@@ -69,7 +69,6 @@ class TablePlan:
         }
 
 
-
 def packed_key_shift(plan: TablePlan) -> int | None:
     """Bit position of the table index in a packed key, or None when table index + key bits exceed 64."""
     table_bits = (len(plan.tables) - 1).bit_length()
@@ -98,6 +97,7 @@ def table_keys(fingerprints: np.ndarray, plan: TablePlan) -> np.ndarray:
             offset += width
         out[t] = key
     return out.view(np.int64)
+
 
 def check_k(k: int) -> None:
     if not 0 <= k <= MAX_K:
