@@ -84,10 +84,10 @@ def table_keys(fingerprints: np.ndarray, plan: TablePlan) -> np.ndarray:
     spark/blocks.key_expressions, so rows made here and rows made in SQL meet in one group."""
     fps = fingerprints.astype(np.int64, copy=False).view(np.uint64)
     out = np.empty((len(plan.tables), len(fps)), dtype=np.uint64)
-    shift = packed_key_shift(plan)
+    shift, masks = packed_key_shift(plan), np.array(plan.table_masks(), dtype=np.int64).view(np.uint64)
     for t, table in enumerate(plan.tables):
         if shift is None:
-            out[t] = fps & np.uint64(sum(plan.block_mask(b) for b in table))
+            out[t] = fps & masks[t]
             continue
         key = np.full(len(fps), np.uint64(t << shift) if shift < BITS else np.uint64(0), dtype=np.uint64)
         offset = 0
