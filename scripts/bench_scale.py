@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import _peer_find_all as peer  # noqa: E402
+from same_clusters import cluster_rows  # noqa: E402
 
 from simhash_udf.core.signature import SignatureSpec, to_arrow  # noqa: E402
 from simhash_udf.job.config import DedupConfig, load_config  # noqa: E402
@@ -103,7 +104,7 @@ def jvm_peak_mb(spark) -> float:
 
 def run_checkout(code: str, path: str, out: str, k: int, job_args: list[str]) -> dict:
     """The job of the checkout at `code` on `path`, in a new Python process and JVM; its seconds from
-    report.json, its wall time with the JVM's start, and its clusters (id -> (cluster_id, is_duplicate))."""
+    report.json, its wall time with the JVM's start, and its clusters' rows (same_clusters.cluster_rows)."""
     cmd = [sys.executable, "-m", "simhash_udf.job.cli", "--input", path, "--input-format", "fingerprints",
            "--output", out, "--k", str(k), "--overwrite", *job_args]
     env = {**os.environ, "PYTHONPATH": code}
@@ -114,10 +115,9 @@ def run_checkout(code: str, path: str, out: str, k: int, job_args: list[str]) ->
         raise SystemExit(f"the job of {code} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     with open(os.path.join(out, "report.json")) as fh:
         report = json.load(fh)
-    clusters = pq.read_table(os.path.join(out, "clusters"), columns=["id", "cluster_id", "is_duplicate"])
     return {"wall": wall, "job": report["total_seconds"], "candidates": report["seconds"].get("candidates", 0.0),
             "accepted": report["candidates"]["pairs_accepted"], "verified": report["candidates"]["pairs_verified"],
-            "clusters": set(zip(*(clusters.column(c).to_pylist() for c in ("id", "cluster_id", "is_duplicate"))))}
+            "clusters": cluster_rows(out)}
 
 
 def compare_checkouts(others: list[str], path: str, work: str, n: int, k: int, job_args: list[str]) -> list[dict]:
@@ -127,6 +127,7 @@ def compare_checkouts(others: list[str], path: str, work: str, n: int, k: int, j
         r = run_checkout(code, path, os.path.join(work, f"cmp_{n}_{len(rows)}"), k, job_args)
         rows.append({"code": code, "n": n, **r})
     mine = rows[-1]
+    mine["code"] = "this"  # also when an other checkout is this one (a run of the same code twice)
     for r in rows:
         r["same"] = r["clusters"] == mine["clusters"] and (r["accepted"], r["verified"]) == (mine["accepted"], mine["verified"])
         del r["clusters"]
@@ -242,8 +243,8 @@ def main() -> None:
               "| same pairs and clusters as this checkout | job s: this / it | candidates s: this / it |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for r in compared:
-            mine = next(c for c in compared if c["n"] == r["n"] and c["code"] == ROOT)
-            print(f"| {r['n']:,} | {'this' if r['code'] == ROOT else r['code']} | {r['wall']:.1f} | {r['job']:.1f} "
+            mine = next(c for c in compared if c["n"] == r["n"] and c["code"] == "this")
+            print(f"| {r['n']:,} | {r['code']} | {r['wall']:.1f} | {r['job']:.1f} "
                   f"| {r['candidates']:.1f} | {r['accepted']:,} | {r['verified']:,} | {'yes' if r['same'] else 'NO'} "
                   f"| {mine['job'] / r['job']:.2f} | {mine['candidates'] / max(r['candidates'], 1e-3):.2f} |")
     if not args.workdir:
