@@ -15,7 +15,8 @@ and no clusters: its time is that of the candidate search alone.
 With --compare DIR (another checkout, e.g. `git worktree add /tmp/before <commit>`), each size is also run by
 the job of DIR and again by this checkout, each in a new process (spark-submit-like: a new JVM), taking
 turns on the same input; a second table prints both, side by side, with the ratios of their seconds and
-whether their pairs and clusters are the same.
+whether their pairs and clusters are the same, then a table of their seconds per stage. --compare-runs R: R
+such rounds, each checkout's best run by job seconds.
 """
 from __future__ import annotations
 
@@ -116,16 +117,21 @@ def run_checkout(code: str, path: str, out: str, k: int, job_args: list[str]) ->
     with open(os.path.join(out, "report.json")) as fh:
         report = json.load(fh)
     return {"wall": wall, "job": report["total_seconds"], "candidates": report["seconds"].get("candidates", 0.0),
+            "seconds": report["seconds"],
             "accepted": report["candidates"]["pairs_accepted"], "verified": report["candidates"]["pairs_verified"],
             "clusters": cluster_rows(out)}
 
 
-def compare_checkouts(others: list[str], path: str, work: str, n: int, k: int, job_args: list[str]) -> list[dict]:
-    """This checkout and each of `others` on one input, in new processes taking turns (others first)."""
-    rows = []
-    for code in [*others, ROOT]:
-        r = run_checkout(code, path, os.path.join(work, f"cmp_{n}_{len(rows)}"), k, job_args)
-        rows.append({"code": code, "n": n, **r})
+def compare_checkouts(others: list[str], path: str, work: str, n: int, k: int, job_args: list[str],
+                      runs: int = 1) -> list[dict]:
+    """This checkout and each of `others` on one input, in new processes taking turns (others first), `runs`
+    rounds; per checkout its run of the fewest job seconds (best of runs)."""
+    codes = [*others, ROOT]
+    tries: list[list[dict]] = [[] for _ in codes]
+    for _ in range(runs):
+        for i, code in enumerate(codes):
+            tries[i].append(run_checkout(code, path, os.path.join(work, f"cmp_{n}_{i}"), k, job_args))
+    rows = [{"code": code, "n": n, "runs": runs, **min(t, key=lambda r: r["job"])} for code, t in zip(codes, tries)]
     mine = rows[-1]
     mine["code"] = "this"  # also when an other checkout is this one (a run of the same code twice)
     for r in rows:
@@ -147,6 +153,7 @@ def main() -> None:
     ap.add_argument("--no-peer", action="store_true", help="do not run the C++ peer")
     ap.add_argument("--compare", nargs="*", default=[], help="other checkouts to run beside this one, each in a "
                     "new process on the same inputs")
+    ap.add_argument("--compare-runs", type=int, default=1, help="rounds of --compare runs; each checkout's best")
     args = ap.parse_args()
     binary = None
     if not args.no_peer:
@@ -209,7 +216,7 @@ def main() -> None:
                                                             for d in range(args.k + 1)])
         if args.compare:
             compared += compare_checkouts([os.path.abspath(c) for c in args.compare], path, work, n, args.k,
-                                          args.job_args.split())
+                                          args.job_args.split(), args.compare_runs)
         print(f"n={n:>10,}: {wall:7.1f} s  rows exploded {r['rows']:,}  pairs compared {r['compared']:,}  "
               f"groups split {split_groups}  clusters mixing {mixed} (chance pairs within k expected {r['chance']:.1f})",
               flush=True)
@@ -247,6 +254,13 @@ def main() -> None:
             print(f"| {r['n']:,} | {r['code']} | {r['wall']:.1f} | {r['job']:.1f} "
                   f"| {r['candidates']:.1f} | {r['accepted']:,} | {r['verified']:,} | {'yes' if r['same'] else 'NO'} "
                   f"| {mine['job'] / r['job']:.2f} | {mine['candidates'] / max(r['candidates'], 1e-3):.2f} |")
+        cmp_stages = list(dict.fromkeys(s for r in compared for s in r["seconds"]))
+        print(f"\nThe same runs' seconds per stage (best of {compared[0]['runs']} by job s):")
+        print("| N | checkout | " + " | ".join(cmp_stages) + " | job s |")
+        print("|" + "---|" * (len(cmp_stages) + 3))
+        for r in compared:
+            print(f"| {r['n']:,} | {r['code']} | " + " | ".join(f"{r['seconds'].get(s, 0):.1f}" for s in cmp_stages)
+                  + f" | {r['job']:.1f} |")
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -446,6 +446,21 @@ def test_stored_fingerprints_dedup_again(spark, sample_run, tmp_path):
     report = run_job(spark, "--input", bare, "--input-format", "fingerprints", "--output", tmp_path / "bare-out",
                      "--min-similarity", "0")
     assert report["candidates"]["verification"] is None and report["input_rows"] == len(read_clusters(out))
+    # stored rows without a fingerprint: counted, each a cluster of its own, none lost (the stored rows are
+    # read, not cached, by the stages: each pass must see them alike)
+    holes = read_clusters(out)[["id", "fingerprint", "signature"]]
+    dup_ids = set(holes.loc[read_clusters(out)["is_duplicate"], "id"])
+    holes["fingerprint"] = holes["fingerprint"].astype("Int64")
+    holes.loc[holes["id"].isin(sorted(dup_ids)[:2]), "fingerprint"] = pd.NA
+    holes.to_parquet(tmp_path / "holes.parquet")
+    report = run_job(spark, "--input", tmp_path / "holes.parquet", "--input-format", "fingerprints",
+                     "--output", tmp_path / "holes-out")
+    got = read_clusters(tmp_path / "holes-out")
+    assert report["input_rows"] == len(got) == len(holes) and report["bad_rows"]["no_features"] == 2
+    lone = got[got["fingerprint"].isna()]
+    assert sorted(lone["id"]) == sorted(dup_ids)[:2]
+    assert (lone["cluster_id"] == lone["id"]).all() and not lone["is_duplicate"].any()
+    assert report["duplicates"] == got["is_duplicate"].sum()
 
 
 def test_cluster_size_buckets_keep_every_cluster():

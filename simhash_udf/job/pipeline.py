@@ -161,6 +161,10 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
         parts = raw.rdd.getNumPartitions()
         split = input_split(parts, spark.sparkContext.defaultParallelism, cfg.input_partitions,
                             loaded.rows, cfg.arrow_batch_size, loaded.largest_partition)
+        if cfg.input_format == "fingerprints" and not cfg.input_partitions:
+            # the split spreads the Python fingerprint function, which stored fingerprints skip; their rows
+            # are not cached (fingerprint_stage), so each pass over them would shuffle them again
+            split = 0
         if split:
             loaded.df = raw = raw.repartition(split, F.col(cfg.id_col))
         check_ids(raw, cfg.id_col)

@@ -158,16 +158,18 @@ def fingerprint_stage(raw: DataFrame, cfg: DedupConfig, keep: Keep, timer: Stage
     spec = cfg.features
     with timer("fingerprint") as counts:
         if cfg.input_format == "fingerprints":
-            docs = keep(stored_fingerprints(raw, cfg))
+            # a projection of the input, not cached: the exact collapse reads it once, and this count reads
+            # its fingerprint column alone (10M stored fingerprints with signatures: caching them took 24.5 s)
+            docs = stored_fingerprints(raw, cfg)
         else:
             prepared = prepare_documents(raw, cfg)
             if cfg.weighting == "tfidf-corpus":  # one extra pass over the texts for the idf table
                 spec = with_corpus_idf(prepared, "text", spec)
             short = None if cfg.short_text_off_because() else cfg.short_text
             docs = keep(with_fingerprints(prepared, "text", spec, short, cfg.signature))
-        if cfg.simulate_fingerprint_bits:
-            docs = keep(docs.withColumn("fingerprint", F.col("fingerprint").bitwiseAND(
-                F.lit(simulation_mask(cfg.simulate_fingerprint_bits)))))
+        if cfg.simulate_fingerprint_bits:  # a projection of the above
+            docs = docs.withColumn("fingerprint", F.col("fingerprint").bitwiseAND(
+                F.lit(simulation_mask(cfg.simulate_fingerprint_bits))))
         stats = docs.agg(
             F.count(F.lit(1)).alias("input_rows"),
             F.sum(F.col("text_null").cast("long")).alias("null_text"),
