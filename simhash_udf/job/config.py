@@ -50,8 +50,8 @@ class DedupConfig:
     text_col: str = option("text", "input", "column with the text (string or binary UTF-8)")
     max_text_chars: int = option(1_000_000, "input", "characters fingerprinted per page; longer pages are cut there "
                                  "and counted")
-    input_partitions: int = option(0, "input", "repartition the input (0 = as read, but an input of fewer partitions "
-                                   "than cores and enough rows is split into two per core)")
+    input_partitions: int = option(0, "input", "repartition the input (0 = as read, but a text input of fewer "
+                                   "partitions than cores and enough rows is split into two per core)")
     allow_empty: bool = option(False, "input", "an input of 0 rows writes an empty, finished output; false = it fails "
                                "(exit 2)")
     # features
