@@ -20,7 +20,7 @@ from reference import (
 
 from simhash_udf.core.blocks import plan_tables
 from simhash_udf.core.shingles import jaccard, shingle_set
-from simhash_udf.core.verified import VerifySpec, verified_centres, verify_groups
+from simhash_udf.core.verified import VerifySpec, greedy_centres, verified_centres, verify_groups
 from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
 from simhash_udf.spark.session import scoped_settings
 
@@ -220,10 +220,28 @@ def test_incremental_runs_verify_against_the_earlier_kept_page(cluster):
     assert transitive == {1: (100, "2026-11-20"), 2: (100, "2026-11-20"), 3: (100, "2026-11-20")}
 
 
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), sizes=st.lists(st.integers(1, 9), max_size=12))
+def test_greedy_centres_equal_one_call_per_component(seed, sizes):
+    """The vectorised greedy pass over many components gives each component what verified_centres gives it
+    alone (which the test above holds to the definition)."""
+    rng = np.random.default_rng(seed)
+    n = sum(sizes)
+    comp = np.repeat(np.arange(len(sizes)), sizes)
+    sigs = _sig_matrix(planted_signatures(rng, [int(c % 3) << 40 for c in comp])) if n else np.zeros((0, 128), np.uint8)
+    starts = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    got = greedy_centres(sigs, starts, SPEC.need)
+    expect = np.concatenate([a + verified_centres(sigs[a:b], None, SPEC) for a, b in zip(starts[:-1], starts[1:])]
+                            or [np.zeros(0, np.int64)])
+    assert got.tolist() == expect.tolist()
+
+
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), cuts=st.lists(st.integers(1, 12), max_size=6))
-def test_component_walk_is_independent_of_batch_cuts(seed, cuts):
-    """The resolve walk hands verified_centres whole components whatever the Arrow batches look like."""
+@given(seed=st.integers(0, 2**32 - 1), cuts=st.lists(st.integers(1, 12), max_size=6), short=st.booleans())
+def test_component_walk_is_independent_of_batch_cuts(seed, cuts, short):
+    """The resolve walk hands verified_centres whole components whatever the Arrow batches look like; with
+    short texts, the components that have one go one call each and the others the vectorised pass, mixed in
+    one batch."""
     import pyarrow as pa
 
     from simhash_udf.spark.verified import component_centres
@@ -234,8 +252,10 @@ def test_component_walk_is_independent_of_batch_cuts(seed, cuts):
     pos = np.concatenate([np.arange(1, n + 1) for n in sizes]).astype(np.int32)
     sigs = planted_signatures(rng, [int(c) << 40 for c in comp])
     unit = np.arange(len(comp), dtype=np.int64) * 3 + 5
+    words = ["alpha beta gamma delta", "alpha beta gamma delta epsilon", "zeta eta theta iota kappa"]
+    texts = [words[int(rng.integers(0, 3))] if short and rng.random() < 0.3 else None for _ in comp]
     table = pa.table({"comp": comp, "pos": pos, "signature": pa.array(sigs, pa.binary()),
-                      "short_text": pa.nulls(len(comp), pa.string()), "fixed": np.zeros(len(comp), bool),
+                      "short_text": pa.array(texts, pa.string()), "fixed": np.zeros(len(comp), bool),
                       "fingerprint": comp, "unit_id": unit, "h_cluster": pa.nulls(len(comp), pa.int64()),
                       "h_kept_date": pa.nulls(len(comp), pa.string())})
     bounds = sorted({min(int(c), len(comp)) for c in np.cumsum([0] + cuts)} | {len(comp)})
@@ -245,6 +265,8 @@ def test_component_walk_is_independent_of_batch_cuts(seed, cuts):
     expect = []
     for c in np.unique(comp):
         idx = np.flatnonzero(comp == c)
-        centre = verified_centres(_sig_matrix([sigs[i] for i in idx]), None, SPEC)
+        t = [texts[i] for i in idx]
+        centre = verified_centres(_sig_matrix([sigs[i] for i in idx]), t if any(x is not None for x in t) else None,
+                                  SPEC)
         expect += list(zip(unit[idx].tolist(), unit[idx][centre].tolist()))
     assert sorted(zip(got.column("unit_id").to_pylist(), got.column("kept_id").to_pylist())) == sorted(expect)

@@ -185,3 +185,29 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
         open_ = open_[1:]
         take(c)
     return centre
+
+
+def greedy_centres(sigs: np.ndarray, starts: np.ndarray, need: int) -> np.ndarray:
+    """verified_centres of many components at once, for components without fixed units or short texts:
+    sigs (rows x bins), the rows of each component consecutive and in keep order, component c being rows
+    starts[c]:starts[c + 1]. Returns each row's centre as a row index.
+
+    Round by round over all components together: each component's first open row is a centre and takes its
+    open rows that are verified-similar to it (>= need agreeing bins). A round costs numpy calls over the open
+    rows, not a Python call per component; a component drops out when it has no open row left. Rounds: the
+    most centres any component has (usually 1 or 2)."""
+    n = len(sigs)
+    comp = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    centre = np.empty(n, dtype=np.int64)
+    open_ = np.arange(n)
+    while len(open_):
+        c = comp[open_]
+        first = np.r_[True, c[1:] != c[:-1]]
+        heads = open_[first]
+        centre[heads] = heads
+        head = heads[np.cumsum(first) - 1][~first]  # each other open row's head this round
+        rest = open_[~first]
+        near = agreeing_bins(sigs[rest], sigs[head]) >= need
+        centre[rest[near]] = head[near]
+        open_ = rest[~near]
+    return centre

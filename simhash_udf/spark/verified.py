@@ -5,7 +5,8 @@ fingerprint and table, 28 at k = 6): the first walk over the key groups finds wh
 pair in their group (within k, first shared table) and sends on only those, with their group; they get their
 fingerprint's signature by a join, are grouped again, and the second walk verifies every accepted pair and
 emits a spanning forest of the verified ones. Resolve: per component, units in keep order, greedy centres
-(verified.verified_centres), one Python call per component of two or more units."""
+(verified.verified_centres); the components without earlier clusters or short texts of one Arrow batch in one
+vectorised pass (verified.greedy_centres), the others one Python call each."""
 from __future__ import annotations
 
 from typing import Iterator
@@ -19,7 +20,7 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from ..core.blocks import TablePlan
 from ..core.signature import from_arrow
-from ..core.verified import BANDS, VerifySpec, verified_centres, verify_groups
+from ..core.verified import BANDS, VerifySpec, greedy_centres, verified_centres, verify_groups
 from .blocks import walk_groups
 from .joins import broadcast_if_small
 
@@ -95,10 +96,21 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
     fixed = table.column("fixed").to_numpy(zero_copy_only=False)
     sig_col = table.column("signature").combine_chunks()
     sigs = from_arrow(sig_col, spec.signature) if spec is not None and sig_col.null_count == 0 else None
-    texts = table.column("short_text").to_pylist()
+    has_text = table.column("short_text").is_valid().to_numpy(zero_copy_only=False)
+    texts = table.column("short_text").to_pylist() if has_text.any() else [None] * len(comp)
     starts = np.r_[0, np.flatnonzero(comp[1:] != comp[:-1]) + 1, len(comp)]
     centre_row = np.empty(len(comp), dtype=np.int64)
-    for a, b in zip(starts[:-1], starts[1:]):
+    one_call = np.zeros(len(starts) - 1, dtype=bool)  # components that need a call of their own
+    if sigs is not None:
+        # the components without earlier clusters or short texts (nearly all), in one vectorised greedy pass:
+        # a Python call per component cost ~16 microseconds (10M fingerprints: ~300,000 components)
+        one_call = np.logical_or.reduceat(fixed | has_text, starts[:-1])
+        rows = np.flatnonzero(np.repeat(~one_call, np.diff(starts)))
+        sizes = np.diff(starts)[~one_call]
+        centre_row[rows] = rows[greedy_centres(sigs[rows], np.r_[0, np.cumsum(sizes)], spec.need)]
+    else:
+        one_call[:] = True
+    for a, b in zip(starts[:-1][one_call], starts[1:][one_call]):
         t = texts[a:b]
         centre = verified_centres(None if sigs is None else sigs[a:b], t if any(x is not None for x in t) else None,
                                   spec, int(fixed[a:b].sum()), int(b - a))
