@@ -25,6 +25,10 @@ from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
 from simhash_udf.spark.session import scoped_settings
 
 SPEC = VerifySpec(0.7)
+# a scan of the cached pages that reads the units' signatures along with their fingerprint's unit count
+# (adaptive execution prints a scan in its final and its initial plan, with the same attribute ids: the
+# distinct matches are the scans)
+UNITS_READ_WITH_SIGNATURES = re.compile(r"InMemoryTableScan \[[^\]]*fp_units[^\]]*signature[^\]]*\]")
 
 
 def _sig_matrix(sigs):
@@ -128,13 +132,15 @@ def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partition
     ids = [int(i) for i in rng.permutation(len(fps)) + 1]
     got, stats = cluster(ids, fps, sigs, k, partitions=partitions)
     assert got == brute_force_verified(ids, fps, sigs, k, SPEC.need)
-    # The pages are partitioned by fingerprint (with_units). The signatures of the units in multi-unit
-    # components are fetched by a join on the fingerprint and the unit, which Spark plans as a join on both
-    # keys: it must keep the pages where they are, not re-shuffle every unit's signature by (unit, fingerprint)
-    # (4M fingerprints: 4M rows, 584 MB; stages.CLUSTERING_SETTINGS).
+    # The pages are partitioned by fingerprint (with_units) and stay where they are: resolve joins them to
+    # their units' assignments by a sort-merge join on the fingerprint that moves the assignments only, and
+    # nothing is re-shuffled by unit (4M fingerprints: 4M rows, 584 MB; stages.CLUSTERING_SETTINGS). The
+    # units are read once, with their signatures, to pick those that share a component
+    # (verified_clusters).
     plan = cluster.last_plan
-    assert "SortMergeJoin" in plan and "sig_unit" in plan
-    assert not re.search(r"Exchange hashpartitioning\([^)]*sig_unit", plan), plan
+    assert "SortMergeJoin" in plan
+    assert not re.search(r"Exchange hashpartitioning\([^)]*unit", plan), plan
+    assert len(set(UNITS_READ_WITH_SIGNATURES.findall(plan))) == 1, plan
     for i, c in got.items():  # every duplicate is verified-similar to its kept page
         assert c == i or agreeing(sigs[ids.index(i)], sigs[ids.index(c)]) >= SPEC.need
     assert stats["pairs_verified"] + stats["pairs_rejected"] == stats["pairs_accepted"]
@@ -157,8 +163,9 @@ def test_graph_nodes_broadcast_when_few_same_clusters_either_way(cluster, monkey
     shuffled, _ = cluster(ids, fps, sigs, 3)
     plan = cluster.last_plan
     assert "BroadcastHashJoin" not in plan
-    # by sort-merge join, the multi-unit side meets the units' signatures where they lie (see above)
-    assert "sig_unit" in plan and not re.search(r"Exchange hashpartitioning\([^)]*sig_unit", plan), plan
+    # by sort-merge join, the graph's nodes meet the units where they lie (see above)
+    assert not re.search(r"Exchange hashpartitioning\([^)]*unit", plan), plan
+    assert len(set(UNITS_READ_WITH_SIGNATURES.findall(plan))) == 1, plan
     assert broadcast == shuffled == brute_force_verified(ids, fps, sigs, 3, SPEC.need)
 
 

@@ -252,9 +252,7 @@ def _near_duplicate_clusters(
         # a narrow cache of its own: the band rows read from the wide cache of the pages took ~4x longer (2M
         # fingerprints: the map side of the band search 43 s -> 9 s, same session)
         fp_sigs = keep(fingerprint_signatures(docs))
-        unit_counts = fp_sigs.agg(F.count(F.lit(1)).alias("n"), F.sum("fp_units").alias("units")).first()
-        n_distinct = counts["distinct_fingerprints"] = int(unit_counts["n"])
-        n_units = int(unit_counts["units"] or 0)
+        n_distinct = counts["distinct_fingerprints"] = fp_sigs.count()
         # the history's rows with a fingerprint (a bound on its distinct fingerprints, for the planner): a
         # count reads one column, a distinct count would shuffle the whole history (~11 s of 30 million rows)
         n_history = history_rows(history).count() if history is not None else 0
@@ -353,7 +351,7 @@ def _near_duplicate_clusters(
             if history is not None:
                 fixed = related.where(F.col("kept_signature").isNotNull() | F.lit(verify is None)).select(
                     "fingerprint", "h_cluster", "h_kept_date", F.col("kept_signature").alias("signature"))
-            assigned = verified_clusters(units, roots, verify, fixed, keep, extra_units=n_units - n_distinct)
+            assigned = verified_clusters(units, roots, verify, fixed, n_related if history is not None else -1)
             clusters = resolve_verified(page_cols, assigned, run_date if history is not None else None)
         elif cluster_mode == "star":
             clusters = star_clusters(page_cols.select("id", "fingerprint", "rank"), roots, k)

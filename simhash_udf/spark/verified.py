@@ -156,13 +156,12 @@ def fingerprint_signatures(docs_u: DataFrame) -> DataFrame:
 
 
 def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | None,
-                      fixed: DataFrame | None = None, keep=lambda df: df, extra_units: int = -1) -> DataFrame:
+                      fixed: DataFrame | None = None, fixed_rows: int = -1) -> DataFrame:
     """units: (fingerprint, signature, short_text, best, fp_units) with best = min (rank, id) of the unit's
-    pages and fp_units the units of its fingerprint (units_of); extra_units: units beyond one per fingerprint,
-    if known (a bound on the units of multi-unit fingerprints, for the broadcast below);
+    pages and fp_units the units of its fingerprint (units_of);
     roots: (node, root) of the components; fixed (with --history): (fingerprint, h_cluster, h_kept_date,
     signature) of the history fingerprints in the search, signature = that of their cluster's kept page;
-    keep persists what is read more than once.
+    fixed_rows: a bound on fixed's rows if known (-1: not), for a broadcast.
     Returns (fingerprint, unit_id, kept_id, h_cluster, h_kept_date) for each unit that shares its component
     with another unit or an earlier cluster: unit_id = its best page's id, kept_id the best page of its centre
     unit, or h_cluster/h_kept_date when its centre is an earlier run's kept page. Every other unit is its own
@@ -182,35 +181,37 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     # the graph's nodes (at most twice roots' rows) are few next to the units: broadcast when known small,
     # the units are then not sorted to meet them (4M fingerprints: this function 15.4 -> 12.2 s)
     n_linked = 2 * roots.count()
-    light = units.select("fingerprint", "best", F.col("best.id").alias("unit_id"), "fp_units").join(
-        broadcast_if_small(linked_nodes, n_linked), F.col("fingerprint") == linked_nodes["node"], "left")
-    one = F.count(F.lit(1))
-    linked = light.where(F.col("root").isNotNull()).select("fingerprint", "best", "unit_id", F.col("root").alias("comp"))
-    linked = linked.join(linked.groupBy("comp").agg(one.alias("n")), "comp")
-    # a unit outside the graph is in its fingerprint's component, with its fingerprint's other units
-    # (counted by with_units)
-    alone = light.where(F.col("root").isNull()).select(
-        "fingerprint", "best", "unit_id", F.col("fingerprint").alias("comp"), F.col("fp_units").alias("n"))
-    light = linked.unionByName(alone)
+    # One pass over the units, signatures included, keeps those that can share a component with another unit:
+    # the units in the graph (all units of one fingerprint are, or none), and the units of a fingerprint with
+    # several units (fp_units, counted by with_units), whose component outside the graph is their fingerprint.
+    # Only these rows move on, with their signatures. (It used to take three passes over the units: two for
+    # the graph's units and the multi-unit fingerprints, one to fetch the signatures of the few that had a
+    # row by a join.)
+    cand = units.join(broadcast_if_small(linked_nodes, n_linked), F.col("fingerprint") == linked_nodes["node"], "left")
+    cand = cand.withColumn("comp", F.coalesce("root", "fingerprint"))
+    wanted = F.col("root").isNotNull() | (F.col("fp_units") > 1)
     if fixed is not None:
+        # earlier clusters (their kept pages) in keep order: the earliest run first; n_fixed per component.
+        # A single unit outside the graph whose fingerprint names such a component (the same fingerprint
+        # stored by an earlier run) is wanted too. Rows of components without a unit of this run give
+        # nothing (component_centres answers for units only).
         f = with_comp(fixed).select("comp", "h_cluster", "h_kept_date", "signature").distinct()
-        f = f.join(light.select("comp").distinct(), "comp", "left_semi")
         f = f.withColumn("pos", F.row_number().over(Window.partitionBy("comp").orderBy("h_kept_date", "h_cluster")))
-        light = light.join(f.groupBy("comp").agg(F.max("pos").alias("n_fixed")), "comp", "left")
+        n_fixed = broadcast_if_small(f.groupBy("comp").agg(F.max("pos").alias("n_fixed")), fixed_rows)
+        cand = cand.join(n_fixed, "comp", "left")
+        wanted = wanted | F.col("n_fixed").isNotNull()
     else:
-        light = light.withColumn("n_fixed", F.lit(None).cast("int"))
-    light = light.withColumn("n_fixed", F.coalesce("n_fixed", F.lit(0)))
-    # only units with another unit or an earlier cluster in their component get a row (single units keep
-    # their own best page: resolve_verified); joined on the fingerprint alone: units are partitioned by it
-    # already (with_units), so only the few units of multi-unit components move, not every signature
-    sig_of = units.select("fingerprint", F.col("best.id").alias("sig_unit"), "signature", "short_text")
-    # at most the graph's units and the units of multi-unit fingerprints (m units: m <= 2 (m - 1) rows), so
-    # broadcast when both are known small (4M fingerprints: the function 12.2 -> 10.3 s)
-    multi_rows = n_linked + 2 * extra_units if extra_units >= 0 else -1
-    multi = broadcast_if_small(light.where(F.col("n") + F.col("n_fixed") > 1), multi_rows).join(
-        sig_of, "fingerprint").where(F.col("sig_unit") == F.col("unit_id"))
-    multi = multi.withColumn("pos", F.col("n_fixed") + F.row_number().over(Window.partitionBy("comp").orderBy("best")))
-    id_type = dict(light.dtypes)["unit_id"]
+        cand = cand.withColumn("n_fixed", F.lit(None).cast("int"))
+    cand = cand.where(wanted).select("fingerprint", "best", F.col("best.id").alias("unit_id"), "comp", "signature",
+                                     "short_text", F.coalesce("n_fixed", F.lit(0)).alias("n_fixed"))
+    by_comp = Window.partitionBy("comp")
+    # units of the component (whole components were kept above), and their place in keep order; only units
+    # with another unit or an earlier cluster in their component get a row (single units keep their own best
+    # page: resolve_verified)
+    cand = cand.select("*", F.count(F.lit(1)).over(by_comp).alias("n"),
+                       F.row_number().over(by_comp.orderBy("best")).alias("unit_pos"))
+    multi = cand.where(F.col("n") + F.col("n_fixed") > 1).withColumn("pos", F.col("n_fixed") + F.col("unit_pos"))
+    id_type = dict(multi.dtypes)["unit_id"]
     h_type = dict(f.dtypes)["h_cluster"] if fixed is not None else id_type
     rows = multi.select("comp", "pos", "signature", "short_text", F.lit(False).alias("fixed"), "fingerprint", "unit_id",
                         F.lit(None).cast(h_type).alias("h_cluster"), F.lit(None).cast("string").alias("h_kept_date"))
