@@ -203,6 +203,8 @@ def short_text_stage(docs: DataFrame, cfg: DedupConfig, keep: Keep, timer: Stage
 #   partitioned by fingerprint (with_units), and Spark turns "join on fingerprint, then unit = unit" into a
 #   join on both, which re-shuffled every unit's signature to fetch those of the few multi-unit components
 #   (4M fingerprints: 4M rows, 584 MB). Skew is no worse: that side is partitioned by fingerprint already.
+#   (verified_clusters no longer makes that join: it reads the signatures in its one pass over the units; the
+#   setting stays for any join of that shape.)
 CLUSTERING_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false",
                        "spark.sql.requireAllClusterKeysForCoPartition": "false"}
 
