@@ -277,3 +277,26 @@ def test_component_walk_is_independent_of_batch_cuts(seed, cuts, short):
                                   SPEC)
         expect += list(zip(unit[idx].tolist(), unit[idx][centre].tolist()))
     assert sorted(zip(got.column("unit_id").to_pylist(), got.column("kept_id").to_pylist())) == sorted(expect)
+
+
+def test_components_of_earlier_clusters_alone_cost_no_call(monkeypatch):
+    """With --history, earlier clusters that share no component with this run's units reach the resolve walk
+    too: they answer for no unit, so they get no per-component call; a component with an earlier cluster and
+    a unit gets one."""
+    import pyarrow as pa
+
+    from simhash_udf.spark import verified as spark_verified
+
+    calls = []
+    real = spark_verified.verified_centres
+    monkeypatch.setattr(spark_verified, "verified_centres", lambda *a, **kw: calls.append(a) or real(*a, **kw))
+    rng = np.random.default_rng(3)
+    comp = np.array([1, 1, 2, 3, 3], dtype=np.int64)
+    fixed = np.array([True, False, True, True, True])
+    sigs = planted_signatures(rng, [0] * 5)
+    table = pa.table({"comp": comp, "pos": np.array([1, 2, 1, 1, 2], np.int32), "signature": pa.array(sigs, pa.binary()),
+                      "short_text": pa.nulls(5, pa.string()), "fixed": fixed, "fingerprint": comp,
+                      "unit_id": np.arange(5, dtype=np.int64), "h_cluster": pa.array([10, None, 20, 30, 31], pa.int64()),
+                      "h_kept_date": pa.array(["d", None, "d", "d", "e"])})
+    out = pa.Table.from_batches(list(spark_verified.component_centres(iter(table.to_batches()), SPEC)))
+    assert out.column("unit_id").to_pylist() == [1] and len(calls) == 1

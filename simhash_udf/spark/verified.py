@@ -110,6 +110,9 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
         centre_row[rows] = rows[greedy_centres(sigs[rows], np.r_[0, np.cumsum(sizes)], spec.need)]
     else:
         one_call[:] = True
+    # a component of earlier clusters alone (history rows that share no component with this run's units)
+    # answers for no unit: no call
+    one_call &= np.logical_or.reduceat(~fixed, starts[:-1])
     for a, b in zip(starts[:-1][one_call], starts[1:][one_call]):
         t = texts[a:b]
         centre = verified_centres(None if sigs is None else sigs[a:b], t if any(x is not None for x in t) else None,
