@@ -177,6 +177,8 @@ def test_input_split():
     assert input_split(8, 8, rows=10**9, batch=2000) == 0  # enough partitions: as read
     assert input_split(100, 8, rows=10**9, batch=2000) == 0
     assert input_split(1, 8, requested=3) == 3  # --input-partitions wins
+    assert input_split(1, 2, rows=8000, batch=2000, stored=True) == 0  # stored fingerprints: as read
+    assert input_split(1, 2, rows=8000, batch=2000, requested=3, stored=True) == 3
     assert input_split(100, 8, requested=3) == 3
     # read as enough partitions, but one of them holds every row (a Parquet file of one row group): split
     assert input_split(2, 2, rows=8000, batch=2000, largest=8000) == 4

@@ -160,11 +160,8 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
             history.check_id_type(cfg.id_col, raw.schema[cfg.id_col].dataType.simpleString())
         parts = raw.rdd.getNumPartitions()
         split = input_split(parts, spark.sparkContext.defaultParallelism, cfg.input_partitions,
-                            loaded.rows, cfg.arrow_batch_size, loaded.largest_partition)
-        if cfg.input_format == "fingerprints" and not cfg.input_partitions:
-            # the split spreads the Python fingerprint function, which stored fingerprints skip; their rows
-            # are not cached (fingerprint_stage), so each pass over them would shuffle them again
-            split = 0
+                            loaded.rows, cfg.arrow_batch_size, loaded.largest_partition,
+                            stored=cfg.input_format == "fingerprints")
         if split:
             loaded.df = raw = raw.repartition(split, F.col(cfg.id_col))
         check_ids(raw, cfg.id_col)
@@ -173,7 +170,7 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
 
 
 def input_split(partitions: int, cores: int, requested: int = 0, rows: int = 0, batch: int = 1,
-                largest: int = 0) -> int:
+                largest: int = 0, stored: bool = False) -> int:
     """Partitions to spread the input over before the fingerprint stage (0: keep the reader's). The Python
     fingerprint function is the costliest step of a run and runs one task per partition, so an input read as
     fewer partitions than the session has cores (one Parquet file under 128 MB is one partition) would leave
@@ -184,9 +181,15 @@ def input_split(partitions: int, cores: int, requested: int = 0, rows: int = 0, 
     largest: the rows of the fullest read partition. The partitions that count are rows / largest, not the
     reader's: Spark cuts a Parquet file into byte ranges, and a file of one row group (pyarrow's default up
     to a million rows) gives one range all the rows and the others none (80,000 Chinese pages, 2 cores: the
-    fingerprint stage 14.4 s as read in 2 partitions, 7.8 s split; scripts/bench_job_fingerprint.py)."""
+    fingerprint stage 14.4 s as read in 2 partitions, 7.8 s split; scripts/bench_job_fingerprint.py).
+
+    stored: the input holds stored fingerprints (--input-format fingerprints), which skip the Python function
+    and are not cached (stages.fingerprint_stage): a split would spread nothing, and each pass over the rows
+    would shuffle them again. Only --input-partitions splits them."""
     if requested:
         return requested
+    if stored:
+        return 0
     holding = min(partitions, rows // largest) if largest else partitions
     return 2 * cores if holding < cores and rows >= 2 * cores * batch else 0
 

@@ -9,10 +9,10 @@ the same benchmark; the fingerprint stage at the rate the job reached on Chinese
 what it gives for 10^7 to 8 x 10^9 pages."""
 from __future__ import annotations
 
-from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
+from ..core.blocks import PACKED_ROW_BYTES, chance_pairs, choose_plan, plan_cost, plan_tables
 from .config import DedupConfig
 
-BYTES_PER_BLOCK_ROW = 20  # key, fingerprint and table index (8 + 8 + 4 bytes, spark/packed_groups.py): what the search shuffles
+BYTES_PER_BLOCK_ROW = PACKED_ROW_BYTES  # what the search shuffles a row (spark/packed_groups.py)
 
 # Measured (docs/performance.md), 2 cores, local mode, synthetic fingerprints, before verification:
 # bench_scale.py --sizes 10000000 at k = 6 (28 tables, cost 3.63e8): 301.0 s; at k = 3 (4 tables, cost 5.19e7):

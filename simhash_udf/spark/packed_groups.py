@@ -22,9 +22,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
+from ..core.blocks import PACKED_ROW_BYTES
+
 PACKED_SCHEMA = StructType([StructField("part", LongType(), False), StructField("rows", BinaryType(), False)])
 _PACKED_ARROW = pa.schema([pa.field("part", pa.int64(), False), pa.field("rows", pa.binary(), False)])
-_ROW_BYTES = 8 + 8 + 4  # key, member, tag
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads keys that differ in a few bits only
 _SPARK_HASH_SEED = 42  # the seed of Spark's hash(), which repartition(n, col) takes modulo n
 # Rows a reduce task holds at most, when the run's shuffle partitions would give it more (a small
@@ -93,7 +94,7 @@ def unpacked(batches: Iterable[pa.RecordBatch]) -> tuple[np.ndarray, np.ndarray,
         col = batch.column("rows")
         for i in range(len(col)):
             buf = col[i].as_buffer()
-            n = buf.size // _ROW_BYTES
+            n = buf.size // PACKED_ROW_BYTES
             keys.append(np.frombuffer(buf, "<i8", n, 0))
             members.append(np.frombuffer(buf, "<i8", n, 8 * n))
             tags.append(np.frombuffer(buf, "<i4", n, 16 * n))

@@ -100,7 +100,7 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
     texts = table.column("short_text").to_pylist() if has_text.any() else [None] * len(comp)
     starts = np.r_[0, np.flatnonzero(comp[1:] != comp[:-1]) + 1, len(comp)]
     centre_row = np.empty(len(comp), dtype=np.int64)
-    one_call = np.zeros(len(starts) - 1, dtype=bool)  # components that need a call of their own
+    one_call = np.ones(len(starts) - 1, dtype=bool)  # components that need a call of their own
     if sigs is not None:
         # the components without earlier clusters or short texts (nearly all), in one vectorised greedy pass:
         # a Python call per component cost ~16 microseconds (10M fingerprints: ~300,000 components)
@@ -108,8 +108,6 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
         rows = np.flatnonzero(np.repeat(~one_call, np.diff(starts)))
         sizes = np.diff(starts)[~one_call]
         centre_row[rows] = rows[greedy_centres(sigs[rows], np.r_[0, np.cumsum(sizes)], spec.need)]
-    else:
-        one_call[:] = True
     # a component of earlier clusters alone (history rows that share no component with this run's units)
     # answers for no unit: no call
     one_call &= np.logical_or.reduceat(~fixed, starts[:-1])
