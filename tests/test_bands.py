@@ -203,15 +203,60 @@ def test_sparse_bands_make_no_keys(spark, seed, bins, bits):
                 assert (ka == kc) == (part(a, b1) == part(c, b2))
 
 
-@pytest.mark.spark
-def test_band_keys_are_computed_once_per_row(spark):
-    """The optimised plan of the band rows holds each band's key expression once. An inner explode of the
-    keys array makes Spark infer `size(keys) > 0` and push it below the projection, so every key was computed
-    twice and the generated method grew past what HotSpot compiles (10M fingerprints: 94 s instead of 9 s)."""
-    from simhash_udf.spark.bands import band_rows
+def sql_band_keys(bands: SignatureBands, signature) -> list:
+    """The band keys' definition as Spark SQL (what the job computed before it did so in numpy, and what the
+    history's band indexes of earlier versions hold): per band, xxhash64 of the band index and the band's
+    bytes, null unless the band has at least min_runs runs of equal adjacent bins."""
+    nb, w = bands.band_bytes, bands.signature.bits // 8
 
-    bands = SignatureBands()
-    df = spark.createDataFrame([(1, bytes(range(128)))], "fingerprint long, signature binary")
-    plan = band_rows(df, bands)._jdf.queryExecution().optimizedPlan().toString()
-    assert plan.count("xxhash64(") == bands.bands
-    assert "size(" not in plan
+    def key(b: int):
+        start = b * nb + 1
+        cells = [F.substring(signature, start + i * w, w) for i in range(bands.bins)]
+        runs = sum((x != y).cast("int") for x, y in zip(cells, cells[1:])) + 1 if bands.bins > 1 else F.lit(1)
+        return F.when(runs >= bands.min_runs, F.xxhash64(F.lit(b), F.substring(signature, start, nb)))
+
+    return [key(b) for b in range(bands.bands)]
+
+
+@pytest.mark.spark
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), n_bands=st.integers(1, 12), bins=st.integers(1, 7), bits=st.sampled_from([8, 16]))
+def test_band_keys_are_sparks_xxhash64(spark, seed, n_bands, bins, bits):
+    """The band key arrays computed in numpy (SignatureBands.hashed_keys and usable) equal Spark's SQL
+    expression of them, null (unusable) bands included: earlier runs' band indexes hold the SQL values."""
+    from simhash_udf.core.signature import SignatureSpec
+    from simhash_udf.spark.bands import band_key_arrays
+
+    spec = SignatureSpec(bits=bits)
+    bands = SignatureBands(n_bands, bins, spec)
+    if bands.key_bits > 56 or n_bands * bins > spec.bins:
+        return
+    rng = np.random.default_rng(seed)
+    n = 60
+    sigs = rng.integers(0, 2**bits, size=(n, spec.bins)).astype(spec.dtype)
+    sigs[: n // 3] = rng.integers(0, 3, size=(n // 3, spec.bins))  # runs of equal bins: unusable bands
+    df = spark.createDataFrame([(i, sigs[i].tobytes()) for i in range(n)] + [(n, None)],
+                               "fingerprint long, signature binary").repartition(3)
+    got = {r.fingerprint: r["keys"] for r in band_key_arrays(df, bands).collect()}
+    expect = {r.fingerprint: r["keys"] for r in df.where(F.col("signature").isNotNull()).select(
+        "fingerprint", F.array(*sql_band_keys(bands, F.col("signature"))).alias("keys")).collect()}
+    assert got == expect
+    assert any(None in keys for keys in expect.values()) or bins == 1
+
+
+@pytest.mark.spark
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.binary(min_size=0, max_size=31), min_size=1, max_size=40), first=st.integers(-2**31, 2**31 - 1))
+def test_xxhash64_equals_sparks(spark, values, first):
+    """core.xxhash64 gives Spark's xxhash64(int, binary) for values of every length it takes (0-31 bytes: the
+    8- and 4-byte words and the single bytes)."""
+    from simhash_udf.core.xxhash64 import xxhash64_bytes, xxhash64_int
+
+    df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], "i int, v binary")
+    expect = dict(df.select("i", F.xxhash64(F.lit(first), "v")).collect())
+    for length in {len(v) for v in values}:
+        rows = [i for i, v in enumerate(values) if len(v) == length]
+        raw = np.frombuffer(b"".join(values[i] for i in rows), np.uint8).reshape(len(rows), length)
+        assert xxhash64_bytes(raw, xxhash64_int(first)).tolist() == [expect[i] for i in rows]
+    with pytest.raises(ValueError, match="shorter than 32"):
+        xxhash64_bytes(np.zeros((1, 32), np.uint8))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from simhash_udf.core.bands import SignatureBands
-from simhash_udf.spark.bands import array_rows, band_key_arrays, exploded_band_keys
+from simhash_udf.spark.bands import band_key_rows, band_rows
 from simhash_udf.spark.packed_groups import (
     PACKED_SCHEMA,
     packed_batch,
@@ -96,24 +96,22 @@ def test_walk_in_spark_sees_every_group_once(spark):
     assert len({r.p for r in rows}) > 1
 
 
-def test_array_rows_are_the_sql_band_rows(spark):
-    """The numpy explode of (fingerprint, keys) arrays gives exactly the rows of the SQL one
-    (exploded_band_keys), unusable (null) bands left out."""
+def test_band_key_rows_are_the_sql_band_rows(spark):
+    """The numpy band rows of (fingerprint, signature) batches (band_key_rows, what the band search packs)
+    are exactly the rows of the SQL explode of the key arrays (band_rows), unusable bands left out."""
     bands = SignatureBands()
     rng = np.random.default_rng(3)
     nbytes = bands.signature.bins * bands.signature.bits // 8
     sigs = [bytes(rng.integers(0, 4, nbytes, dtype=np.uint8)) for _ in range(300)]
     sigs += [bytes(nbytes)] * 3  # constant signatures: no usable band
-    df = spark.createDataFrame([(int(i) * 7919 - 10**6, s) for i, s in enumerate(sigs)], "fingerprint long, signature binary")
-    arrays = band_key_arrays(df, bands)
-    expect = sorted((r.fingerprint, r.band, r.key) for r in exploded_band_keys(arrays).collect())
-    collected = arrays.collect()
-    table = pa.table({"fingerprint": pa.array([r.fingerprint for r in collected], pa.int64()),
-                      "keys": pa.array([r["keys"] for r in collected], pa.list_(pa.int64()))})
+    fps = [int(i) * 7919 - 10**6 for i in range(len(sigs))]
+    df = spark.createDataFrame(list(zip(fps, sigs)), "fingerprint long, signature binary")
+    expect = sorted((r.fingerprint, r.band, r.key) for r in band_rows(df, bands).collect())
+    table = pa.table({"fingerprint": pa.array(fps, pa.int64()), "signature": pa.array(sigs, pa.binary())})
     got = []
     for b in table.to_batches(max_chunksize=37):  # slices: offsets not starting at 0
-        fps, band, keys = array_rows(b)
-        got += zip(fps.tolist(), band.tolist(), keys.tolist())
+        f, band, keys = band_key_rows(b, bands)
+        got += zip(f.tolist(), band.tolist(), keys.tolist())
     assert sorted(got) == expect
     assert len(expect) < 303 * bands.bands  # some bands were unusable
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .signature import SignatureSpec
+from .xxhash64 import xxhash64_bytes, xxhash64_int
 
 MAX_KEY_BITS = 56  # a band's value and the band index packed in one long
 MIN_RUNS = 4  # runs of equal adjacent bins a band needs to make a key (8 bits each)
@@ -82,6 +83,19 @@ class SignatureBands:
         for b in range(self.bands):
             part = raw[:, b * nb:(b + 1) * nb].astype(np.uint64)
             out[:, b] = ((part * weights).sum(axis=1, dtype=np.uint64) | np.uint64(b << self.key_bits)).view(np.int64)
+        return out
+
+    def hashed_keys(self, sigs: np.ndarray) -> np.ndarray:
+        """(pages x bands) int64 band keys as the search and the history's band index use them: Spark's
+        xxhash64(band index, the band's bytes of the signature), for every band (`usable` says which make
+        keys). sigs: (pages x bins) of the signature's dtype. A hash rather than `keys` because the history's
+        band indexes hold these values; two bands that collide on the hash only put a pair in one group, where
+        verify_band_groups accepts it only if the signatures really share that band."""
+        raw = np.ascontiguousarray(sigs).view(np.uint8).reshape(len(sigs), -1)
+        nb = self.band_bytes
+        out = np.empty((len(sigs), self.bands), dtype=np.int64)
+        for b in range(self.bands):
+            out[:, b] = xxhash64_bytes(raw[:, b * nb:(b + 1) * nb], xxhash64_int(b))
         return out
 
     def first_shared(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

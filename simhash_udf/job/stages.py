@@ -21,7 +21,7 @@ from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
 from ..core.fingerprint import FeatureSpec
 from ..core.verified import BANDS, VerifySpec
 from ..io.history import attach_history, history_rows, per_fingerprint, related_band_rows, related_block_rows
-from ..spark.bands import band_edges, band_group_members, band_key_arrays, band_rows
+from ..spark.bands import band_edges, band_group_members, band_rows
 from ..spark.blocks import block_rows, group_batches
 from ..spark.candidates import group_members
 from ..spark.components import connected_components
@@ -298,7 +298,7 @@ def _near_duplicate_clusters(
             F.sum("compared").alias("compared"), F.sum("accepted").alias("accepted"),
             F.sum("groups").alias("groups")).withColumn("source", F.lit(0))
         if use_bands:
-            band_members = keep(band_group_members(band_key_arrays(fp_sigs, bands), bands, k, more_brows, n_distinct))
+            band_members = keep(band_group_members(fp_sigs, bands, k, more_brows, n_distinct))
             per_distance = per_distance.unionByName(band_members.agg(
                 F.lit(None).cast(dict(members.dtypes)["distance"]).alias("distance"),
                 F.sum("compared").alias("compared"), F.lit(None).cast("long").alias("accepted"),
