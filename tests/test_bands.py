@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 from reference import agreeing, band_pairs, brute_force_verified, components_of, hamming, planted_signatures, usable_band
 
-from simhash_udf.core.bands import SignatureBands, band_members
-from simhash_udf.core.verified import VerifySpec, verify_band_groups
+from simhash_udf.core.bands import SignatureBands, band_members, band_pairs_and_members
+from simhash_udf.core.verified import VerifySpec, verify_band_groups, verify_band_pairs
 from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
 
 SPEC = VerifySpec(0.7)
@@ -19,14 +19,15 @@ def _sig_matrix(sigs):
     return np.frombuffer(b"".join(sigs), dtype=np.uint8).reshape(len(sigs), -1)
 
 
-def family_pages(rng, n_families: int, far: bool = True):
+def family_pages(rng, n_families: int, far: bool = True, size: int = 0, first: int = 0):
     """Fingerprints and signatures of page families: members share a base signature with 0-60% of its bins
     redrawn (planted_signatures); with `far`, every member has its own random fingerprint (copies the SimHash
-    tables cannot find), else members are a few bits from the family's first."""
+    tables cannot find), else members are a few bits from the family's first. size: members a family (0:
+    1-5 at random); first: the first family's number (families of two calls stay apart)."""
     fps = []
-    for f in range(n_families):
+    for f in range(first, first + n_families):
         base = int(rng.integers(0, 2**63)) & ~(0xFFFFFF << 40) | (f << 40)
-        for _ in range(int(rng.integers(1, 6))):
+        for _ in range(size or int(rng.integers(1, 6))):
             fp = int(rng.integers(0, 2**40)) | (f << 40) if far else base ^ (1 << int(rng.integers(0, 40)))
             fps.append(fp - 2**64 if fp >= 2**63 else fp)
     return fps, planted_signatures(rng, fps)
@@ -66,8 +67,9 @@ def test_invalid_band_settings_are_refused():
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(0, 6), n_bands=st.sampled_from([1, 4, 10]),
-       bins=st.sampled_from([1, 2, 4]), small=st.sampled_from([4, 256]), far=st.booleans())
-def test_band_group_walks_equal_brute_force(seed, k, n_bands, bins, small, far):
+       bins=st.sampled_from([1, 2, 4]), small=st.sampled_from([4, 256]), far=st.booleans(),
+       pair_group=st.sampled_from([1, 3, 8, 1000]))
+def test_band_group_walks_equal_brute_force(seed, k, n_bands, bins, small, far, pair_group):
     """Band key groups built in Python: the first pass keeps exactly the members with a pair more than k
     apart in their group; the second counts every band-accepted pair once (first shared band, > k bits),
     verified or rejected as brute force says, and its forest connects what the verified accepted pairs
@@ -107,6 +109,46 @@ def test_band_group_walks_equal_brute_force(seed, k, n_bands, bins, small, far):
     assert {(got[a] == got[b]) for a in nodes for b in nodes if want_c[a] == want_c[b]} <= {True}
     assert len(set(got.values())) == len(set(want_c.values()))
 
+    # the split the job makes: groups of up to pair_group members as their distinct far pairs with the bands
+    # they were met in (verify_band_pairs), the larger groups' involved members group by group
+    involved2, compared2, lo, hi, pair_of_group = band_pairs_and_members(fps[idx], offsets, k, pair_group)
+    sizes = np.diff(offsets)
+    big = np.repeat(sizes > pair_group, sizes)
+    assert compared2 == compared and (involved2 == (involved & big)).all()
+    found: dict = {}
+    for a, b, g in zip(lo.tolist(), hi.tolist(), pair_of_group.tolist()):
+        assert a < b and sizes[g] <= pair_group
+        found.setdefault((a, b), set()).add(int(group_band[g]))
+    want_found: dict = {}
+    for key in order:
+        m = groups[key]
+        if len(m) <= pair_group:
+            for x in range(len(m)):
+                for y in range(x + 1, len(m)):
+                    if far_pair(m[x], m[y]):
+                        a, b = sorted((int(fps[m[x]]), int(fps[m[y]])))
+                        want_found.setdefault((a, b), set()).add(key >> (8 * bins))
+    assert found == want_found
+    pos = {int(f): i for i, f in enumerate(fps)}
+    listed = sorted(found)
+    values = [b for p in listed for b in sorted(found[p])]
+    parent = [n for n, p in enumerate(listed) for _ in found[p]]
+    ok, v_pairs, r_pairs = verify_band_pairs(
+        mat[np.array([pos[a] for a, _ in listed], np.int64)], mat[np.array([pos[b] for _, b in listed], np.int64)],
+        np.array(values, np.int64), np.array(parent, np.int64), bands, SPEC)
+    kept = [i for key in order for i in groups[key]]
+    rows = [n for n in range(len(kept)) if involved2[n]]
+    regrouped = np.r_[0, np.flatnonzero(np.diff(np.searchsorted(offsets, rows, side="right")) != 0) + 1, len(rows)]
+    row_group = np.searchsorted(offsets, rows, side="right") - 1
+    out2 = verify_band_groups(fps[idx][rows], mat[idx][rows], regrouped if rows else np.zeros(1, np.int64),
+                              group_band[row_group[regrouped[:-1]]] if rows else np.zeros(0, np.int64), k, bands, SPEC, small)
+    assert int(v_pairs.sum() + out2.verified_by_band.sum()) == len(verified)
+    assert int(r_pairs.sum() + out2.rejected_by_band.sum()) == len(pairs) - len(verified)
+    edges = [p for p, good in zip(listed, ok.tolist()) if good] + list(zip(out2.src.tolist(), out2.dst.tolist()))
+    got2 = components_of(nodes, edges)
+    assert {(got2[a] == got2[b]) for a in nodes for b in nodes if want_c[a] == want_c[b]} <= {True}
+    assert len(set(got2.values())) == len(set(want_c.values()))
+
 
 @pytest.fixture(scope="module")
 def cluster(spark, tmp_path_factory):
@@ -138,8 +180,9 @@ def test_stages_with_bands_equal_brute_force_definition(cluster, seed, k, partit
     signature: the job's clusters are the verified policy's over pairs within k and band pairs."""
     rng = np.random.default_rng(seed)
     far_fps, far_sigs = family_pages(rng, 12, far=True)
-    near_fps, near_sigs = family_pages(rng, 8, far=False)
-    fps, sigs = far_fps + near_fps, far_sigs + near_sigs
+    near_fps, near_sigs = family_pages(rng, 8, far=False, first=12)
+    big_fps, big_sigs = family_pages(rng, 1, far=True, size=12, first=20)  # band groups above PAIR_GROUP
+    fps, sigs = far_fps + near_fps + big_fps, far_sigs + near_sigs + big_sigs
     fps, sigs = fps + fps[:6], sigs + planted_signatures(rng, fps[:6])
     ids = [int(i) for i in rng.permutation(len(fps)) + 1]
     bands = SignatureBands(10, 4)

@@ -28,11 +28,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .candidates import SMALL_GROUP, _small_group_pairs, key_groups
 from .signature import SignatureSpec
 from .xxhash64 import xxhash64_bytes, xxhash64_int
 
 MAX_KEY_BITS = 56  # a band's value and the band index packed in one long
 MIN_RUNS = 4  # runs of equal adjacent bins a band needs to make a key (8 bits each)
+# band groups of up to this many members go on to verification as their far pairs (two fingerprints), larger
+# ones as their members with signatures (see band_pairs_and_members)
+PAIR_GROUP = 8
 
 
 @dataclass(frozen=True)
@@ -132,8 +136,6 @@ def band_members(members: np.ndarray, offsets: np.ndarray, k: int, rows_per_chun
     """The first pass over band key groups (fingerprints only, no signatures): which members have a pair in
     their group more than k bits apart (only those can be band-accepted; they go on, with their group, to
     be verified), and the pairs compared."""
-    from .candidates import SMALL_GROUP, _small_group_pairs, key_groups
-
     u, tables, starts, sizes = key_groups(members, offsets, np.zeros(len(offsets) - 1, dtype=np.int64))
     filt = FarFilter(k)
     small = (sizes >= 2) & (sizes <= SMALL_GROUP)
@@ -149,3 +151,23 @@ def band_members(members: np.ndarray, offsets: np.ndarray, k: int, rows_per_chun
             involved[s + a:s + b] |= far.any(axis=1)
             involved[s:s + n] |= far.any(axis=0)
     return involved, int((sizes * (sizes - 1) // 2).sum())
+
+
+def band_pairs_and_members(members: np.ndarray, offsets: np.ndarray, k: int, pair_group: int = PAIR_GROUP):
+    """The first pass over band key groups, split by group size. A pair of copies shares several bands (all
+    ten, for an exact copy of the signature), so it is met in as many groups; only its first shared band
+    counts it. Groups of at most pair_group members go on as their far pairs (more than k bits apart), which
+    the caller makes distinct before fetching two signatures a pair; larger groups go on as their members
+    with a far pair (band_members), verified group by group (verify_band_groups).
+
+    Returns (involved, compared, lo, hi, group): involved (as band_members) false in the small groups; lo <
+    hi the two fingerprints (int64) of each far pair of a small group, group its group's index."""
+    involved, compared = band_members(members, offsets, k)
+    u, _, starts, sizes = key_groups(members, offsets, np.zeros(len(offsets) - 1, dtype=np.int64))
+    small = sizes <= pair_group
+    involved[np.repeat(small, sizes)] = False
+    sel = np.flatnonzero(small & (sizes >= 2))
+    i, j = _small_group_pairs(u, starts[sel], sizes[sel], np.zeros(len(sel), dtype=np.int64), FarFilter(k))
+    a, b = u[i].view(np.int64), u[j].view(np.int64)
+    group = np.searchsorted(starts, i, side="right") - 1
+    return involved, compared, np.minimum(a, b), np.maximum(a, b), group

@@ -141,6 +141,27 @@ def verify_band_groups(members: np.ndarray, sigs: np.ndarray, offsets: np.ndarra
     return VerifiedGroups(np.concatenate(src).view(np.int64), np.concatenate(dst).view(np.int64), verified, rejected)
 
 
+def verify_band_pairs(sig_a: np.ndarray, sig_b: np.ndarray, found_bands: np.ndarray, pair_of: np.ndarray,
+                      bands: SignatureBands, spec: VerifySpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The far pairs of small band groups (bands.band_pairs_and_members), each once with its two signatures
+    (rows x bins) and the bands of the small groups it was met in (found_bands[t] a band of pair pair_of[t]).
+    A pair is accepted when its first shared band is one of them: that band's group holds it (its key is
+    made from the same bytes), so the pair is counted once, as verify_band_groups counts it there; when that
+    group was large, verify_band_groups counts it instead. Returns (verified, verified_by_band,
+    rejected_by_band): which pairs verify (accepted and verified-similar), and the accepted pairs by
+    similarity band."""
+    n = len(sig_a)
+    first = bands.first_shared(sig_a, sig_b)
+    accepted = np.bincount(pair_of[found_bands == first[pair_of]], minlength=n) > 0
+    verified_by_band, rejected_by_band = np.zeros(BANDS, np.int64), np.zeros(BANDS, np.int64)
+    idx = np.flatnonzero(accepted)
+    ok = np.zeros(n, dtype=bool)
+    m = len(idx)
+    ok[idx] = _check(np.concatenate([sig_a[idx], sig_b[idx]]), np.arange(m), np.arange(m, 2 * m), spec,
+                     verified_by_band, rejected_by_band)
+    return ok, verified_by_band, rejected_by_band
+
+
 def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | None, spec: VerifySpec | None,
                      fixed: int = 0, n: int | None = None) -> np.ndarray:
     """The centre (an index) of each unit of one component, units in keep order (best first).

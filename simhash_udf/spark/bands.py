@@ -13,9 +13,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StructField, StructType
 
-from ..core.bands import SignatureBands, band_members
+from ..core.bands import SignatureBands, band_pairs_and_members
 from ..core.signature import from_arrow
-from ..core.verified import BANDS, VerifySpec, verify_band_groups
+from ..core.verified import BANDS, VerifySpec, verify_band_groups, verify_band_pairs
 from .blocks import walk_groups
 from .packed_groups import PACKED_SCHEMA, pack_rows, packed_batch, task_count, walk_packed_groups
 from .verified import _VERIFIED_ARROW, VERIFIED_SCHEMA
@@ -23,7 +23,7 @@ from .verified import _VERIFIED_ARROW, VERIFIED_SCHEMA
 BAND_MEMBER_SCHEMA = StructType([
     StructField("band", IntegerType(), True), StructField("key", LongType(), True),
     StructField("fingerprint", LongType(), True), StructField("compared", LongType(), True),
-    StructField("groups", LongType(), True),
+    StructField("groups", LongType(), True), StructField("other", LongType(), True),
 ])
 KEY_ARRAYS_SCHEMA = StructType([StructField("fingerprint", LongType(), True),
                                 StructField("keys", ArrayType(LongType(), True), True)])
@@ -93,8 +93,10 @@ def _runs(rows: DataFrame, *extra: str) -> DataFrame:
 
 def band_group_members(fp_signatures: DataFrame, bands: SignatureBands, k: int, more_rows: DataFrame | None = None,
                        n_fingerprints: int = 0) -> DataFrame:
-    """(band, key, fingerprint) of every member with a pair more than k bits apart in its band group, plus
-    one statistics row per task (band, key and fingerprint null): pairs compared, groups of two or more.
+    """(band, key, fingerprint, other null) of every member with a pair more than k bits apart in its band
+    group of more than PAIR_GROUP members; (band, key, fingerprint, other) of every such pair in a smaller
+    group (fingerprint < other: core/bands.band_pairs_and_members); and one statistics row per task (band,
+    key, fingerprint and other null): pairs compared, groups of two or more.
 
     fp_signatures: (fingerprint, signature); more_rows: band rows (band, key, fingerprint) made elsewhere
     (the history's that meet this run's keys). The rows are made from the signatures in numpy (the keys of
@@ -111,16 +113,21 @@ def band_group_members(fp_signatures: DataFrame, bands: SignatureBands, k: int, 
                 yield packed_batch(keys, fps, band, partitions)
 
     def per_groups(members, offsets, tables, keys):
-        involved, compared = band_members(members, offsets, k)
+        involved, compared, lo, hi, pair_group = band_pairs_and_members(members, offsets, k)
         idx = np.flatnonzero(involved)
         g = np.searchsorted(offsets, idx, side="right") - 1
         n = len(idx)
         yield pa.RecordBatch.from_arrays(
             [pa.array(tables[g], pa.int32()), pa.array(keys[g], pa.int64()), pa.array(members[idx], pa.int64()),
-             pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64())], schema=_BAND_MEMBER_ARROW)
+             pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64())], schema=_BAND_MEMBER_ARROW)
+        n = len(lo)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(tables[pair_group], pa.int32()), pa.array(keys[pair_group], pa.int64()), pa.array(lo, pa.int64()),
+             pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.array(hi, pa.int64())], schema=_BAND_MEMBER_ARROW)
         yield pa.RecordBatch.from_arrays(
             [pa.nulls(1, pa.int32()), pa.nulls(1, pa.int64()), pa.nulls(1, pa.int64()), pa.array([compared], pa.int64()),
-             pa.array([int((np.diff(offsets) >= 2).sum())], pa.int64())], schema=_BAND_MEMBER_ARROW)
+             pa.array([int((np.diff(offsets) >= 2).sum())], pa.int64()), pa.nulls(1, pa.int64())],
+            schema=_BAND_MEMBER_ARROW)
 
     packed = fp_signatures.where(F.col("fingerprint").isNotNull() & F.col("signature").isNotNull()).select(
         "fingerprint", "signature").mapInArrow(pack, PACKED_SCHEMA)
@@ -131,10 +138,14 @@ def band_group_members(fp_signatures: DataFrame, bands: SignatureBands, k: int, 
 
 def band_edges(members: DataFrame, fp_signatures: DataFrame, bands: SignatureBands, k: int,
                spec: VerifySpec) -> DataFrame:
-    """Forest edges (src, dst) of the verified band pairs and BANDS statistics rows per call (band, verified,
-    rejected), in the verify stage's schema (verified.VERIFIED_SCHEMA)."""
-    rows = members.where(F.col("fingerprint").isNotNull()).select("band", "key", "fingerprint").join(
-        fp_signatures.select("fingerprint", "signature"), "fingerprint")
+    """Edges (src, dst) of the verified band pairs and BANDS statistics rows per call (band, verified,
+    rejected), in the verify stage's schema (verified.VERIFIED_SCHEMA): the members of large groups verified
+    group by group (a spanning forest of each), the pairs of small groups made distinct first (a pair of
+    copies is met in every band it shares: 10M fingerprints of bench_scale, 5.9M member rows with their
+    signatures before) and verified with their two signatures."""
+    sigs = fp_signatures.select("fingerprint", "signature")
+    rows = members.where(F.col("fingerprint").isNotNull() & F.col("other").isNull()).select(
+        "band", "key", "fingerprint").join(sigs, "fingerprint")
 
     def extra(batch: pa.RecordBatch) -> np.ndarray:
         return from_arrow(batch.column("signature"), spec.signature)
@@ -150,5 +161,36 @@ def band_edges(members: DataFrame, fp_signatures: DataFrame, bands: SignatureBan
              pa.array(out.verified_by_band, pa.int64()), pa.array(out.rejected_by_band, pa.int64())],
             schema=_VERIFIED_ARROW)
 
-    return _runs(rows, "signature").mapInArrow(lambda b: walk_groups(b, per_groups, extra=extra),
-                                                     VERIFIED_SCHEMA)
+    in_groups = _runs(rows, "signature").mapInArrow(lambda b: walk_groups(b, per_groups, extra=extra),
+                                                      VERIFIED_SCHEMA)
+    return in_groups.unionByName(band_pair_edges(members, sigs, bands, spec))
+
+
+def band_pair_edges(members: DataFrame, sigs: DataFrame, bands: SignatureBands, spec: VerifySpec) -> DataFrame:
+    """The distinct far pairs of small band groups (band_group_members' rows with `other`), each with the
+    bands it was met in and its two signatures: edges of the verified ones, and BANDS statistics rows per
+    Arrow batch (core/verified.verify_band_pairs)."""
+    pairs = members.where(F.col("other").isNotNull()).groupBy("fingerprint", "other").agg(
+        F.collect_set("band").alias("bands"))
+    rows = pairs.join(sigs, "fingerprint").join(
+        sigs.select(F.col("fingerprint").alias("other"), F.col("signature").alias("other_signature")), "other")
+
+    def verify(batches):
+        for batch in batches:
+            found = batch.column("bands")
+            ok, verified, rejected = verify_band_pairs(
+                from_arrow(batch.column("signature"), spec.signature),
+                from_arrow(batch.column("other_signature"), spec.signature),
+                found.flatten().to_numpy(zero_copy_only=False).astype(np.int64),
+                pc.list_parent_indices(found).to_numpy(zero_copy_only=False), bands, spec)
+            src = batch.column("fingerprint").filter(pa.array(ok))
+            dst = batch.column("other").filter(pa.array(ok))
+            n = len(src)
+            yield pa.RecordBatch.from_arrays(
+                [src.cast(pa.int64()), dst.cast(pa.int64()), pa.nulls(n, pa.int32()), pa.nulls(n, pa.int64()),
+                 pa.nulls(n, pa.int64())], schema=_VERIFIED_ARROW)
+            yield pa.RecordBatch.from_arrays(
+                [pa.nulls(BANDS, pa.int64()), pa.nulls(BANDS, pa.int64()), pa.array(np.arange(BANDS, dtype=np.int32)),
+                 pa.array(verified, pa.int64()), pa.array(rejected, pa.int64())], schema=_VERIFIED_ARROW)
+
+    return rows.select("fingerprint", "other", "bands", "signature", "other_signature").mapInArrow(verify, VERIFIED_SCHEMA)
