@@ -66,7 +66,7 @@ def test_invalid_band_settings_are_refused():
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), k=st.integers(0, 6), n_bands=st.sampled_from([1, 4, 10]),
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(0, 6), n_bands=st.sampled_from([1, 4, 10, 100]),
        bins=st.sampled_from([1, 2, 4]), small=st.sampled_from([4, 256]), far=st.booleans(),
        pair_group=st.sampled_from([1, 3, 8, 1000]))
 def test_band_group_walks_equal_brute_force(seed, k, n_bands, bins, small, far, pair_group):
@@ -74,6 +74,8 @@ def test_band_group_walks_equal_brute_force(seed, k, n_bands, bins, small, far, 
     apart in their group; the second counts every band-accepted pair once (first shared band, > k bits),
     verified or rejected as brute force says, and its forest connects what the verified accepted pairs
     connect (big groups take the breadth-first path when small = 4)."""
+    if n_bands * bins > 128:  # 100 bands (band masks past 64 bits) of one bin only
+        return
     rng = np.random.default_rng(seed)
     bands = SignatureBands(n_bands, bins)
     fps, sigs = family_pages(rng, int(rng.integers(1, 12)), far)
@@ -131,11 +133,11 @@ def test_band_group_walks_equal_brute_force(seed, k, n_bands, bins, small, far, 
     assert found == want_found
     pos = {int(f): i for i, f in enumerate(fps)}
     listed = sorted(found)
-    values = [b for p in listed for b in sorted(found[p])]
-    parent = [n for n, p in enumerate(listed) for _ in found[p]]
+    found_in = np.array([[sum(1 << b for b in found[p] if b < 64), sum(1 << (b - 64) for b in found[p] if b >= 64)]
+                         for p in listed], np.uint64).reshape(len(listed), 2)
     ok, v_pairs, r_pairs = verify_band_pairs(
         mat[np.array([pos[a] for a, _ in listed], np.int64)], mat[np.array([pos[b] for _, b in listed], np.int64)],
-        np.array(values, np.int64), np.array(parent, np.int64), bands, SPEC)
+        found_in, bands, SPEC)
     kept = [i for key in order for i in groups[key]]
     rows = [n for n in range(len(kept)) if involved2[n]]
     regrouped = np.r_[0, np.flatnonzero(np.diff(np.searchsorted(offsets, rows, side="right")) != 0) + 1, len(rows)]
@@ -174,8 +176,9 @@ def cluster(spark, tmp_path_factory):
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 4), partitions=st.sampled_from([1, 4]))
-def test_stages_with_bands_equal_brute_force_definition(cluster, seed, k, partitions):
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 4), partitions=st.sampled_from([1, 4]),
+       layout=st.sampled_from([(10, 4), (70, 1)]))
+def test_stages_with_bands_equal_brute_force_definition(cluster, seed, k, partitions, layout):
     """Families of far-apart fingerprints with similar signatures, plus near ones, some repeated with another
     signature: the job's clusters are the verified policy's over pairs within k and band pairs."""
     rng = np.random.default_rng(seed)
@@ -185,9 +188,9 @@ def test_stages_with_bands_equal_brute_force_definition(cluster, seed, k, partit
     fps, sigs = far_fps + near_fps + big_fps, far_sigs + near_sigs + big_sigs
     fps, sigs = fps + fps[:6], sigs + planted_signatures(rng, fps[:6])
     ids = [int(i) for i in rng.permutation(len(fps)) + 1]
-    bands = SignatureBands(10, 4)
+    bands = SignatureBands(*layout)  # 70 bands of one bin: the pair path's band masks past 64 bits
     got, stats = cluster(ids, fps, sigs, k, bands, partitions=partitions)
-    want = brute_force_verified(ids, fps, sigs, k, SPEC.need, bands=(10, 4))
+    want = brute_force_verified(ids, fps, sigs, k, SPEC.need, bands=layout)
     assert got == want
     assert got != brute_force_verified(ids, fps, sigs, k, SPEC.need)  # premise: the bands joined pages
     b = stats["signature_bands"]

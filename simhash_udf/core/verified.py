@@ -141,18 +141,19 @@ def verify_band_groups(members: np.ndarray, sigs: np.ndarray, offsets: np.ndarra
     return VerifiedGroups(np.concatenate(src).view(np.int64), np.concatenate(dst).view(np.int64), verified, rejected)
 
 
-def verify_band_pairs(sig_a: np.ndarray, sig_b: np.ndarray, found_bands: np.ndarray, pair_of: np.ndarray,
-                      bands: SignatureBands, spec: VerifySpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def verify_band_pairs(sig_a: np.ndarray, sig_b: np.ndarray, found_in: np.ndarray, bands: SignatureBands,
+                      spec: VerifySpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The far pairs of small band groups (bands.band_pairs_and_members), each once with its two signatures
-    (rows x bins) and the bands of the small groups it was met in (found_bands[t] a band of pair pair_of[t]).
-    A pair is accepted when its first shared band is one of them: that band's group holds it (its key is
-    made from the same bytes), so the pair is counted once, as verify_band_groups counts it there; when that
-    group was large, verify_band_groups counts it instead. Returns (verified, verified_by_band,
-    rejected_by_band): which pairs verify (accepted and verified-similar), and the accepted pairs by
-    similarity band."""
+    (rows x bins) and the bands of the small groups it was met in: found_in (pairs x 2) uint64, bit b of
+    column b // 64 set for band b (a Spark bit_or, which needs no array per pair). A pair is accepted when
+    its first shared band is one of them: that band's group holds it (its key is made from the same bytes),
+    so the pair is counted once, as verify_band_groups counts it there; when that group was large,
+    verify_band_groups counts it instead. Returns (verified, verified_by_band, rejected_by_band): which pairs
+    verify (accepted and verified-similar), and the accepted pairs by similarity band."""
     n = len(sig_a)
     first = bands.first_shared(sig_a, sig_b)
-    accepted = np.bincount(pair_of[found_bands == first[pair_of]], minlength=n) > 0
+    word = np.asarray(found_in, dtype=np.uint64).reshape(n, 2)[np.arange(n), np.maximum(first, 0) // 64]
+    accepted = (first >= 0) & ((word >> (np.maximum(first, 0) % 64).astype(np.uint64)) & np.uint64(1)).astype(bool)
     verified_by_band, rejected_by_band = np.zeros(BANDS, np.int64), np.zeros(BANDS, np.int64)
     idx = np.flatnonzero(accepted)
     ok = np.zeros(n, dtype=bool)

@@ -168,21 +168,23 @@ def band_edges(members: DataFrame, fp_signatures: DataFrame, bands: SignatureBan
 
 def band_pair_edges(members: DataFrame, sigs: DataFrame, bands: SignatureBands, spec: VerifySpec) -> DataFrame:
     """The distinct far pairs of small band groups (band_group_members' rows with `other`), each with the
-    bands it was met in and its two signatures: edges of the verified ones, and BANDS statistics rows per
+    bands it was met in (two bit masks) and its two signatures: edges of the verified ones, and BANDS statistics rows per
     Arrow batch (core/verified.verify_band_pairs)."""
-    pairs = members.where(F.col("other").isNotNull()).groupBy("fingerprint", "other").agg(
-        F.collect_set("band").alias("bands"))
+    # the bands a pair was met in as two bit masks (up to 128 bands): collect_set's object aggregation took
+    # 11.4 s at 10M fingerprints, a bit_or is a plain hash aggregation
+    masks = [F.expr(f"bit_or(CASE WHEN band >= {low} AND band < {low + 64} THEN shiftleft(1L, band - {low}) ELSE 0L END)")
+             .alias(name) for low, name in ((0, "bands_low"), (64, "bands_high"))]
+    pairs = members.where(F.col("other").isNotNull()).groupBy("fingerprint", "other").agg(*masks)
     rows = pairs.join(sigs, "fingerprint").join(
         sigs.select(F.col("fingerprint").alias("other"), F.col("signature").alias("other_signature")), "other")
 
     def verify(batches):
         for batch in batches:
-            found = batch.column("bands")
+            found_in = np.column_stack([batch.column(c).to_numpy(zero_copy_only=False).view(np.uint64)
+                                        for c in ("bands_low", "bands_high")])
             ok, verified, rejected = verify_band_pairs(
                 from_arrow(batch.column("signature"), spec.signature),
-                from_arrow(batch.column("other_signature"), spec.signature),
-                found.flatten().to_numpy(zero_copy_only=False).astype(np.int64),
-                pc.list_parent_indices(found).to_numpy(zero_copy_only=False), bands, spec)
+                from_arrow(batch.column("other_signature"), spec.signature), found_in, bands, spec)
             src = batch.column("fingerprint").filter(pa.array(ok))
             dst = batch.column("other").filter(pa.array(ok))
             n = len(src)
@@ -193,4 +195,5 @@ def band_pair_edges(members: DataFrame, sigs: DataFrame, bands: SignatureBands, 
                 [pa.nulls(BANDS, pa.int64()), pa.nulls(BANDS, pa.int64()), pa.array(np.arange(BANDS, dtype=np.int32)),
                  pa.array(verified, pa.int64()), pa.array(rejected, pa.int64())], schema=_VERIFIED_ARROW)
 
-    return rows.select("fingerprint", "other", "bands", "signature", "other_signature").mapInArrow(verify, VERIFIED_SCHEMA)
+    return rows.select("fingerprint", "other", "bands_low", "bands_high", "signature", "other_signature").mapInArrow(
+        verify, VERIFIED_SCHEMA)
