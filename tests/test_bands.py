@@ -3,7 +3,7 @@
 without history."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 from reference import agreeing, band_pairs, brute_force_verified, components_of, hamming, planted_signatures, usable_band
@@ -178,6 +178,7 @@ def cluster(spark, tmp_path_factory):
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 4), partitions=st.sampled_from([1, 4]),
        layout=st.sampled_from([(10, 4), (70, 1)]))
+@example(seed=1, k=2, partitions=4, layout=(70, 1))
 def test_stages_with_bands_equal_brute_force_definition(cluster, seed, k, partitions, layout):
     """Families of far-apart fingerprints with similar signatures, plus near ones, some repeated with another
     signature: the job's clusters are the verified policy's over pairs within k and band pairs."""
