@@ -166,7 +166,7 @@ def main() -> None:
     os.makedirs(work, exist_ok=True)  # a --workdir that does not exist yet
     spark = get_spark("bench-scale")
     spark.sparkContext.setLogLevel("ERROR")
-    results, compared = [], []
+    results, compared, to_compare = [], [], []
     for n in sizes:
         t0 = time.perf_counter()
         ids, fps, group, sigs = synthetic_fingerprints(n, args.k, args.dup_share, far_share=args.far_share)
@@ -215,12 +215,16 @@ def main() -> None:
             r["peer"]["same"] = (r["peer"]["by_distance"] == [report["candidates"]["pairs_accepted_by_distance"][str(d)]
                                                             for d in range(args.k + 1)])
         if args.compare:
-            compared += compare_checkouts([os.path.abspath(c) for c in args.compare], path, work, n, args.k,
-                                          args.job_args.split(), args.compare_runs)
+            to_compare.append((path, n))
         print(f"n={n:>10,}: {wall:7.1f} s  rows exploded {r['rows']:,}  pairs compared {r['compared']:,}  "
               f"groups split {split_groups}  clusters mixing {mixed} (chance pairs within k expected {r['chance']:.1f})",
               flush=True)
     spark.stop()
+    # after this session stopped: each checkout's JVM takes half the RAM by default, and at 10M fingerprints
+    # the kernel killed this session's JVM (12.5 GB) while a checkout's job ran beside it
+    for path, n in to_compare:
+        compared += compare_checkouts([os.path.abspath(c) for c in args.compare], path, work, n, args.k,
+                                      args.job_args.split(), args.compare_runs)
 
     stages = list(dict.fromkeys(s for r in results for s in r["seconds"]))
     print("\n| N | " + " | ".join(stages) + " | total s | tables | rows exploded | pairs compared | pairs accepted "
