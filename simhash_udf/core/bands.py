@@ -132,16 +132,33 @@ class FarFilter:
         return np.bitwise_count(x) > self.k
 
 
-def band_members(members: np.ndarray, offsets: np.ndarray, k: int, rows_per_chunk: int = 512) -> tuple[np.ndarray, int]:
+def band_members(members: np.ndarray, offsets: np.ndarray, k: int) -> tuple[np.ndarray, int]:
     """The first pass over band key groups (fingerprints only, no signatures): which members have a pair in
     their group more than k bits apart (only those can be band-accepted; they go on, with their group, to
-    be verified), and the pairs compared."""
-    u, tables, starts, sizes = key_groups(members, offsets, np.zeros(len(offsets) - 1, dtype=np.int64))
+    be verified), and the pairs compared. band_pairs_and_members with no group passed on as pairs."""
+    involved, compared, *_ = band_pairs_and_members(members, offsets, k, pair_group=1)
+    return involved, compared
+
+
+def band_pairs_and_members(members: np.ndarray, offsets: np.ndarray, k: int, pair_group: int = PAIR_GROUP,
+                           rows_per_chunk: int = 512):
+    """The first pass over band key groups, split by group size. A pair of copies shares several bands (all
+    ten, for an exact copy of the signature), so it is met in as many groups; only its first shared band
+    counts it. Groups of at most pair_group members go on as their far pairs (more than k bits apart), which
+    the caller makes distinct before fetching two signatures a pair; larger groups go on as their members
+    with a far pair, verified group by group (verify_band_groups).
+
+    Returns (involved, compared, lo, hi, group): which members of the larger groups have a far pair in their
+    group; the pairs compared in all groups; lo < hi the two fingerprints (int64) of each far pair of a group
+    of at most pair_group members, group its group's index."""
+    u, _, starts, sizes = key_groups(members, offsets, np.zeros(len(offsets) - 1, dtype=np.int64))
     filt = FarFilter(k)
-    small = (sizes >= 2) & (sizes <= SMALL_GROUP)
-    i, j = _small_group_pairs(u, starts[small], sizes[small], tables[small], filt)
+    small = np.flatnonzero((sizes >= 2) & (sizes <= SMALL_GROUP))
+    i, j = _small_group_pairs(u, starts[small], sizes[small], np.zeros(len(small), dtype=np.int64), filt)
+    group = np.searchsorted(starts, i, side="right") - 1
+    as_pairs = sizes[group] <= pair_group
     involved = np.zeros(len(u), dtype=bool)
-    involved[i] = involved[j] = True
+    involved[i[~as_pairs]] = involved[j[~as_pairs]] = True
     for g in np.flatnonzero(sizes > SMALL_GROUP):
         s, n = int(starts[g]), int(sizes[g])
         fps = u[s:s + n]
@@ -150,24 +167,5 @@ def band_members(members: np.ndarray, offsets: np.ndarray, k: int, rows_per_chun
             far = filt.accept(fps[a:b, None] ^ fps[None, :])
             involved[s + a:s + b] |= far.any(axis=1)
             involved[s:s + n] |= far.any(axis=0)
-    return involved, int((sizes * (sizes - 1) // 2).sum())
-
-
-def band_pairs_and_members(members: np.ndarray, offsets: np.ndarray, k: int, pair_group: int = PAIR_GROUP):
-    """The first pass over band key groups, split by group size. A pair of copies shares several bands (all
-    ten, for an exact copy of the signature), so it is met in as many groups; only its first shared band
-    counts it. Groups of at most pair_group members go on as their far pairs (more than k bits apart), which
-    the caller makes distinct before fetching two signatures a pair; larger groups go on as their members
-    with a far pair (band_members), verified group by group (verify_band_groups).
-
-    Returns (involved, compared, lo, hi, group): involved (as band_members) false in the small groups; lo <
-    hi the two fingerprints (int64) of each far pair of a small group, group its group's index."""
-    involved, compared = band_members(members, offsets, k)
-    u, _, starts, sizes = key_groups(members, offsets, np.zeros(len(offsets) - 1, dtype=np.int64))
-    small = sizes <= pair_group
-    involved[np.repeat(small, sizes)] = False
-    sel = np.flatnonzero(small & (sizes >= 2))
-    i, j = _small_group_pairs(u, starts[sel], sizes[sel], np.zeros(len(sel), dtype=np.int64), FarFilter(k))
-    a, b = u[i].view(np.int64), u[j].view(np.int64)
-    group = np.searchsorted(starts, i, side="right") - 1
-    return involved, compared, np.minimum(a, b), np.maximum(a, b), group
+    a, b = u[i[as_pairs]].view(np.int64), u[j[as_pairs]].view(np.int64)
+    return involved, int((sizes * (sizes - 1) // 2).sum()), np.minimum(a, b), np.maximum(a, b), group[as_pairs]

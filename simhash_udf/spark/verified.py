@@ -150,10 +150,10 @@ def units_of(docs_u: DataFrame) -> DataFrame:
 
 
 def fingerprint_signatures(docs_u: DataFrame) -> DataFrame:
-    """(fingerprint, signature, fp_units): one per fingerprint, the signature of its best page (whose unit is
-    the best unit)."""
+    """(fingerprint, signature): one per fingerprint, the signature of its best page (whose unit is the best
+    unit)."""
     return docs_u.where(F.col("fingerprint").isNotNull() & (F.col("id") == F.col("fp_best.id"))).select(
-        "fingerprint", "signature", "fp_units")
+        "fingerprint", "signature")
 
 
 def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | None,
