@@ -20,7 +20,7 @@ from simhash_udf.spark.session import _set_checkpoint_dir, checkpoint_dir
 
 # the session settings the job and the API set while they run, and must put back
 SESSION_SETTINGS = ("spark.sql.shuffle.partitions", "spark.sql.execution.arrow.maxRecordsPerBatch",
-                    "spark.sql.execution.arrow.maxBytesPerBatch")
+                    "spark.sql.execution.arrow.maxBytesPerBatch", "spark.sql.maxPlanStringLength")
 TEXTS = ["今天北京的天气很好，我们去公园散步。", "The quick brown fox jumps over the lazy dog again.", "",
          None, "Ｈｅｌｌｏ　ＷＯＲＬＤ，full-width text", "bad utf-8 \udcff?"]
 

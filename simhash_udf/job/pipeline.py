@@ -108,12 +108,21 @@ def check_before_writing(spark: SparkSession, cfg: DedupConfig) -> tuple[OutputD
     return out, history
 
 
+# Characters of a query plan's description (the Spark UI's, explain's). Spark builds one at every query and
+# every adaptive re-plan, and a plan prints in full every cached plan it reads: with --history the report's
+# queries read a dozen caches and made 15-65 MB strings, which filled a 3 GB heap. Capped, the three days of
+# tests/test_history.py's runs took 25.9, 23.8, 20.2 s against 34.8, 33.2, 28.7 s (one round each, 45 pages).
+PLAN_STRING_CHARS = 100_000
+
+
 def job_settings(cfg: DedupConfig, spark: SparkSession | None = None) -> dict[str, str]:
-    """Session settings of a run (put back afterwards): Arrow batches sized for page text, and the shuffle
-    partitions when given. With the session, its shuffle partitions are in the dict even when not given, so
-    that the run can raise them for its input's size (shuffle_partitions_for) and still put them back."""
+    """Session settings of a run (put back afterwards): Arrow batches sized for page text, plan strings capped
+    (PLAN_STRING_CHARS), and the shuffle partitions when given. With the session, its shuffle partitions are in
+    the dict even when not given, so that the run can raise them for its input's size (shuffle_partitions_for)
+    and still put them back."""
     conf = {"spark.sql.execution.arrow.maxRecordsPerBatch": str(cfg.arrow_batch_size),
-            "spark.sql.execution.arrow.maxBytesPerBatch": str(cfg.arrow_batch_mb << 20)}
+            "spark.sql.execution.arrow.maxBytesPerBatch": str(cfg.arrow_batch_mb << 20),
+            "spark.sql.maxPlanStringLength": str(PLAN_STRING_CHARS)}
     if cfg.shuffle_partitions:
         conf["spark.sql.shuffle.partitions"] = str(cfg.shuffle_partitions)
     elif spark is not None:
