@@ -141,6 +141,29 @@ def test_simulated_fingerprint_width():
         load_config(["--input", ROOT, "--output", "x", "--k", "6", "--simulate-fingerprint-bits", "5"])  # <= k
 
 
+def test_plan_descriptions_are_capped_while_the_job_runs(spark, sample, tmp_path, monkeypatch):
+    """Spark describes a query's plan (for its UI) at every query and adaptive re-plan, and the description
+    prints in full every cache the plan reads. The run caps it (pipeline.PLAN_STRING_CHARS): with --history the
+    report's queries were described in 15-65 MB strings, which filled a 3 GB heap. The sample's clusters,
+    described during the run, are cut to the cap; uncapped, their description is longer."""
+    from simhash_udf.job import pipeline
+    from simhash_udf.spark.session import scoped_settings
+
+    lengths = {}
+    write_stage = pipeline.write_stage
+
+    def described(cfg, out, history, raw, found, *rest):
+        plan = found.clusters._jdf.queryExecution()
+        lengths["capped"] = len(plan.toString())
+        with scoped_settings(spark, {"spark.sql.maxPlanStringLength": str(1 << 30)}):
+            lengths["full"] = len(plan.toString())
+        return write_stage(cfg, out, history, raw, found, *rest)
+
+    monkeypatch.setattr(pipeline, "write_stage", described)
+    run_job(spark, "--input", sample, "--output", tmp_path / "out")
+    assert lengths["capped"] <= pipeline.PLAN_STRING_CHARS < lengths["full"], lengths
+
+
 def test_progress_is_logged_per_stage_with_counts(spark, sample, tmp_path, caplog, monkeypatch):
     caplog.set_level(logging.INFO, logger="simhash_dedup")
     import simhash_udf.job.pipeline as pipeline
