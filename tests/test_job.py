@@ -144,7 +144,8 @@ def test_simulated_fingerprint_width():
 def test_plan_descriptions_are_capped_while_the_job_runs(spark, sample, tmp_path, monkeypatch):
     """Spark describes a query's plan (for its UI) at every query and adaptive re-plan, and the description
     prints in full every cache the plan reads. The run caps it (pipeline.PLAN_STRING_CHARS): with --history the
-    report's queries were described in 15-65 MB strings, which filled a 3 GB heap. The sample's clusters,
+    report's queries were described in 15 MB strings, 65 MB (a 3 GB heap filled) with a change that read the
+    pages twice. The sample's clusters,
     described during the run, are cut to the cap; uncapped, their description is longer."""
     from simhash_udf.job import pipeline
     from simhash_udf.spark.session import scoped_settings

@@ -110,8 +110,9 @@ def check_before_writing(spark: SparkSession, cfg: DedupConfig) -> tuple[OutputD
 
 # Characters of a query plan's description (the Spark UI's, explain's). Spark builds one at every query and
 # every adaptive re-plan, and a plan prints in full every cached plan it reads: with --history the report's
-# queries read a dozen caches and made 15-65 MB strings, which filled a 3 GB heap. Capped, the three days of
-# tests/test_history.py's runs took 25.9, 23.8, 20.2 s against 34.8, 33.2, 28.7 s (one round each, 45 pages).
+# queries read a dozen caches and made 15 MB strings (65 MB with a change that read the pages twice, which
+# filled a 3 GB heap; docs/performance.md). Capped, the three days of tests/test_history.py's runs took 25.9,
+# 23.8, 20.2 s against 34.8, 33.2, 28.7 s (45 pages; a second round: 25.2, 24.3, 23.8 against 30.7, 29.4, 25.3).
 PLAN_STRING_CHARS = 100_000
 
 
