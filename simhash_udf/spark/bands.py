@@ -16,10 +16,10 @@ from pyspark.sql.types import ArrayType, IntegerType, LongType, StructField, Str
 
 from ..core.bands import SignatureBands, band_pairs_and_members
 from ..core.signature import from_arrow
-from ..core.verified import BANDS, VerifySpec, verify_band_groups, verify_band_pairs
+from ..core.verified import VerifySpec, verify_band_groups, verify_band_pairs
 from .blocks import walk_groups
 from .packed_groups import PACKED_SCHEMA, pack_rows, packed_batch, task_count, walk_packed_groups
-from .verified import _VERIFIED_ARROW, VERIFIED_SCHEMA
+from .verified import VERIFIED_SCHEMA, verified_batches
 
 BAND_MEMBER_SCHEMA = StructType([
     StructField("band", IntegerType(), True), StructField("key", LongType(), True),
@@ -153,14 +153,7 @@ def band_edges(members: DataFrame, fp_signatures: DataFrame, bands: SignatureBan
 
     def per_groups(fps, offsets, tables, keys, sigs):
         out = verify_band_groups(fps, sigs, offsets, tables.astype(np.int64), k, bands, spec)
-        n = len(out.src)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(out.src, pa.int64()), pa.array(out.dst, pa.int64()), pa.nulls(n, pa.int32()),
-             pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64())], schema=_VERIFIED_ARROW)
-        yield pa.RecordBatch.from_arrays(
-            [pa.nulls(BANDS, pa.int64()), pa.nulls(BANDS, pa.int64()), pa.array(np.arange(BANDS, dtype=np.int32)),
-             pa.array(out.verified_by_band, pa.int64()), pa.array(out.rejected_by_band, pa.int64())],
-            schema=_VERIFIED_ARROW)
+        yield from verified_batches(out.src, out.dst, out.verified_by_band, out.rejected_by_band)
 
     in_groups = _runs(rows, "signature").mapInArrow(lambda b: walk_groups(b, per_groups, extra=extra),
                                                       VERIFIED_SCHEMA)
@@ -186,15 +179,8 @@ def band_pair_edges(members: DataFrame, sigs: DataFrame, bands: SignatureBands, 
             ok, verified, rejected = verify_band_pairs(
                 from_arrow(batch.column("signature"), spec.signature),
                 from_arrow(batch.column("other_signature"), spec.signature), found_in, bands, spec)
-            src = batch.column("fingerprint").filter(pa.array(ok))
-            dst = batch.column("other").filter(pa.array(ok))
-            n = len(src)
-            yield pa.RecordBatch.from_arrays(
-                [src.cast(pa.int64()), dst.cast(pa.int64()), pa.nulls(n, pa.int32()), pa.nulls(n, pa.int64()),
-                 pa.nulls(n, pa.int64())], schema=_VERIFIED_ARROW)
-            yield pa.RecordBatch.from_arrays(
-                [pa.nulls(BANDS, pa.int64()), pa.nulls(BANDS, pa.int64()), pa.array(np.arange(BANDS, dtype=np.int32)),
-                 pa.array(verified, pa.int64()), pa.array(rejected, pa.int64())], schema=_VERIFIED_ARROW)
+            yield from verified_batches(batch.column("fingerprint").filter(pa.array(ok)).cast(pa.int64()),
+                                        batch.column("other").filter(pa.array(ok)).cast(pa.int64()), verified, rejected)
 
     return rows.select("fingerprint", "other", "bands_low", "bands_high", "signature", "other_signature").mapInArrow(
         verify, VERIFIED_SCHEMA)

@@ -33,6 +33,18 @@ _VERIFIED_ARROW = pa.schema([pa.field(f.name, pa.int32() if f.dataType == Intege
                              for f in VERIFIED_SCHEMA])
 
 
+def verified_batches(src, dst, verified_by_band, rejected_by_band) -> Iterator[pa.RecordBatch]:
+    """A verify walk's output in VERIFIED_SCHEMA: its edges (src, dst; band and counts null), then one
+    statistics row per similarity band (band, verified, rejected; src and dst null)."""
+    n = len(src)
+    yield pa.RecordBatch.from_arrays(
+        [pa.array(src, pa.int64()), pa.array(dst, pa.int64()), pa.nulls(n, pa.int32()), pa.nulls(n, pa.int64()),
+         pa.nulls(n, pa.int64())], schema=_VERIFIED_ARROW)
+    yield pa.RecordBatch.from_arrays(
+        [pa.nulls(BANDS, pa.int64()), pa.nulls(BANDS, pa.int64()), pa.array(np.arange(BANDS, dtype=np.int32)),
+         pa.array(verified_by_band, pa.int64()), pa.array(rejected_by_band, pa.int64())], schema=_VERIFIED_ARROW)
+
+
 def verified_edges(members: DataFrame, fp_signatures: DataFrame | None, plan: TablePlan,
                    spec: VerifySpec | None) -> DataFrame:
     """members: (table, key, fingerprint) from group_members; fp_signatures: (fingerprint, signature), one
@@ -53,14 +65,7 @@ def verified_edges(members: DataFrame, fp_signatures: DataFrame | None, plan: Ta
 
     def per_groups(fps, offsets, tables, keys, sigs):
         out = verify_groups(fps, sigs if use_sigs else None, offsets, tables, plan, spec if use_sigs else None)
-        n = len(out.src)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(out.src, pa.int64()), pa.array(out.dst, pa.int64()), pa.nulls(n, pa.int32()),
-             pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64())], schema=_VERIFIED_ARROW)
-        yield pa.RecordBatch.from_arrays(
-            [pa.nulls(BANDS, pa.int64()), pa.nulls(BANDS, pa.int64()), pa.array(np.arange(BANDS, dtype=np.int32)),
-             pa.array(out.verified_by_band, pa.int64()), pa.array(out.rejected_by_band, pa.int64())],
-            schema=_VERIFIED_ARROW)
+        yield from verified_batches(out.src, out.dst, out.verified_by_band, out.rejected_by_band)
 
     return runs.mapInArrow(lambda b: walk_groups(b, per_groups, extra=extra), VERIFIED_SCHEMA)
 
