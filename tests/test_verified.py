@@ -300,3 +300,20 @@ def test_components_of_earlier_clusters_alone_cost_no_call(monkeypatch):
                       "h_kept_date": pa.array(["d", None, "d", "d", "e"])})
     out = pa.Table.from_batches(list(spark_verified.component_centres(iter(table.to_batches()), SPEC)))
     assert out.column("unit_id").to_pylist() == [1] and len(calls) == 1
+
+
+def test_signatures_of_keeps_exactly_the_wanted_fingerprints(spark):
+    """The verify stage's narrowed signatures (signatures_of): the rows of the fingerprints named in any of the
+    given columns, each once, nulls and unknown fingerprints ignored; read by a broadcast semi-join."""
+    from simhash_udf.spark.verified import signatures_of
+
+    rng = np.random.default_rng(5)
+    fps = [int(x) for x in rng.integers(-(2**63), 2**63 - 1, 60, dtype=np.int64)]
+    sigs = spark.createDataFrame([(f, bytes([i]) * 4) for i, f in enumerate(fps)], "fingerprint long, signature binary")
+    a = spark.createDataFrame([(f,) for f in fps[:10] + fps[5:12]] + [(None,), (12345,)], "fingerprint long")
+    b = spark.createDataFrame([(f,) for f in fps[40:45]] + [(None,)], "other long")
+    got = signatures_of(sigs, [a, b])
+    rows = sorted((r.fingerprint, r.signature) for r in got.collect())
+    want = sorted((f, bytes([i]) * 4) for i, f in enumerate(fps) if i < 12 or 40 <= i < 45)
+    assert rows == want
+    assert "BroadcastHashJoin" in got._jdf.queryExecution().executedPlan().toString()

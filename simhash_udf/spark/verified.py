@@ -9,6 +9,7 @@ emits a spanning forest of the verified ones. Resolve: per component, units in k
 vectorised pass (verified.greedy_centres), the others one Python call each."""
 from __future__ import annotations
 
+from functools import reduce
 from typing import Iterator
 
 import numpy as np
@@ -43,6 +44,16 @@ def verified_batches(src, dst, verified_by_band, rejected_by_band) -> Iterator[p
     yield pa.RecordBatch.from_arrays(
         [pa.nulls(BANDS, pa.int64()), pa.nulls(BANDS, pa.int64()), pa.array(np.arange(BANDS, dtype=np.int32)),
          pa.array(verified_by_band, pa.int64()), pa.array(rejected_by_band, pa.int64())], schema=_VERIFIED_ARROW)
+
+
+def signatures_of(fp_signatures: DataFrame, fingerprints: list[DataFrame]) -> DataFrame:
+    """The (fingerprint, signature) rows of the fingerprints in the one-column DataFrames `fingerprints` (nulls
+    ignored): a semi-join of the signatures with those fingerprints, broadcast. For the verify joins, when the
+    candidates' fingerprints are known to be few: they then meet these rows, not every fingerprint's signature
+    sorted once per join (the pages need not be partitioned by fingerprint for the joins to be cheap)."""
+    wanted = reduce(DataFrame.unionByName, [f.toDF("fingerprint").where(F.col("fingerprint").isNotNull())
+                                            for f in fingerprints]).distinct()
+    return fp_signatures.join(F.broadcast(wanted), "fingerprint", "left_semi")
 
 
 def verified_edges(members: DataFrame, fp_signatures: DataFrame | None, plan: TablePlan,
