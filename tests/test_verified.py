@@ -132,15 +132,13 @@ def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partition
     ids = [int(i) for i in rng.permutation(len(fps)) + 1]
     got, stats = cluster(ids, fps, sigs, k, partitions=partitions)
     assert got == brute_force_verified(ids, fps, sigs, k, SPEC.need)
-    # The pages are partitioned by fingerprint (with_units) and stay where they are: resolve joins them to
-    # their units' assignments by a sort-merge join on the fingerprint that moves the assignments only, and
-    # nothing is re-shuffled by unit (4M fingerprints: 4M rows, 584 MB; stages.CLUSTERING_SETTINGS). The
-    # units are read once, with their signatures, to pick those that share a component
-    # (verified_clusters).
+    # Few fingerprints are repeated here: only their pages are shuffled by fingerprint for the units' windows
+    # (with_units), every other page stays where it lies, and resolve meets the units' assignments by
+    # broadcasting them. Nothing is shuffled by unit. (With nothing broadcast, the pages are partitioned by
+    # fingerprint instead: test_graph_nodes_broadcast_when_few_same_clusters_either_way.)
     plan = cluster.last_plan
-    assert "SortMergeJoin" in plan
+    assert "BroadcastHashJoin" in plan
     assert not re.search(r"Exchange hashpartitioning\([^)]*unit", plan), plan
-    assert len(set(UNITS_READ_WITH_SIGNATURES.findall(plan))) == 1, plan
     for i, c in got.items():  # every duplicate is verified-similar to its kept page
         assert c == i or agreeing(sigs[ids.index(i)], sigs[ids.index(c)]) >= SPEC.need
     assert stats["pairs_verified"] + stats["pairs_rejected"] == stats["pairs_accepted"]
@@ -163,7 +161,13 @@ def test_graph_nodes_broadcast_when_few_same_clusters_either_way(cluster, monkey
     shuffled, _ = cluster(ids, fps, sigs, 3)
     plan = cluster.last_plan
     assert "BroadcastHashJoin" not in plan
-    # by sort-merge join, the graph's nodes meet the units where they lie (see above)
+    # Nothing broadcast: every page is shuffled by fingerprint once, for the units' windows, and cached
+    # (with_units). The pages stay there: resolve joins them to their units' assignments by a sort-merge join
+    # on the fingerprint that moves the assignments only, and nothing is re-shuffled by unit (4M
+    # fingerprints: 4M rows, 584 MB; stages.CLUSTERING_SETTINGS). The units are read once, with their
+    # signatures, to pick those that share a component (verified_clusters); the graph's nodes meet them
+    # where they lie.
+    assert "SortMergeJoin" in plan
     assert not re.search(r"Exchange hashpartitioning\([^)]*unit", plan), plan
     assert len(set(UNITS_READ_WITH_SIGNATURES.findall(plan))) == 1, plan
     assert broadcast == shuffled == brute_force_verified(ids, fps, sigs, 3, SPEC.need)

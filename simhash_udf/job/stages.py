@@ -26,7 +26,7 @@ from ..spark.blocks import block_rows, group_batches
 from ..spark.candidates import group_members
 from ..spark.components import connected_components
 from ..spark.fingerprint import with_corpus_idf, with_fingerprints
-from ..spark.joins import is_small
+from ..spark.joins import broadcast_if_small, is_small
 from ..spark.session import scoped_settings
 from ..spark.short_text import short_text_edges
 from ..spark.star import cluster_shape, keep_rank, resolve_clusters, star_clusters
@@ -201,9 +201,10 @@ def short_text_stage(docs: DataFrame, cfg: DedupConfig, keep: Keep, timer: Stage
 # - caches not compressed: they hold random 64-bit fingerprints and 128-byte signatures, which do not compress,
 #   and compressing them made each persist of 3M pages ~2x slower;
 # - a join whose keys include the ones a side is already partitioned by keeps that partitioning: the pages are
-#   partitioned by fingerprint (with_units), and Spark turns "join on fingerprint, then unit = unit" into a
-#   join on both, which re-shuffled every unit's signature to fetch those of the few multi-unit components
-#   (4M fingerprints: 4M rows, 584 MB). Skew is no worse: that side is partitioned by fingerprint already.
+#   partitioned by fingerprint (with_units, when many fingerprints are repeated), and Spark turns "join on
+#   fingerprint, then unit = unit" into a join on both, which re-shuffled every unit's signature to fetch those
+#   of the few multi-unit components (4M fingerprints: 4M rows, 584 MB). Skew is no worse: that side is
+#   partitioned by fingerprint already.
 #   (verified_clusters no longer makes that join: it reads the signatures in its one pass over the units; the
 #   setting stays for any join of that shape.)
 CLUSTERING_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false",
@@ -250,7 +251,7 @@ def _near_duplicate_clusters(
         # columns the later stages read are shuffled and cached (the bad-row flags were counted already:
         # 10M fingerprints, this persist 19.9-22.6 -> 17.1-20.2 s)
         docs = docs.select("id", "fingerprint", "rank", "signature", "short_text")
-        docs = keep(with_units(docs))  # units is a filter of it, read from its cache
+        docs, counts["repeated_fingerprints"] = with_units(docs, keep, checkpoint)
         units = units_of(docs)
         # a narrow cache of its own: the band rows read from the wide cache of the pages took ~4x longer (2M
         # fingerprints: the map side of the band search 43 s -> 9 s, same session)
@@ -362,8 +363,9 @@ def _near_duplicate_clusters(
             if history is not None:
                 fixed = related.where(F.col("kept_signature").isNotNull() | F.lit(verify is None)).select(
                     "fingerprint", "h_cluster", "h_kept_date", F.col("kept_signature").alias("signature"))
-            assigned = verified_clusters(units, roots, verify, fixed, n_related if history is not None else -1)
-            clusters = resolve_verified(page_cols, assigned, run_date if history is not None else None)
+            # cached and counted, so that the pages need not be shuffled to meet it when it is small
+            assigned = keep(verified_clusters(units, roots, verify, fixed, n_related if history is not None else -1))
+            clusters = resolve_verified(page_cols, assigned, assigned.count(), run_date if history is not None else None)
         elif cluster_mode == "star":
             clusters = star_clusters(page_cols.select("id", "fingerprint", "rank"), roots, k)
         else:
@@ -415,14 +417,17 @@ def edge_counts(sources: list[DataFrame]) -> tuple[list[dict[int, tuple[int, int
     return by_source, sum(int(r["edges"]) for r in stats)
 
 
-def resolve_verified(pages: DataFrame, assigned: DataFrame, run_date: str | None) -> DataFrame:
-    """Each page's cluster from its unit's centre (verified_pairs.verified_clusters): the best page of the
-    centre unit, or an earlier run's cluster; pages without a fingerprint are clusters of their own. With a
-    run date (--history) also kept_run_date. Keeps the page's signature (for clusters/ and the history)."""
-    # joined on the fingerprint alone, then the unit: pages are partitioned by fingerprint (with_units), so
-    # only the per-unit assignments move, not the pages and their signatures. A unit without an assignment is
-    # alone in its component and kept by its best page; all units of a fingerprint have one or none.
-    with_fp = pages.where(F.col("fingerprint").isNotNull()).join(assigned, "fingerprint", "left").where(
+def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run_date: str | None) -> DataFrame:
+    """Each page's cluster from its unit's centre (verified_pairs.verified_clusters; n_assigned rows): the best
+    page of the centre unit, or an earlier run's cluster; pages without a fingerprint are clusters of their own.
+    With a run date (--history) also kept_run_date. Keeps the page's signature (for clusters/ and the history)."""
+    # joined on the fingerprint alone, then the unit, so that only the per-unit assignments move: broadcast
+    # when few (joins.is_small), or by a sort-merge join, which moves the assignments alone when the pages are
+    # partitioned by fingerprint (with_units, when many fingerprints are repeated). A unit without an
+    # assignment is alone in its component and kept by its best page; all units of a fingerprint have one or
+    # none.
+    with_fp = pages.where(F.col("fingerprint").isNotNull()).join(
+        broadcast_if_small(assigned, n_assigned), "fingerprint", "left").where(
         F.col("unit_id").isNull() | (F.col("unit.id") == F.col("unit_id")))
     without = pages.where(F.col("fingerprint").isNull()).select(
         *pages.columns, *[F.lit(None).cast(t).alias(c) for c, t in assigned.dtypes if c != "fingerprint"])

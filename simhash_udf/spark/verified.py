@@ -10,7 +10,7 @@ vectorised pass (verified.greedy_centres), the others one Python call each."""
 from __future__ import annotations
 
 from functools import reduce
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +23,7 @@ from ..core.blocks import TablePlan
 from ..core.signature import from_arrow
 from ..core.verified import BANDS, VerifySpec, greedy_centres, verified_centres, verify_groups
 from .blocks import walk_groups
-from .joins import broadcast_if_small
+from .joins import broadcast_if_small, is_small
 
 VERIFIED_SCHEMA = StructType([
     StructField("src", LongType(), True), StructField("dst", LongType(), True),
@@ -146,16 +146,49 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
     yield from out.combine_chunks().to_batches()
 
 
-def with_units(docs: DataFrame) -> DataFrame:
+def with_units(docs: DataFrame, keep: Callable[[DataFrame], DataFrame],
+               checkpoint: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, int]:
     """docs plus `unit`: the best (rank, id) of the pages with the same fingerprint, signature and short text,
     which verify alike (its id names the unit), `fp_best`: the best (rank, id) of the pages with the same
-    fingerprint, and `fp_units`: how many units that fingerprint has. One shuffle by fingerprint and one sort
-    serve the windows, units_of and fingerprint_signatures (the two windows used to be two persisted passes:
-    2.3x the time)."""
+    fingerprint, and `fp_units`: how many units that fingerprint has; cached (`keep`: three passes read it).
+    Also how many fingerprints are repeated.
+
+    Most fingerprints are met once (10M of bench_scale's: 105,301 repeated), and such a page is its own unit
+    and its fingerprint's best page where it lies. A count of the fingerprints (a hash aggregation of one
+    column) finds the repeated ones. When their pages are few (joins.is_small), only these are shuffled by
+    fingerprint for the windows, and their columns (checkpointed: later plans stay as short as before, see
+    below) are broadcast back to the pages by id, instead of every page with its signature being shuffled
+    and sorted (10M stored fingerprints, warm: the collapse and the two later passes over the pages 29.7 ->
+    17.5 s). When they are many, every page is shuffled by fingerprint as before; the pages then stay
+    partitioned by fingerprint (resolve_verified).
+
+    The lineage is cut because a cached DataFrame's plan string prints the plan of every cache it reads: with
+    --history the report's queries, whose plans read a dozen caches, printed 15 MB plans already, and the
+    split pages referenced twice grew them past a 3 GB heap."""
+    fp_pages = docs.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(F.count(F.lit(1)).alias("pages"))
+    repeated = keep(fp_pages.where(F.col("pages") > 1))
+    counts = repeated.agg(F.count(F.lit(1)).alias("fingerprints"), F.sum("pages").alias("pages")).first()
+    n_repeated, n_pages = int(counts["fingerprints"]), int(counts["pages"] or 0)
+    if not is_small(n_pages):
+        return keep(_with_unit_windows(docs)), n_repeated
+    of_repeated = docs.join(F.broadcast(repeated.select("fingerprint")), "fingerprint", "left_semi")
+    columns = checkpoint(_with_unit_windows(of_repeated).select(
+        F.col("id").alias("_id"), F.col("unit").alias("_unit"), F.col("fp_best").alias("_fp_best"),
+        F.col("fp_units").alias("_fp_units")))
+    itself = F.struct("rank", "id")
+    joined = docs.join(F.broadcast(columns), docs["id"] == columns["_id"], "left")
+    return keep(joined.select(*docs.columns, F.coalesce("_unit", itself).alias("unit"),
+                              F.coalesce("_fp_best", itself).alias("fp_best"),
+                              F.coalesce("_fp_units", F.lit(1).cast("long")).alias("fp_units"))), n_repeated
+
+
+def _with_unit_windows(docs: DataFrame) -> DataFrame:
+    """with_units' columns by two windows over the pages shuffled by fingerprint: one shuffle and one sort
+    serve both (two persisted passes took 2.3x the time)."""
     by_unit, by_fp = Window.partitionBy("fingerprint", "signature", "short_text"), Window.partitionBy("fingerprint")
     return (docs.repartition("fingerprint").withColumn("unit", F.min(F.struct("rank", "id")).over(by_unit))
             .select("*", F.min(F.struct("rank", "id")).over(by_fp).alias("fp_best"),
-                    F.sum((F.col("id") == F.col("unit.id")).cast("int")).over(by_fp).alias("fp_units")))
+                    F.sum((F.col("id") == F.col("unit.id")).cast("long")).over(by_fp).alias("fp_units")))
 
 
 def units_of(docs_u: DataFrame) -> DataFrame:
