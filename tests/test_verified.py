@@ -307,17 +307,21 @@ def test_components_of_earlier_clusters_alone_cost_no_call(monkeypatch):
 
 
 def test_signatures_of_keeps_exactly_the_wanted_fingerprints(spark):
-    """The verify stage's narrowed signatures (signatures_of): the rows of the fingerprints named in any of the
-    given columns, each once, nulls and unknown fingerprints ignored; read by a broadcast semi-join."""
-    from simhash_udf.spark.verified import signatures_of
+    """The verify stage's narrowed signatures (signatures_of of distinct_fingerprints): the rows of the
+    fingerprints named in any of the given columns, each once, nulls and unknown fingerprints ignored; read by a
+    broadcast semi-join when they are known to be few, by a shuffle otherwise."""
+    from simhash_udf.spark.verified import distinct_fingerprints, signatures_of
 
     rng = np.random.default_rng(5)
     fps = [int(x) for x in rng.integers(-(2**63), 2**63 - 1, 60, dtype=np.int64)]
     sigs = spark.createDataFrame([(f, bytes([i]) * 4) for i, f in enumerate(fps)], "fingerprint long, signature binary")
     a = spark.createDataFrame([(f,) for f in fps[:10] + fps[5:12]] + [(None,), (12345,)], "fingerprint long")
     b = spark.createDataFrame([(f,) for f in fps[40:45]] + [(None,)], "other long")
-    got = signatures_of(sigs, [a, b])
-    rows = sorted((r.fingerprint, r.signature) for r in got.collect())
+    wanted = distinct_fingerprints([a, b])
+    assert sorted(r.fingerprint for r in wanted.collect()) == sorted(fps[:12] + fps[40:45] + [12345])
     want = sorted((f, bytes([i]) * 4) for i, f in enumerate(fps) if i < 12 or 40 <= i < 45)
-    assert rows == want
-    assert "BroadcastHashJoin" in got._jdf.queryExecution().executedPlan().toString()
+    with scoped_settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
+        for n, join in ((18, "BroadcastHashJoin"), (-1, "SortMergeJoin")):
+            got = signatures_of(sigs, wanted, n)
+            assert sorted((r.fingerprint, r.signature) for r in got.collect()) == want
+            assert join in got._jdf.queryExecution().executedPlan().toString()

@@ -26,11 +26,19 @@ from ..spark.blocks import block_rows, group_batches
 from ..spark.candidates import group_members
 from ..spark.components import connected_components
 from ..spark.fingerprint import with_corpus_idf, with_fingerprints
-from ..spark.joins import broadcast_if_small, is_small
+from ..spark.joins import broadcast_if_small
 from ..spark.session import scoped_settings
 from ..spark.short_text import short_text_edges
 from ..spark.star import cluster_shape, keep_rank, resolve_clusters, star_clusters
-from ..spark.verified import fingerprint_signatures, signatures_of, units_of, verified_clusters, verified_edges, with_units
+from ..spark.verified import (
+    distinct_fingerprints,
+    fingerprint_signatures,
+    signatures_of,
+    units_of,
+    verified_clusters,
+    verified_edges,
+    with_units,
+)
 from . import termination
 from .config import DedupConfig
 
@@ -296,21 +304,18 @@ def _near_duplicate_clusters(
         members = keep(group_members(fp_sigs, plan, more_rows, n_distinct))
         # one Spark action for both searches: the table search's statistics by distance (its totals are the
         # sums over the distances; source 0) and the band search's totals (source 1)
-        # and the fingerprints of their member rows (at most; the verify stage's signatures, is_small)
         per_distance = members.groupBy("distance").agg(
             F.sum("compared").alias("compared"), F.sum("accepted").alias("accepted"),
-            F.sum("groups").alias("groups"), F.count("fingerprint").alias("fingerprints")).withColumn("source", F.lit(0))
+            F.sum("groups").alias("groups")).withColumn("source", F.lit(0))
         if use_bands:
             band_members = keep(band_group_members(fp_sigs, bands, k, more_brows, n_distinct))
             per_distance = per_distance.unionByName(band_members.agg(
                 F.lit(None).cast(dict(members.dtypes)["distance"]).alias("distance"),
                 F.sum("compared").alias("compared"), F.lit(None).cast("long").alias("accepted"),
-                F.sum("groups").alias("groups"), (F.count("fingerprint") + F.count("other")).alias("fingerprints"),
-                F.lit(1).alias("source")))
+                F.sum("groups").alias("groups"), F.lit(1).alias("source")))
         with group_batches(docs.sparkSession):
             stat_rows = per_distance.collect()
         table_rows = [r for r in stat_rows if r["source"] == 0]
-        n_candidates = sum(int(r["fingerprints"]) for r in stat_rows)  # with repeats: a bound
         pair_stats = {name: sum(int(r[name] or 0) for r in table_rows) for name in ("compared", "accepted", "groups")}
         by_distance = {int(r["distance"]): int(r["accepted"] or 0) for r in table_rows if r["distance"] is not None}
         n_groups = counts["key_groups"] = pair_stats["groups"]
@@ -326,11 +331,12 @@ def _near_duplicate_clusters(
             log.warning(warning)
 
     with timer("verify") as counts:
-        if verify is not None and is_small(n_candidates):
-            # the signatures of the candidates alone, cached: one scan of every fingerprint's signature instead
-            # of a sort of them per join below (four joins)
-            search_sigs = keep(signatures_of(search_sigs, [members.select("fingerprint")] + (
+        if verify is not None:
+            # the signatures of the candidates alone, cached, for the four joins below: one pass over every
+            # fingerprint's signature instead of a sort of them per join
+            wanted = keep(distinct_fingerprints([members.select("fingerprint")] + (
                 [band_members.select("fingerprint"), band_members.select("other")] if use_bands else [])))
+            search_sigs = keep(signatures_of(search_sigs, wanted, wanted.count()))
         edge_rows = keep(verified_edges(members.where(F.col("fingerprint").isNotNull()), search_sigs, plan, verify))
         sources = [edge_rows]
         if use_bands:

@@ -46,14 +46,18 @@ def verified_batches(src, dst, verified_by_band, rejected_by_band) -> Iterator[p
          pa.array(verified_by_band, pa.int64()), pa.array(rejected_by_band, pa.int64())], schema=_VERIFIED_ARROW)
 
 
-def signatures_of(fp_signatures: DataFrame, fingerprints: list[DataFrame]) -> DataFrame:
-    """The (fingerprint, signature) rows of the fingerprints in the one-column DataFrames `fingerprints` (nulls
-    ignored): a semi-join of the signatures with those fingerprints, broadcast. For the verify joins, when the
-    candidates' fingerprints are known to be few: they then meet these rows, not every fingerprint's signature
-    sorted once per join (the pages need not be partitioned by fingerprint for the joins to be cheap)."""
-    wanted = reduce(DataFrame.unionByName, [f.toDF("fingerprint").where(F.col("fingerprint").isNotNull())
-                                            for f in fingerprints]).distinct()
-    return fp_signatures.join(F.broadcast(wanted), "fingerprint", "left_semi")
+def distinct_fingerprints(columns: list[DataFrame]) -> DataFrame:
+    """(fingerprint): the distinct values of the one-column DataFrames `columns`, nulls left out."""
+    return reduce(DataFrame.unionByName, [c.toDF("fingerprint").where(F.col("fingerprint").isNotNull())
+                                          for c in columns]).distinct()
+
+
+def signatures_of(fp_signatures: DataFrame, fingerprints: DataFrame, n_fingerprints: int) -> DataFrame:
+    """The (fingerprint, signature) rows of `fingerprints` (n_fingerprints distinct values): a semi-join,
+    broadcast when they are few (joins.is_small). The verify stage's joins meet these rows, cached, instead of
+    sorting every fingerprint's signature once per join; and the pages need not stay partitioned by
+    fingerprint for the joins to be cheap."""
+    return fp_signatures.join(broadcast_if_small(fingerprints, n_fingerprints), "fingerprint", "left_semi")
 
 
 def verified_edges(members: DataFrame, fp_signatures: DataFrame | None, plan: TablePlan,
