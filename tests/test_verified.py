@@ -99,7 +99,7 @@ def test_verify_groups_forest_spans_the_verified_pairs(seed, k, n, small):
 def cluster(spark, tmp_path_factory):
     spark.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("ckpt")))
 
-    def run(ids, fps, sigs, k, mode="verified", partitions=3, verify=SPEC, history=None):
+    def run(ids, fps, sigs, k, mode="verified", partitions=3, verify=SPEC, history=None, n_pages=-1):
         df = spark.createDataFrame(list(zip(ids, fps, sigs)), "id long, fingerprint long, signature binary")
         docs = df.repartition(partitions).withColumn("rank", F.struct(F.col("id").alias("i")))
         if history is not None:
@@ -108,9 +108,11 @@ def cluster(spark, tmp_path_factory):
         persisted = []
         # joins planned as at scale (no broadcast), so that run.last_plan shows the shuffles a large run makes
         with scoped_settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
+            run.last_timer = StageTimer()
             found = near_duplicate_clusters(
-                docs, k=k, max_rounds=50, timer=StageTimer(), keep=lambda d: persisted.append(d.cache()) or d.cache(),
-                cluster_mode=mode, verify=verify, history=history, run_date="2026-11-23" if history is not None else "")
+                docs, k=k, max_rounds=50, timer=run.last_timer, keep=lambda d: persisted.append(d.cache()) or d.cache(),
+                cluster_mode=mode, verify=verify, history=history, run_date="2026-11-23" if history is not None else "",
+                n_pages=n_pages)
             clusters, stats = found.clusters, found.stats
             rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id
                     for r in clusters.collect()}
@@ -123,21 +125,30 @@ def cluster(spark, tmp_path_factory):
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 6), partitions=st.sampled_from([1, 4]))
-def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partitions):
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 6), partitions=st.sampled_from([1, 4]),
+       large=st.sampled_from([False, True]))
+def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partitions, large):
     rng = np.random.default_rng(seed)
     fps = planted_fingerprints(rng, 40, k, max_extra=k)  # chains: variants up to 2k from a centre
     fps += fps[: len(fps) // 4]  # repeated fingerprints, some with another signature
     sigs = planted_signatures(rng, fps)
     ids = [int(i) for i in rng.permutation(len(fps)) + 1]
-    got, stats = cluster(ids, fps, sigs, k, partitions=partitions)
+    # large: the passes of a large run (stages.LARGE_RUN_PAGES): only the pages of repeated fingerprints
+    # shuffled for the units (with_units' split), the verify joins on the candidates' signatures alone
+    got, stats = cluster(ids, fps, sigs, k, partitions=partitions, n_pages=10**9 if large else -1)
     assert got == brute_force_verified(ids, fps, sigs, k, SPEC.need)
-    # Few fingerprints are repeated here: only their pages are shuffled by fingerprint for the units' windows
-    # (with_units), every other page stays where it lies, and resolve meets the units' assignments by
-    # broadcasting them. Nothing is shuffled by unit. (With nothing broadcast, the pages are partitioned by
-    # fingerprint instead: test_graph_nodes_broadcast_when_few_same_clusters_either_way.)
     plan = cluster.last_plan
-    assert "BroadcastHashJoin" in plan
+    if large:
+        # the split pages are not partitioned by fingerprint: resolve broadcasts the units' assignments (few)
+        assert "BroadcastHashJoin" in plan
+    else:
+        # The pages are partitioned by fingerprint (with_units) and stay where they are: resolve joins them to
+        # their units' assignments by a sort-merge join on the fingerprint that moves the assignments only.
+        # The units are read once, with their signatures, to pick those that share a component
+        # (verified_clusters).
+        assert "SortMergeJoin" in plan
+        assert len(set(UNITS_READ_WITH_SIGNATURES.findall(plan))) == 1, plan
+    # nothing is re-shuffled by unit (4M fingerprints: 4M rows, 584 MB; stages.CLUSTERING_SETTINGS)
     assert not re.search(r"Exchange hashpartitioning\([^)]*unit", plan), plan
     for i, c in got.items():  # every duplicate is verified-similar to its kept page
         assert c == i or agreeing(sigs[ids.index(i)], sigs[ids.index(c)]) >= SPEC.need
@@ -161,16 +172,37 @@ def test_graph_nodes_broadcast_when_few_same_clusters_either_way(cluster, monkey
     shuffled, _ = cluster(ids, fps, sigs, 3)
     plan = cluster.last_plan
     assert "BroadcastHashJoin" not in plan
-    # Nothing broadcast: every page is shuffled by fingerprint once, for the units' windows, and cached
-    # (with_units). The pages stay there: resolve joins them to their units' assignments by a sort-merge join
-    # on the fingerprint that moves the assignments only, and nothing is re-shuffled by unit (4M
-    # fingerprints: 4M rows, 584 MB; stages.CLUSTERING_SETTINGS). The units are read once, with their
-    # signatures, to pick those that share a component (verified_clusters); the graph's nodes meet them
-    # where they lie.
-    assert "SortMergeJoin" in plan
+    # by sort-merge join, the graph's nodes meet the units where they lie (see above)
     assert not re.search(r"Exchange hashpartitioning\([^)]*unit", plan), plan
     assert len(set(UNITS_READ_WITH_SIGNATURES.findall(plan))) == 1, plan
     assert broadcast == shuffled == brute_force_verified(ids, fps, sigs, 3, SPEC.need)
+
+
+@pytest.mark.parametrize("broadcast", [True, False])
+def test_large_run_passes_equal_brute_force(cluster, monkeypatch, broadcast):
+    """The passes of a large run (stages.LARGE_RUN_PAGES): only the pages of repeated fingerprints shuffled for
+    the units (with_units' split), the verify joins on the candidates' signatures alone (signatures_of), the
+    units' assignments broadcast. The clusters and pair statistics of the brute-force definition and of a small
+    run's passes, with the sides broadcast when known to be few, and with nothing broadcast (every page then
+    windowed, every join by shuffle)."""
+    from simhash_udf.spark import joins
+
+    rng = np.random.default_rng(17)
+    fps = planted_fingerprints(rng, 40, 4, max_extra=4)
+    fps += fps[:10]  # repeated fingerprints, some with another signature
+    sigs = planted_signatures(rng, fps)
+    ids = [int(i) for i in rng.permutation(len(fps)) + 1]
+    if not broadcast:
+        monkeypatch.setattr(joins, "BROADCAST_MAX_ROWS", -1)
+    got, stats = cluster(ids, fps, sigs, 4, n_pages=10**9)
+    counts = cluster.last_timer.counts
+    assert counts["exact_collapse"]["repeated_fingerprints"] == sum(fps.count(f) > 1 for f in set(fps))
+    assert 0 < counts["verify"]["candidate_fingerprints"] < len(set(fps))
+    assert got == brute_force_verified(ids, fps, sigs, 4, SPEC.need)
+    small, small_stats = cluster(ids, fps, sigs, 4)
+    assert "repeated_fingerprints" not in cluster.last_timer.counts["exact_collapse"]
+    assert "candidate_fingerprints" not in cluster.last_timer.counts["verify"]
+    assert (small, small_stats) == (got, stats)
 
 
 def test_chance_pairs_are_never_joined(cluster):
@@ -227,6 +259,7 @@ def test_incremental_runs_verify_against_the_earlier_kept_page(cluster):
     sigs = [rng.integers(0, 256, 128, dtype=np.uint8).tobytes(), t2_sig.tobytes(), t3_sig.tobytes()]
     got, _ = cluster(ids, fps, sigs, 6, history=history)
     assert got == {1: (1, "2026-11-23"), 2: (100, "2026-11-20"), 3: (3, "2026-11-23")}
+    assert cluster(ids, fps, sigs, 6, history=history, n_pages=10**9)[0] == got  # a large run's passes
     transitive, _ = cluster(ids, fps, sigs, 6, mode="transitive", verify=None, history=history)
     assert transitive == {1: (100, "2026-11-20"), 2: (100, "2026-11-20"), 3: (100, "2026-11-20")}
 

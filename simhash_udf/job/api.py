@@ -80,7 +80,7 @@ def near_duplicates(df: DataFrame, *, id_col: str = "id", text_col: str | None =
         found = near_duplicate_clusters(
             fp.docs, k=cfg.k, blocks=cfg.blocks, max_rounds=cfg.max_component_rounds, timer=timer, keep=keep,
             checkpoint=local_checkpoint, cluster_mode=cfg.cluster_mode, short_edges=short.edges, verify=cfg.verify,
-            bands=cfg.bands)
+            bands=cfg.bands, n_pages=fp.stats["input_rows"])
         kept_rows = sum(found.histogram.values())
         result.report = {**dedup_report(cfg, fp, short, found, kept_rows), "seconds": timer.seconds}
     result.clusters = found.clusters.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate")

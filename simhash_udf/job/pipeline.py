@@ -59,7 +59,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 history=earlier, history_band_rows=earlier_bands, run_date=history.run_date if history else "",
                 cluster_mode=cfg.cluster_mode,
                 short_edges=short.edges, verify=cfg.verify,
-                bands=cfg.bands)
+                bands=cfg.bands, n_pages=fp.stats["input_rows"])
             kept_rows = count_kept(found, history, history_report)
             write_stage(cfg, out, history, loaded.df, found, fp, kept_rows, timer)
             page = report_stage(spark, cfg, out, loaded.df, found, fp.stats["input_rows"] - kept_rows, timer)

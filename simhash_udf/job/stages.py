@@ -215,6 +215,12 @@ def short_text_stage(docs: DataFrame, cfg: DedupConfig, keep: Keep, timer: Stage
 #   partitioned by fingerprint already.
 #   (verified_clusters no longer makes that join: it reads the signatures in its one pass over the units; the
 #   setting stays for any join of that shape.)
+# From this many pages on (the fingerprint stage's count), the exact collapse shuffles only the pages of repeated
+# fingerprints (with_units' split) and the verify joins meet the candidates' signatures alone (signatures_of):
+# each saves a pass over every page's signature (10M stored fingerprints, new JVMs: 260.8 -> 221.0 s), and each
+# adds Spark jobs (a run of 200 pages: 77 -> 93), which cost a small input more than the passes they save.
+LARGE_RUN_PAGES = 1_000_000
+
 CLUSTERING_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false",
                        "spark.sql.requireAllClusterKeysForCoPartition": "false"}
 
@@ -230,7 +236,7 @@ def _near_duplicate_clusters(
     checkpoint: Keep = reliable_checkpoint, history: DataFrame | None = None,
     history_band_rows: DataFrame | None = None, run_date: str = "",
     cluster_mode: str = "verified", short_edges: DataFrame | None = None, verify: VerifySpec | None = None,
-    bands: SignatureBands | None = None,
+    bands: SignatureBands | None = None, n_pages: int = -1,
 ) -> Clustered:
     """Stages 3-7 on (id, fingerprint, rank[, signature][, short_text]) rows: exact collapse, blocks,
     candidates, verification, components, resolve. blocks = 0 lets the planner choose the tables from the
@@ -249,7 +255,8 @@ def _near_duplicate_clusters(
     duplicates of their clusters (in verified mode only if verified-similar to the cluster's kept page; the
     clusters then also carry kept_run_date, and the histogram counts this run's pages only).
     history_band_rows: the history's (fingerprint, keys) band-key arrays when read from its band index
-    (History.band_rows); None: computed from its signatures."""
+    (History.band_rows); None: computed from its signatures. n_pages: the rows of docs, if known (-1: not);
+    from LARGE_RUN_PAGES on, the passes of a large run."""
     if "signature" not in docs.columns:
         docs, verify = docs.withColumn("signature", F.lit(None).cast("binary")), None
     if "short_text" not in docs.columns:
@@ -259,7 +266,10 @@ def _near_duplicate_clusters(
         # columns the later stages read are shuffled and cached (the bad-row flags were counted already:
         # 10M fingerprints, this persist 19.9-22.6 -> 17.1-20.2 s)
         docs = docs.select("id", "fingerprint", "rank", "signature", "short_text")
-        docs, counts["repeated_fingerprints"] = with_units(docs, keep, checkpoint)
+        large = n_pages >= LARGE_RUN_PAGES
+        docs, repeated = with_units(docs, keep, checkpoint, split=large)
+        if repeated is not None:
+            counts["repeated_fingerprints"] = repeated
         units = units_of(docs)
         # a narrow cache of its own: the band rows read from the wide cache of the pages took ~4x longer (2M
         # fingerprints: the map side of the band search 43 s -> 9 s, same session)
@@ -331,12 +341,14 @@ def _near_duplicate_clusters(
             log.warning(warning)
 
     with timer("verify") as counts:
-        if verify is not None:
+        if verify is not None and large:
             # the signatures of the candidates alone, cached, for the four joins below: one pass over every
-            # fingerprint's signature instead of a sort of them per join
+            # fingerprint's signature instead of a sort of them per join (the pages, split, are not partitioned
+            # by fingerprint)
             wanted = keep(distinct_fingerprints([members.select("fingerprint")] + (
                 [band_members.select("fingerprint"), band_members.select("other")] if use_bands else [])))
-            search_sigs = keep(signatures_of(search_sigs, wanted, wanted.count()))
+            n_wanted = counts["candidate_fingerprints"] = wanted.count()
+            search_sigs = keep(signatures_of(search_sigs, wanted, n_wanted))
         edge_rows = keep(verified_edges(members.where(F.col("fingerprint").isNotNull()), search_sigs, plan, verify))
         sources = [edge_rows]
         if use_bands:
@@ -369,9 +381,13 @@ def _near_duplicate_clusters(
             if history is not None:
                 fixed = related.where(F.col("kept_signature").isNotNull() | F.lit(verify is None)).select(
                     "fingerprint", "h_cluster", "h_kept_date", F.col("kept_signature").alias("signature"))
-            # cached and counted, so that the pages need not be shuffled to meet it when it is small
-            assigned = keep(verified_clusters(units, roots, verify, fixed, n_related if history is not None else -1))
-            clusters = resolve_verified(page_cols, assigned, assigned.count(), run_date if history is not None else None)
+            assigned = verified_clusters(units, roots, verify, fixed, n_related if history is not None else -1)
+            n_assigned = -1
+            if large:  # cached and counted: the split pages are not partitioned by fingerprint, and a broadcast of
+                # the assignments, when few, spares them a shuffle
+                assigned = keep(assigned)
+                n_assigned = assigned.count()
+            clusters = resolve_verified(page_cols, assigned, n_assigned, run_date if history is not None else None)
         elif cluster_mode == "star":
             clusters = star_clusters(page_cols.select("id", "fingerprint", "rank"), roots, k)
         else:
@@ -424,12 +440,13 @@ def edge_counts(sources: list[DataFrame]) -> tuple[list[dict[int, tuple[int, int
 
 
 def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run_date: str | None) -> DataFrame:
-    """Each page's cluster from its unit's centre (verified_pairs.verified_clusters; n_assigned rows): the best
-    page of the centre unit, or an earlier run's cluster; pages without a fingerprint are clusters of their own.
-    With a run date (--history) also kept_run_date. Keeps the page's signature (for clusters/ and the history)."""
+    """Each page's cluster from its unit's centre (verified_pairs.verified_clusters; n_assigned rows, -1: not
+    known): the best page of the centre unit, or an earlier run's cluster; pages without a fingerprint are
+    clusters of their own. With a run date (--history) also kept_run_date. Keeps the page's signature (for
+    clusters/ and the history)."""
     # joined on the fingerprint alone, then the unit, so that only the per-unit assignments move: broadcast
-    # when few (joins.is_small), or by a sort-merge join, which moves the assignments alone when the pages are
-    # partitioned by fingerprint (with_units, when many fingerprints are repeated). A unit without an
+    # when known to be few (joins.is_small), or by a sort-merge join, which moves the assignments alone when the
+    # pages are partitioned by fingerprint (with_units, unless split). A unit without an
     # assignment is alone in its component and kept by its best page; all units of a fingerprint have one or
     # none.
     with_fp = pages.where(F.col("fingerprint").isNotNull()).join(

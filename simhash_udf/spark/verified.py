@@ -151,11 +151,11 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
 
 
 def with_units(docs: DataFrame, keep: Callable[[DataFrame], DataFrame],
-               checkpoint: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, int]:
+               checkpoint: Callable[[DataFrame], DataFrame], split: bool = True) -> tuple[DataFrame, int | None]:
     """docs plus `unit`: the best (rank, id) of the pages with the same fingerprint, signature and short text,
     which verify alike (its id names the unit), `fp_best`: the best (rank, id) of the pages with the same
     fingerprint, and `fp_units`: how many units that fingerprint has; cached (`keep`: three passes read it).
-    Also how many fingerprints are repeated.
+    Also how many fingerprints are repeated (None when not `split`: not counted).
 
     Most fingerprints are met once (10M of bench_scale's: 105,301 repeated), and such a page is its own unit
     and its fingerprint's best page where it lies. A count of the fingerprints (a hash aggregation of one
@@ -163,12 +163,15 @@ def with_units(docs: DataFrame, keep: Callable[[DataFrame], DataFrame],
     fingerprint for the windows, and their columns (checkpointed: later plans stay as short as before, see
     below) are broadcast back to the pages by id, instead of every page with its signature being shuffled
     and sorted (10M stored fingerprints, warm: the collapse and the two later passes over the pages 29.7 ->
-    17.5 s). When they are many, every page is shuffled by fingerprint as before; the pages then stay
+    17.5 s). When they are many, or not `split` (a small input, where the count and the checkpoint cost more
+    Spark jobs than the shuffle they save), every page is shuffled by fingerprint; the pages then stay
     partitioned by fingerprint (resolve_verified).
 
     The lineage is cut because a cached DataFrame's plan string prints the plan of every cache it reads: with
     --history the report's queries, whose plans read a dozen caches, printed 15 MB plans already, and the
     split pages referenced twice grew them past a 3 GB heap."""
+    if not split:
+        return keep(_with_unit_windows(docs)), None
     fp_pages = docs.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(F.count(F.lit(1)).alias("pages"))
     repeated = keep(fp_pages.where(F.col("pages") > 1))
     counts = repeated.agg(F.count(F.lit(1)).alias("fingerprints"), F.sum("pages").alias("pages")).first()
