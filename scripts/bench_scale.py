@@ -122,6 +122,22 @@ def run_checkout(code: str, path: str, out: str, k: int, job_args: list[str]) ->
             "clusters": cluster_rows(out)}
 
 
+def stop_jvm(spark) -> None:
+    """Stop the session and end the JVM that pyspark started for it (spark.stop() leaves it running)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    spark.stop()
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    if proc is not None:
+        proc.terminate()
+        proc.wait(timeout=120)
+    SparkContext._gateway = SparkContext._jvm = None
+
+
 def compare_checkouts(others: list[str], path: str, work: str, n: int, k: int, job_args: list[str],
                       runs: int = 1) -> list[dict]:
     """This checkout and each of `others` on one input, in new processes taking turns (others first), `runs`
@@ -219,9 +235,10 @@ def main() -> None:
         print(f"n={n:>10,}: {wall:7.1f} s  rows exploded {r['rows']:,}  pairs compared {r['compared']:,}  "
               f"groups split {split_groups}  clusters mixing {mixed} (chance pairs within k expected {r['chance']:.1f})",
               flush=True)
-    spark.stop()
-    # after this session stopped: each checkout's JVM takes half the RAM by default, and at 10M fingerprints
-    # the kernel killed this session's JVM (12.5 GB) while a checkout's job ran beside it
+    # after this session and its JVM ended: each checkout's JVM takes half the RAM by default, and at 10M
+    # fingerprints the kernel killed this session's JVM (12.5 GB) while a checkout's job ran beside it; after
+    # spark.stop() alone the JVM lives on with its heap, and the kernel killed a checkout's JVM instead
+    stop_jvm(spark)
     for path, n in to_compare:
         compared += compare_checkouts([os.path.abspath(c) for c in args.compare], path, work, n, args.k,
                                       args.job_args.split(), args.compare_runs)
