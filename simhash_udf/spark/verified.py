@@ -175,8 +175,8 @@ def with_units(docs: DataFrame, keep: Callable[[DataFrame], DataFrame],
     fp_pages = docs.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(F.count(F.lit(1)).alias("pages"))
     repeated = keep(fp_pages.where(F.col("pages") > 1))
     counts = repeated.agg(F.count(F.lit(1)).alias("fingerprints"), F.sum("pages").alias("pages")).first()
-    n_repeated, n_pages = int(counts["fingerprints"]), int(counts["pages"] or 0)
-    if not is_small(n_pages):
+    n_repeated, n_repeated_pages = int(counts["fingerprints"]), int(counts["pages"] or 0)
+    if not is_small(n_repeated_pages):
         return keep(_with_unit_windows(docs)), n_repeated
     of_repeated = docs.join(F.broadcast(repeated.select("fingerprint")), "fingerprint", "left_semi")
     columns = checkpoint(_with_unit_windows(of_repeated).select(
