@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from ..errors import DedupError
+from ..spark.session import unique_key_aggregation
 
 log = logging.getLogger("simhash_dedup")
 CORRUPT = "_corrupt_record"  # Spark's column for lines/rows its JSON and CSV parsers cannot read
@@ -400,8 +401,9 @@ def check_ids(df: DataFrame, id_col: str) -> None:
     One pass: the null ids are a group of their own, listed first."""
     groups = df.groupBy(id_col).count()
     dups = groups.where("count > 1")
-    examples = groups.where(F.col(id_col).isNull() | (F.col("count") > 1)).orderBy(
-        F.col(id_col).isNotNull(), F.desc("count"), id_col).limit(5).collect()
+    with unique_key_aggregation(df.sparkSession):  # ids are unique but for the errors this looks for
+        examples = groups.where(F.col(id_col).isNull() | (F.col("count") > 1)).orderBy(
+            F.col(id_col).isNotNull(), F.desc("count"), id_col).limit(5).collect()
     if examples and examples[0][0] is None:
         raise DedupError(f"the id column {id_col!r} has null values: every row needs an id (or pass --id-col NAME)")
     if examples:

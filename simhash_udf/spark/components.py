@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..errors import DedupError
+from .session import unique_key_aggregation
 
 
 def oriented(edges: DataFrame, a: str = "src", b: str = "dst") -> DataFrame:
@@ -58,9 +59,13 @@ def connected_components(
 ) -> tuple[DataFrame, int]:
     """(node, root) for every node that is not the smallest of its component (root is that smallest
     node; roots and isolated nodes are their own root and are not listed), and the rounds it took."""
-    e = checkpoint(oriented(edges, src, dst))
+    # the rounds' aggregations group by a node (most have one or two edges): in one phase, checkpointed inside
+    # the block; unfinished_nodes' count is planned outside it
+    with unique_key_aggregation(edges.sparkSession):
+        e = checkpoint(oriented(edges, src, dst))
     for rounds in range(1, max_rounds + 1):
-        e = checkpoint(small_star(large_star(e)))
+        with unique_key_aggregation(edges.sparkSession):
+            e = checkpoint(small_star(large_star(e)))
         if unfinished_nodes(e) == 0:
             return e.select(F.col("u").alias("node"), F.col("v").alias("root")), rounds
     raise DedupError(

@@ -24,6 +24,7 @@ from ..core.signature import from_arrow
 from ..core.verified import BANDS, VerifySpec, greedy_centres, verified_centres, verify_groups
 from .blocks import walk_groups
 from .joins import broadcast_if_small, is_small
+from .session import unique_key_aggregation
 
 VERIFIED_SCHEMA = StructType([
     StructField("src", LongType(), True), StructField("dst", LongType(), True),
@@ -173,7 +174,8 @@ def with_units(docs: DataFrame, keep: Callable[[DataFrame], DataFrame],
     if not split:
         return keep(_with_unit_windows(docs)), None
     fp_pages = docs.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(F.count(F.lit(1)).alias("pages"))
-    repeated = keep(fp_pages.where(F.col("pages") > 1))
+    with unique_key_aggregation(docs.sparkSession):  # most fingerprints are met once
+        repeated = keep(fp_pages.where(F.col("pages") > 1))
     counts = repeated.agg(F.count(F.lit(1)).alias("fingerprints"), F.sum("pages").alias("pages")).first()
     n_repeated, n_repeated_pages = int(counts["fingerprints"]), int(counts["pages"] or 0)
     if not is_small(n_repeated_pages):
