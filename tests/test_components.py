@@ -48,3 +48,33 @@ def test_bad_shapes_converge_in_few_rounds(cc, shape):
     assert got == expected_roots(edges)
     print(f"{shape} of {n:,} nodes: {rounds} rounds")
     assert rounds <= 2 * int(np.ceil(np.log2(n)))  # O(log n) rounds
+
+
+def _plan(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_unique_key_aggregation_plans_one_phase_and_puts_the_setting_back(spark):
+    """The rounds' aggregations (and the id check, the count of pages per fingerprint) are planned in one phase
+    inside session.unique_key_aggregation; a DataFrame persisted there keeps that plan, with the same rows, and
+    the session's setting is as before afterwards."""
+    from pyspark.sql import functions as F
+
+    from simhash_udf.spark.session import UNIQUE_KEY_SETTINGS, unique_key_aggregation
+
+    (key,) = UNIQUE_KEY_SETTINGS
+    before = spark.conf.get(key, None)
+    df = spark.range(3000).withColumn("k", F.col("id") % 1234)
+    two_phase = df.groupBy("k").agg(F.count(F.lit(1)).alias("n"))
+    assert "partial_count" in _plan(two_phase)
+    with unique_key_aggregation(spark):
+        one_phase = df.groupBy("k").agg(F.count(F.lit(1)).alias("n")).where("n > 2").persist()
+    try:
+        one_phase.count()
+        assert spark.conf.get(key, None) == before
+        cached_plan = one_phase._jdf.queryExecution().optimizedPlan().toString()
+        assert "InMemoryRelation" in cached_plan
+        assert "partial_count" not in _plan(one_phase) + cached_plan
+        assert sorted(map(tuple, one_phase.collect())) == sorted(map(tuple, two_phase.where("n > 2").collect()))
+    finally:
+        one_phase.unpersist()
