@@ -27,7 +27,7 @@ from ..spark.candidates import group_members
 from ..spark.components import connected_components
 from ..spark.fingerprint import with_corpus_idf, with_fingerprints
 from ..spark.joins import broadcast_if_small
-from ..spark.session import scoped_settings, unique_key_aggregation
+from ..spark.session import scoped_settings
 from ..spark.short_text import short_text_edges
 from ..spark.star import cluster_shape, keep_rank, resolve_clusters, star_clusters
 from ..spark.verified import (
@@ -346,9 +346,8 @@ def _near_duplicate_clusters(
             # the signatures of the candidates alone, cached, for the four joins below: one pass over every
             # fingerprint's signature instead of a sort of them per join (the pages, split, are not partitioned
             # by fingerprint)
-            with unique_key_aggregation(docs.sparkSession):  # nearly every candidate fingerprint is met once or twice
-                wanted = keep(distinct_fingerprints([members.select("fingerprint")] + (
-                    [band_members.select("fingerprint"), band_members.select("other")] if use_bands else [])))
+            wanted = keep(distinct_fingerprints([members.select("fingerprint")] + (
+                [band_members.select("fingerprint"), band_members.select("other")] if use_bands else [])))
             n_wanted = counts["candidate_fingerprints"] = wanted.count()
             search_sigs = keep(signatures_of(search_sigs, wanted, n_wanted))
         edge_rows = keep(verified_edges(members.where(F.col("fingerprint").isNotNull()), search_sigs, plan, verify))
