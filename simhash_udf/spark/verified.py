@@ -155,8 +155,11 @@ def with_units(docs: DataFrame, keep: Callable[[DataFrame], DataFrame],
                checkpoint: Callable[[DataFrame], DataFrame], split: bool = True) -> tuple[DataFrame, int | None]:
     """docs plus `unit`: the best (rank, id) of the pages with the same fingerprint, signature and short text,
     which verify alike (its id names the unit), `fp_best`: the best (rank, id) of the pages with the same
-    fingerprint, and `fp_units`: how many units that fingerprint has; cached (`keep`: three passes read it).
-    Also how many fingerprints are repeated (None when not `split`: not counted).
+    fingerprint, and `fp_units`: how many units that fingerprint has. Also how many fingerprints are repeated
+    (None when not `split`: not counted). Three passes read the result (the fingerprints' signatures, the units
+    and the pages in resolve): it is cached (`keep`) when the pages were shuffled for it; split, it is docs
+    joined to a broadcast, and each pass reads docs again instead (10M stored fingerprints: caching the joined
+    pages with their signatures took 15.6 s, a pass over docs a few seconds).
 
     Most fingerprints are met once (10M of bench_scale's: 105,301 repeated), and such a page is its own unit
     and its fingerprint's best page where it lies. A count of the fingerprints (a hash aggregation of one
@@ -186,9 +189,9 @@ def with_units(docs: DataFrame, keep: Callable[[DataFrame], DataFrame],
         F.col("fp_units").alias("_fp_units")))
     itself = F.struct("rank", "id")
     joined = docs.join(F.broadcast(columns), docs["id"] == columns["_id"], "left")
-    return keep(joined.select(*docs.columns, F.coalesce("_unit", itself).alias("unit"),
-                              F.coalesce("_fp_best", itself).alias("fp_best"),
-                              F.coalesce("_fp_units", F.lit(1).cast("long")).alias("fp_units"))), n_repeated
+    return joined.select(*docs.columns, F.coalesce("_unit", itself).alias("unit"),
+                         F.coalesce("_fp_best", itself).alias("fp_best"),
+                         F.coalesce("_fp_units", F.lit(1).cast("long")).alias("fp_units")), n_repeated
 
 
 def _with_unit_windows(docs: DataFrame) -> DataFrame:
