@@ -264,8 +264,8 @@ def _near_duplicate_clusters(
         docs = docs.withColumn("short_text", F.lit(None).cast("string"))
     with timer("exact_collapse") as counts:
         # units: pages with the same fingerprint, signature and short text, which verify alike. Only the
-        # columns the later stages read are shuffled and cached (the bad-row flags were counted already:
-        # 10M fingerprints, this persist 19.9-22.6 -> 17.1-20.2 s)
+        # columns the later stages read are shuffled and cached, or in a large run read again (the bad-row
+        # flags were counted already: 10M fingerprints, this persist 19.9-22.6 -> 17.1-20.2 s)
         docs = docs.select("id", "fingerprint", "rank", "signature", "short_text")
         large = n_pages >= LARGE_RUN_PAGES
         docs, repeated = with_units(docs, keep, checkpoint, split=large)
