@@ -59,13 +59,16 @@ def connected_components(
 ) -> tuple[DataFrame, int]:
     """(node, root) for every node that is not the smallest of its component (root is that smallest
     node; roots and isolated nodes are their own root and are not listed), and the rounds it took."""
-    # the rounds' aggregations group by a node (most have one or two edges): in one phase, checkpointed inside
-    # the block; unfinished_nodes' count is planned outside it
-    with unique_key_aggregation(edges.sparkSession):
-        e = checkpoint(oriented(edges, src, dst))
+
+    def checkpointed(df: DataFrame) -> DataFrame:
+        """The rounds' aggregations group by a node (most have one or two edges): planned in one phase, as the
+        checkpoint runs them; unfinished_nodes' count is planned outside."""
+        with unique_key_aggregation(df.sparkSession):
+            return checkpoint(df)
+
+    e = checkpointed(oriented(edges, src, dst))
     for rounds in range(1, max_rounds + 1):
-        with unique_key_aggregation(edges.sparkSession):
-            e = checkpoint(small_star(large_star(e)))
+        e = checkpointed(small_star(large_star(e)))
         if unfinished_nodes(e) == 0:
             return e.select(F.col("u").alias("node"), F.col("v").alias("root")), rounds
     raise DedupError(
