@@ -345,3 +345,56 @@ def test_a_run_without_duplicates_still_gets_its_page_and_pictures():
     assert "plot-distance-to-kept" not in page
     for png in (cluster_sizes_png(report), pair_distances_png(report)):
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("sizes", [{"1": 9, "2": 4}, {"1": 9_000_000, "2": 400_000, "3": 120_000, "9": 800, "17": 300,
+                                                     "300": 7, "5000": 2, "70000": 1}])
+def test_pictures_keep_every_text_inside_and_tick_labels_apart(monkeypatch, sizes):
+    """The PNGs' margins come from the labels' lengths (not from tight_layout): every title, axis label,
+    tick label and bar note lies inside the picture, and no two tick labels of an axis overlap, with short
+    labels and with long turned ones (power-of-two size classes, 30 distances)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    from simhash_udf.job import report_plots
+
+    figures, draw = [], report_plots._png
+    monkeypatch.setattr(report_plots, "_png", lambda fig: (figures.append(fig), draw(fig))[1])
+    bands = {f"{b / 10:.1f}-{(b + 1) / 10:.1f}": {"verified": 10 * b, "rejected": 1000 - b} for b in range(10)}
+    report = {
+        "duplicates": sum((int(s) - 1) * n for s, n in sizes.items()), "exact_duplicates": 12_345,
+        "clusters": {"size_histogram": sizes},
+        "candidates": {"pairs_accepted_by_distance": {str(d): 10 ** d for d in range(7)}, "similarity_bands": bands,
+                       "verification": {"min_similarity": 0.8}},
+        "duplicates_to_kept": {"distance_histogram": {str(d): 1000 * d for d in range(30)}, "beyond_k": 5,
+                               "min_similarity": 0.8,
+                               "similarity_histogram": {f"{b / 20:.2f}-{(b + 1) / 20:.2f}": b for b in range(20)}},
+        "config": {"k": 6},
+    }
+
+    class Out:
+        written = {}
+
+        def staged(self, name):
+            return name
+
+        def write_bytes(self, path, data):
+            self.written[path] = data
+
+    assert sorted(report_plots.write_plots(report, Out())) == sorted(report_plots.PLOTS)
+    assert len(figures) == 4
+    for fig in figures:
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        width, height = canvas.get_width_height()
+        for text in fig.findobj(Text):
+            if not text.get_visible() or not text.get_text():
+                continue
+            box = text.get_window_extent(renderer)
+            assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height, text.get_text()
+        for ax in fig.axes:
+            boxes = sorted((t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()),
+                           key=lambda b: b.x0)
+            assert all(a.x1 <= b.x0 + 1 for a, b in zip(boxes, boxes[1:])) or all(
+                t.get_rotation() for t in ax.get_xticklabels()), [t.get_text() for t in ax.get_xticklabels()]

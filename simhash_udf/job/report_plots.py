@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 
 log = logging.getLogger("simhash_dedup")
 PLOTS = {"cluster_sizes.png": "documents removed by cluster size",
@@ -78,8 +79,24 @@ def _canvas(panels: int = 1, height: float = 3.6):
     return fig, fig.subplots(panels, 1) if panels > 1 else [fig.subplots()]
 
 
+def _room_below(ax) -> float:
+    """Inches under an axes for its tick labels (turned or not) and the axis label, from the labels' lengths:
+    10-point characters are about 0.085 inches wide."""
+    ticks = ax.get_xticklabels()
+    turn = max((abs(t.get_rotation()) for t in ticks), default=0.0)
+    longest = max((len(t.get_text()) for t in ticks), default=1)
+    return 0.6 + (0.085 * longest * math.sin(math.radians(turn)) if turn else 0.1)
+
+
 def _png(fig) -> bytes:
-    fig.tight_layout()
+    # margins set from the labels' lengths, not measured by tight_layout, which laid out every text once more
+    # and was a third of the pictures' time (~0.4 s of a run's ~1.1 s, warm)
+    width, tall = fig.get_size_inches()
+    below = max(_room_below(ax) for ax in fig.axes)
+    above = 0.2 + 0.17 * max(ax.get_title().count("\n") + 1 for ax in fig.axes)  # the title's lines
+    panel = tall / len(fig.axes)
+    fig.subplots_adjust(left=0.85 / width, right=1 - 0.15 / width, bottom=below / tall, top=1 - above / tall,
+                        hspace=(below + above) / (panel - below - above))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
@@ -89,7 +106,7 @@ def _bar_axes(ax, title: str, xlabel: str, ylabel: str, labels: list[str], value
               notes: list[str] | None = None, marker: tuple[float, str] | None = None) -> None:
     """One linear bar chart with each bar's value (and an optional note under it) above the bar."""
     ax.bar(range(len(values)), values, color=colours)
-    many = len(labels) > 12
+    many = len(labels) > 12 or len(labels) * max(map(len, labels), default=0) > 60  # turned where they would overlap
     ax.set_xticks(range(len(values)), labels, rotation=45 if many else 0, ha="right" if many else "center")
     for x, v in enumerate(values):
         text = f"{v:,}" + (f"\n{notes[x]}" if notes else "")
@@ -115,7 +132,7 @@ def cluster_sizes_png(report: dict) -> bytes:
 def pair_distances_png(report: dict) -> bytes:
     labels, values = accepted_pair_distances(report["candidates"]["pairs_accepted_by_distance"])
     fig, (ax,) = _canvas()
-    _bar_axes(ax, f"Accepted pairs of distinct fingerprints ({report['exact_duplicates']:,} exact copies were "
+    _bar_axes(ax, f"Accepted pairs of distinct fingerprints\n({report['exact_duplicates']:,} exact copies were "
               "merged before: no distance-0 bar)", "Hamming distance", "pairs", labels, values)
     return _png(fig)
 
