@@ -176,6 +176,22 @@ def test_planner_widens_keys_as_n_grows():
             assert plan_cost(n, chosen)["cost"] <= min(costs)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 8), st.integers(0, 10**12), st.integers(0, 10**12))
+def test_planner_blocks_grow_with_n_and_a_bound_below_the_first_change_fixes_the_plan(k, a, b):
+    """The short-text stage plans from a bound on its fingerprints when the bound is below first_plan_change:
+    that gives the exact n's plan only if the blocks never shrink as n grows."""
+    from simhash_udf.core.blocks import choose_plan, first_plan_change
+
+    lo, hi = sorted((a, b))
+    assert choose_plan(lo, k).m <= choose_plan(hi, k).m
+    first = first_plan_change(k)
+    assert choose_plan(first - 1, k) == choose_plan(0, k)
+    assert first == 1 << 63 or choose_plan(first, k) != choose_plan(0, k)
+    if hi < first:
+        assert choose_plan(lo, k) == choose_plan(hi, k) == choose_plan(0, k)
+
+
 @pytest.mark.parametrize("k,m", [(0, 1), (3, 4), (3, 7), (6, 8), (6, 9), (2, 12)])
 def test_first_table_lookup_is_the_first_table_whose_blocks_all_agree(k, m):
     plan = plan_tables(k, m)

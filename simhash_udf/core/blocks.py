@@ -10,6 +10,7 @@ counted once and never yields duplicate edges.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import combinations
 from math import comb
 
@@ -178,6 +179,22 @@ def choose_plan(n: int, k: int, n_history: int = 0) -> TablePlan:
         if best is None or cost < best[0]:
             best = (cost, plan)
     return best[1]
+
+
+@lru_cache(maxsize=None)
+def first_plan_change(k: int) -> int:
+    """The smallest n whose choose_plan(n, k) differs from choose_plan(0, k): every smaller n has that plan (the
+    plan's blocks grow with n, tests/test_candidates.py), so a bound below it fixes the plan without the exact n."""
+    small, n = choose_plan(0, k), 1
+    while choose_plan(n, k) == small:
+        if n >= 1 << 62:
+            return 1 << 63  # one plan for every n (k = 0)
+        n *= 2
+    lo, hi = n // 2, n  # choose_plan(lo) is the small plan, choose_plan(hi) is not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if choose_plan(mid, k) == small else (lo, mid)
+    return hi
 
 
 def plan_tables(k: int, m: int | None = None) -> TablePlan:

@@ -53,7 +53,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                 spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
             fp = fingerprint_stage(loaded.df, cfg, keep, timer)
             earlier, earlier_bands, history_report = read_history(history, cfg)
-            short = short_text_stage(fp.docs, cfg, keep, timer)
+            short = short_text_stage(fp.docs, cfg, keep, timer, fp.stats["short_pages"])
             found = near_duplicate_clusters(
                 fp.docs, k=cfg.k, blocks=cfg.blocks, max_rounds=cfg.max_component_rounds, timer=timer, keep=keep,
                 history=earlier, history_band_rows=earlier_bands, run_date=history.run_date if history else "",

@@ -144,7 +144,8 @@ def reliable_checkpoint(df: DataFrame) -> DataFrame:
 @dataclass
 class Fingerprinted:
     docs: DataFrame  # id, rank, bad-row flags, fingerprint, n_features[, signature][, short_fingerprint, short_text]
-    stats: dict  # input_rows, null_text, no_features, invalid_utf8, truncated, truncated_records, fingerprinted
+    stats: dict  # input_rows, null_text, no_features, invalid_utf8, truncated, truncated_records, fingerprinted,
+    # short_pages
     spec: FeatureSpec  # with the corpus idf table for weighting tfidf-corpus
 
 
@@ -187,19 +188,24 @@ def fingerprint_stage(raw: DataFrame, cfg: DedupConfig, keep: Keep, timer: Stage
             F.sum(F.col("truncated").cast("long")).alias("truncated"),
             F.sum(F.col("truncated_record").cast("long")).alias("truncated_records"),
             F.count("fingerprint").alias("fingerprinted"),
+            # short pages with a fingerprint: a bound on the short-text stage's search, planned from it when small
+            (F.count(F.when(F.col("fingerprint").isNotNull(), F.col("short_fingerprint")))
+             if "short_fingerprint" in docs.columns else F.lit(0)).alias("short_pages"),
         ).first().asDict()
         stats = {name: int(v or 0) for name, v in stats.items()}
         counts.update(rows=stats["input_rows"], fingerprinted=stats["fingerprinted"])
     return Fingerprinted(docs, stats, spec)
 
 
-def short_text_stage(docs: DataFrame, cfg: DedupConfig, keep: Keep, timer: StageTimer) -> ShortText:
-    """Stage 2b: pairs of short pages verified by their shingles' Jaccard index (off: edges None)."""
+def short_text_stage(docs: DataFrame, cfg: DedupConfig, keep: Keep, timer: StageTimer,
+                     short_pages: int = -1) -> ShortText:
+    """Stage 2b: pairs of short pages verified by their shingles' Jaccard index (off: edges None).
+    short_pages: the fingerprint stage's count of short pages with a fingerprint (-1: not known)."""
     off = cfg.short_text_off_because()
     if off:
         return ShortText(None, {"enabled": False, "off_because": off})
     with timer("short_text") as counts:
-        edges, stats = short_text_edges(docs, cfg.short_text, keep)
+        edges, stats = short_text_edges(docs, cfg.short_text, keep, short_pages)
         edges = keep(edges)
         counts.update(candidates=stats["candidate_pairs"], verified=stats["verified_pairs"])
     return ShortText(edges, {"enabled": True, **stats})

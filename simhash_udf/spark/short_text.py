@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
-from ..core.blocks import TablePlan, choose_plan
+from ..core.blocks import TablePlan, choose_plan, first_plan_change
 from ..core.candidates import candidate_pairs
 from ..core.short_text import ShortTextSpec, pair_jaccards
 from .blocks import block_rows, group_batches, key_runs, walk_groups
@@ -53,10 +53,16 @@ def with_jaccard(pairs: DataFrame, n: int) -> DataFrame:
     return pairs.mapInArrow(per_batch, schema)
 
 
-def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, dict]:
-    """docs: (id, fingerprint, short_fingerprint, short_text, ...) from the fingerprint stage.
+def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataFrame], DataFrame],
+                     short_pages: int = -1) -> tuple[DataFrame, dict]:
+    """docs: (id, fingerprint, short_fingerprint, short_text, ...) from the fingerprint stage; short_pages: its
+    rows with both fingerprints, if known (-1: not), a bound on the heads searched.
 
-    Returns verified edges (src, dst) between main fingerprints, and the statistics for the report."""
+    Returns verified edges (src, dst) between main fingerprints, and the statistics for the report.
+
+    The plan is chosen from the number of heads, which takes a Spark action of its own (four jobs on a small
+    input). Below the first size whose plan differs from the smallest input's (blocks.first_plan_change), the
+    bound alone fixes the plan, and the heads are counted in the stage's last action instead."""
     short = docs.where(F.col("short_fingerprint").isNotNull() & F.col("fingerprint").isNotNull())
     reps = keep(
         short.groupBy("fingerprint")
@@ -68,9 +74,13 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
         .agg(F.min(F.struct("id", "fingerprint", "short_text")).alias("h"))
         .select("short_fingerprint", "h.fingerprint", "h.short_text")
     )
-    sizes = reps.agg(F.count(F.lit(1)).alias("reps"), F.count_distinct("short_fingerprint").alias("heads")).first()
-    n_reps, n_heads = int(sizes["reps"]), int(sizes["heads"])  # one pass: a head per short fingerprint
-    plan = choose_plan(n_heads, spec.k)
+    sizes = reps.agg(F.count(F.lit(1)).alias("reps"), F.count_distinct("short_fingerprint").alias("heads"))
+    if 0 <= short_pages < first_plan_change(spec.k):
+        plan, n_reps = choose_plan(short_pages, spec.k), None  # the heads' plan: they are fewer
+    else:
+        sizes = sizes.first()
+        n_reps, n_heads = int(sizes["reps"]), int(sizes["heads"])  # one pass: a head per short fingerprint
+        plan = choose_plan(n_heads, spec.k)
     pair_rows = keep(group_pairs(block_rows(heads.select(F.col("short_fingerprint").alias("fingerprint")), plan), plan))
 
     head_a = heads.select(F.col("short_fingerprint").alias("a"), F.col("fingerprint").alias("fp_a"),
@@ -83,10 +93,14 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
             .where(F.col("fingerprint") != F.col("fp_b"))
             .select(F.col("fingerprint").alias("fp_a"), "fp_b", F.col("short_text").alias("text_a"), "text_b"))
     checked = keep(with_jaccard(near.unionByName(same), spec.char_ngram))
+    counted = pair_rows.agg(F.sum("compared").alias("compared")).crossJoin(checked.agg(
+        F.count(F.lit(1)).alias("candidates"), F.sum((F.col("jaccard") >= spec.min_jaccard).cast("long")).alias("verified")))
+    if n_reps is None:
+        counted = counted.crossJoin(sizes)
     with group_batches(docs.sparkSession):  # one action: the pairs compared, then the candidates checked
-        counts = pair_rows.agg(F.sum("compared").alias("compared")).crossJoin(checked.agg(
-            F.count(F.lit(1)).alias("candidates"),
-            F.sum((F.col("jaccard") >= spec.min_jaccard).cast("long")).alias("verified"))).first()
+        counts = counted.first()
+    if n_reps is None:
+        n_reps, n_heads = int(counts["reps"]), int(counts["heads"])
     compared = counts["compared"] or 0
     edges = checked.where(F.col("jaccard") >= spec.min_jaccard).select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst"))
     stats = {
