@@ -17,6 +17,7 @@ from simhash_udf.core.verified import VerifySpec
 from simhash_udf.errors import DedupError
 from simhash_udf.job.config import load_config
 from simhash_udf.job.pipeline import run
+from simhash_udf.spark import short_text as short_text_glue
 
 
 @settings(max_examples=150, deadline=None)
@@ -87,11 +88,15 @@ def short_corpus(seed: int, n_base: int = 40) -> pd.DataFrame:
     return pd.DataFrame({"id": np.arange(len(rows), dtype=np.int64) * 7 % 1009, "text": rows})
 
 
-@pytest.mark.parametrize("seed,partitions,mode", [(1, 1, "verified"), (2, 3, "verified"), (3, 5, "verified"),
-                                                 (1, 2, "transitive")])
-def test_job_equals_brute_force_reference(spark, tmp_path, seed, partitions, mode):
+@pytest.mark.parametrize("seed,partitions,mode,heads_counted_first", [
+    (1, 1, "verified", False), (2, 3, "verified", True), (3, 5, "verified", False), (1, 2, "transitive", False)])
+def test_job_equals_brute_force_reference(spark, tmp_path, monkeypatch, seed, partitions, mode, heads_counted_first):
     """The short-text mode under the default (verified) policy and under transitive closure without
-    verification (its own definition: components of near pairs and verified short pairs)."""
+    verification (its own definition: components of near pairs and verified short pairs). The stage's plan
+    comes from the fingerprint pass's count of short pages when small, else from the heads counted first
+    (heads_counted_first: the bound made too small to be used); the same clusters and statistics either way."""
+    if heads_counted_first:
+        monkeypatch.setattr(short_text_glue, "first_plan_change", lambda k: 0)
     docs = short_corpus(seed)
     path = str(tmp_path / "docs.parquet")
     docs.to_parquet(path)
@@ -124,6 +129,13 @@ def test_job_equals_brute_force_reference(spark, tmp_path, seed, partitions, mod
     assert clusters["cluster_id"].to_dict() == expect
     st_ = report["short_text"]
     assert st_["enabled"] and st_["candidate_pairs"] == n_candidates and st_["verified_pairs"] == len(short)
+    sfps, valid = short_fingerprints(texts, spec)  # representatives: one short page per main fingerprint
+    reps = {}
+    for i in sorted(range(len(ids)), key=ids.__getitem__):
+        if valid[i] and fps[i] is not None:
+            reps.setdefault(fps[i], i)
+    assert st_["short_pages_represented"] == len(reps) > 0
+    assert st_["short_fingerprints"] == len({int(sfps[i]) for i in reps.values()})
     # premise: the mode mattered (it joined pages the main search did not) and the check rejected candidates
     main_only = components_of(range(len(ids)), near)
     assert any(main_only[a] != main_only[b] for a, b in short)

@@ -9,6 +9,7 @@ tables, keys and first-table rule as the main search (blocks.py, candidates.py),
 those candidate pairs get their texts joined back and their Jaccard computed (short_text.py)."""
 from __future__ import annotations
 
+from functools import reduce
 from typing import Callable, Iterator
 
 import pyarrow as pa
@@ -74,11 +75,10 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
         .agg(F.min(F.struct("id", "fingerprint", "short_text")).alias("h"))
         .select("short_fingerprint", "h.fingerprint", "h.short_text")
     )
-    sizes = reps.agg(F.count(F.lit(1)).alias("reps"), F.count_distinct("short_fingerprint").alias("heads"))
     if 0 <= short_pages < first_plan_change(spec.k):
         plan, n_reps = choose_plan(short_pages, spec.k), None  # the heads' plan: they are fewer
     else:
-        sizes = sizes.first()
+        sizes = reps.agg(F.count(F.lit(1)).alias("reps"), F.count_distinct("short_fingerprint").alias("heads")).first()
         n_reps, n_heads = int(sizes["reps"]), int(sizes["heads"])  # one pass: a head per short fingerprint
         plan = choose_plan(n_heads, spec.k)
     pair_rows = keep(group_pairs(block_rows(heads.select(F.col("short_fingerprint").alias("fingerprint")), plan), plan))
@@ -93,15 +93,21 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
             .where(F.col("fingerprint") != F.col("fp_b"))
             .select(F.col("fingerprint").alias("fp_a"), "fp_b", F.col("short_text").alias("text_a"), "text_b"))
     checked = keep(with_jaccard(near.unionByName(same), spec.char_ngram))
-    counted = pair_rows.agg(F.sum("compared").alias("compared")).crossJoin(checked.agg(
-        F.count(F.lit(1)).alias("candidates"), F.sum((F.col("jaccard") >= spec.min_jaccard).cast("long")).alias("verified")))
+    # one aggregation of tagged rows (one shuffle): 0 the pairs compared, 1 the candidates checked and verified,
+    # and when not counted above 2 the representatives and 3 the heads (one per short fingerprint)
+    tagged = [pair_rows.select(F.lit(0).alias("of"), F.col("compared").alias("n")),
+              checked.select(F.lit(1).alias("of"), (F.col("jaccard") >= spec.min_jaccard).cast("long").alias("n"))]
     if n_reps is None:
-        counted = counted.crossJoin(sizes)
+        tagged += [reps.select(F.lit(2).alias("of"), F.lit(1).cast("long").alias("n")),
+                   heads.select(F.lit(3).alias("of"), F.lit(1).cast("long").alias("n"))]
     with group_batches(docs.sparkSession):  # one action: the pairs compared, then the candidates checked
-        counts = counted.first()
+        rows = reduce(DataFrame.unionByName, tagged).groupBy("of").agg(
+            F.sum("n").alias("total"), F.count(F.lit(1)).alias("rows")).collect()
+    by_tag = {int(r["of"]): (int(r["total"] or 0), int(r["rows"])) for r in rows}
     if n_reps is None:
-        n_reps, n_heads = int(counts["reps"]), int(counts["heads"])
-    compared = counts["compared"] or 0
+        n_reps, n_heads = by_tag.get(2, (0, 0))[1], by_tag.get(3, (0, 0))[1]
+    compared = by_tag.get(0, (0, 0))[0]
+    counts = {"candidates": by_tag.get(1, (0, 0))[1], "verified": by_tag.get(1, (0, 0))[0]}
     edges = checked.where(F.col("jaccard") >= spec.min_jaccard).select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst"))
     stats = {
         **spec.describe(),
