@@ -100,14 +100,12 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
     if n_reps is None:
         tagged += [reps.select(F.lit(2).alias("of"), F.lit(1).cast("long").alias("n")),
                    heads.select(F.lit(3).alias("of"), F.lit(1).cast("long").alias("n"))]
-    with group_batches(docs.sparkSession):  # one action: the pairs compared, then the candidates checked
+    with group_batches(docs.sparkSession):  # one action for all the counts
         rows = reduce(DataFrame.unionByName, tagged).groupBy("of").agg(
             F.sum("n").alias("total"), F.count(F.lit(1)).alias("rows")).collect()
-    by_tag = {int(r["of"]): (int(r["total"] or 0), int(r["rows"])) for r in rows}
+    total, n_rows = ({int(r["of"]): int(r[c] or 0) for r in rows} for c in ("total", "rows"))
     if n_reps is None:
-        n_reps, n_heads = by_tag.get(2, (0, 0))[1], by_tag.get(3, (0, 0))[1]
-    compared = by_tag.get(0, (0, 0))[0]
-    counts = {"candidates": by_tag.get(1, (0, 0))[1], "verified": by_tag.get(1, (0, 0))[0]}
+        n_reps, n_heads = n_rows.get(2, 0), n_rows.get(3, 0)
     edges = checked.where(F.col("jaccard") >= spec.min_jaccard).select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst"))
     stats = {
         **spec.describe(),
@@ -115,8 +113,8 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
         "short_fingerprints": n_heads,
         "tables": len(plan.tables),
         "key_bits": plan.key_bits(),
-        "pairs_compared": int(compared),
-        "candidate_pairs": int(counts["candidates"] or 0),
-        "verified_pairs": int(counts["verified"] or 0),
+        "pairs_compared": total.get(0, 0),
+        "candidate_pairs": n_rows.get(1, 0),
+        "verified_pairs": total.get(1, 0),
     }
     return edges, stats
