@@ -144,8 +144,7 @@ def reliable_checkpoint(df: DataFrame) -> DataFrame:
 @dataclass
 class Fingerprinted:
     docs: DataFrame  # id, rank, bad-row flags, fingerprint, n_features[, signature][, short_fingerprint, short_text]
-    stats: dict  # input_rows, null_text, no_features, invalid_utf8, truncated, truncated_records, fingerprinted,
-    # short_pages
+    stats: dict  # the pass's counts: input_rows, the bad-row flags, fingerprinted, short_pages
     spec: FeatureSpec  # with the corpus idf table for weighting tfidf-corpus
 
 

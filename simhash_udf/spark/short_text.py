@@ -75,8 +75,9 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
         .agg(F.min(F.struct("id", "fingerprint", "short_text")).alias("h"))
         .select("short_fingerprint", "h.fingerprint", "h.short_text")
     )
-    if 0 <= short_pages < first_plan_change(spec.k):
-        plan, n_reps = choose_plan(short_pages, spec.k), None  # the heads' plan: they are fewer
+    heads_counted_last = 0 <= short_pages < first_plan_change(spec.k)
+    if heads_counted_last:
+        plan = choose_plan(short_pages, spec.k)  # the heads' plan: they are fewer
     else:
         sizes = reps.agg(F.count(F.lit(1)).alias("reps"), F.count_distinct("short_fingerprint").alias("heads")).first()
         n_reps, n_heads = int(sizes["reps"]), int(sizes["heads"])  # one pass: a head per short fingerprint
@@ -94,17 +95,17 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
             .select(F.col("fingerprint").alias("fp_a"), "fp_b", F.col("short_text").alias("text_a"), "text_b"))
     checked = keep(with_jaccard(near.unionByName(same), spec.char_ngram))
     # one aggregation of tagged rows (one shuffle): 0 the pairs compared, 1 the candidates checked and verified,
-    # and when not counted above 2 the representatives and 3 the heads (one per short fingerprint)
+    # and when not counted first 2 the representatives and 3 the heads (one per short fingerprint)
     tagged = [pair_rows.select(F.lit(0).alias("of"), F.col("compared").alias("n")),
               checked.select(F.lit(1).alias("of"), (F.col("jaccard") >= spec.min_jaccard).cast("long").alias("n"))]
-    if n_reps is None:
+    if heads_counted_last:
         tagged += [reps.select(F.lit(2).alias("of"), F.lit(1).cast("long").alias("n")),
                    heads.select(F.lit(3).alias("of"), F.lit(1).cast("long").alias("n"))]
     with group_batches(docs.sparkSession):  # one action for all the counts
         rows = reduce(DataFrame.unionByName, tagged).groupBy("of").agg(
             F.sum("n").alias("total"), F.count(F.lit(1)).alias("rows")).collect()
     total, n_rows = ({int(r["of"]): int(r[c] or 0) for r in rows} for c in ("total", "rows"))
-    if n_reps is None:
+    if heads_counted_last:
         n_reps, n_heads = n_rows.get(2, 0), n_rows.get(3, 0)
     edges = checked.where(F.col("jaccard") >= spec.min_jaccard).select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst"))
     stats = {
