@@ -254,6 +254,27 @@ AFTER_KILL = {"begin": "a", "unmark_old": None, "move_old_aside": None, "move_ne
               "drop_old": "b"}
 
 
+# The step after which the next run is the whole job (the one that leaves most behind: DIR gone, the old run aside
+# and the new one staged). After the others it is the job's output steps alone (replace_as_the_job_does), which
+# is where the job takes over a lock and removes leftovers; a whole run there cost ~13 s each.
+WHOLE_JOB_AFTER = "move_old_aside"
+
+
+def replace_as_the_job_does(spark, out, finished_run, token):
+    """What pipeline.run does with DIR, around its stages: check it, take the lock (removing what dead runs
+    left), check again, stage the new run (here a copy of a finished one), commit and release."""
+    target = OutputDir(spark, str(out), token=token)
+    target.check_writable(True)
+    target.acquire(600)
+    try:
+        target.check_writable(True)
+        shutil.copytree(finished_run, target.staging)
+        os.remove(os.path.join(target.staging, "_SUCCESS"))
+        target.commit()
+    finally:
+        target.release()
+
+
 @pytest.mark.parametrize("step", COMMIT_STEPS)
 def test_kill_after_each_commit_step(spark, runs, killed_commits, step):
     """Old code deleted DIR and then renamed the staging directory into it: a kill during the delete left DIR
@@ -273,8 +294,11 @@ def test_kill_after_each_commit_step(spark, runs, killed_commits, step):
         with pytest.raises(DedupError, match=message + ".*pass --overwrite"):
             job(spark, "--input", runs["in_b"], "--output", out)
     # the next scheduled run (the DAG passes --overwrite) takes over the dead run's lock, removes what it left
-    # and replaces DIR
-    job(spark, "--input", runs["in_b"], "--output", out, "--overwrite")
+    # and replaces DIR: the job itself after one step, its output steps alone after the others
+    if step == WHOLE_JOB_AFTER:
+        job(spark, "--input", runs["in_b"], "--output", out, "--overwrite")
+    else:
+        replace_as_the_job_does(spark, out, runs["b"], f"next{COMMIT_STEPS.index(step):08d}")
     assert leftovers(out) == []
     assert os.path.exists(out / "_SUCCESS")
     assert parquet_rows(out / "clusters").equals(parquet_rows(runs["b"] / "clusters"))
