@@ -41,7 +41,7 @@ AIRFLOW = {"test_airflow.py"}
 # over ~20 s each on the 2-core CI machine (pytest --durations): skip them with -m "not slow"
 SLOW = {"test_executor_killed_mid_job", "test_executors_import_the_shipped_zip", "test_clusters_equal_brute_force_components",
         "test_bad_shapes_converge_in_few_rounds", "test_random_graphs_match_union_find",
-        "test_each_day_equals_one_run_over_all_days", "test_keep_policies", "test_groups_cut_across_arrow_batches_stay_exact",
+        "test_each_day_equals_one_run_over_all_days", "test_groups_cut_across_arrow_batches_stay_exact",
         "test_verified_mode_equals_brute_force_definition", "test_dag_loads_with_the_day_that_just_ended"}
 
 
@@ -50,7 +50,7 @@ SLOW = {"test_executor_killed_mid_job", "test_executors_import_the_shipped_zip",
 # collection (--dist loadfile --no-loadscope-reorder), each process taking the next file when it is done with one:
 # the longest first keeps the two busy until the end (xdist's own order, by number of tests, left test_cluster.py
 # and test_history.py, few tests but minutes, for last). Files not listed take a few seconds and come last.
-FILE_SECONDS = {"test_job.py": 290, "test_output_safety.py": 195, "test_cluster.py": 160, "test_history.py": 140,
+FILE_SECONDS = {"test_job.py": 265, "test_output_safety.py": 195, "test_cluster.py": 160, "test_history.py": 140,
                 "test_verified.py": 111, "test_exactness.py": 81, "test_short_text.py": 72, "test_bands.py": 68,
                 "test_inputs.py": 66, "test_components.py": 61, "test_star.py": 54, "test_api.py": 45,
                 "test_airflow.py": 30, "test_report_html.py": 25, "test_pairs.py": 23, "test_candidates.py": 22,
