@@ -24,10 +24,18 @@ import pyspark
 SPARK_HOME = os.path.dirname(pyspark.__file__)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list[int]:
+    """n different free ports on 127.0.0.1. The sockets are held until all n are bound: one at a time, a port
+    released could be handed out again (a worker was once given the master UI's port, bound it first, and the
+    master's UI moved to the next port, where nobody looked for it)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 class StandaloneCluster:
@@ -35,8 +43,11 @@ class StandaloneCluster:
         self.root = os.path.abspath(root)
         self.n_workers, self.cores, self.memory = workers, cores, memory
         self.procs: list[subprocess.Popen] = []
-        self.port, self.ui_port = free_port(), free_port()
-        self.worker_ports: list[int] = []
+        # the master's two ports, then each worker's RPC and UI port
+        ports = free_ports(2 + 2 * workers)
+        self.port, self.ui_port = ports[:2]
+        self.worker_ports = ports[2::2]
+        self._worker_ui_ports = ports[3::2]
         self.url = f"spark://127.0.0.1:{self.port}"
 
     def _env(self) -> dict:
@@ -59,13 +70,11 @@ class StandaloneCluster:
         os.makedirs(self.root, exist_ok=True)
         self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                     "--port", str(self.port), "--webui-port", str(self.ui_port))
-        for w in range(self.n_workers):
-            port = free_port()
-            self.worker_ports.append(port)
+        for w, (port, ui_port) in enumerate(zip(self.worker_ports, self._worker_ui_ports)):
             work = os.path.join(self.root, f"worker-{w}")
             os.makedirs(work, exist_ok=True)
             self._spawn(f"worker-{w}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                        "--port", str(port), "--webui-port", str(free_port()), "--cores", str(self.cores),
+                        "--port", str(port), "--webui-port", str(ui_port), "--cores", str(self.cores),
                         "--memory", self.memory, "--work-dir", work, self.url)
         deadline = time.time() + timeout
         while time.time() < deadline:
