@@ -45,11 +45,12 @@ SLOW = {"test_executor_killed_mid_job", "test_executors_import_the_shipped_zip",
         "test_verified_mode_equals_brute_force_definition", "test_dag_loads_with_the_day_that_just_ended"}
 
 
-# Seconds per test file on the 2-core CI machine (pytest --durations=0 summed per file, 2026-11-27), the first
-# Spark test's session start not counted. scripts/test.sh hands whole files to two processes in the order of
-# collection (--dist loadfile --no-loadscope-reorder), each process taking the next file when it is done with one:
-# the longest first keeps the two busy until the end (xdist's own order, by number of tests, left test_cluster.py
-# and test_history.py, few tests but minutes, for last). Files not listed take a few seconds and come last.
+# Seconds per test file on the 2-core CI machine (pytest --durations=0 summed per file, 2026-11-27, less what
+# that session's changes took out; the session start in a file's first Spark test included). scripts/test.sh
+# hands whole files to two processes in the order of collection (--dist loadfile --no-loadscope-reorder), each
+# process taking the next file when it is done with one: the longest first keeps the two busy until the end
+# (xdist's own order, by number of tests, left test_cluster.py and test_history.py, few tests but minutes, for
+# last). Files not listed take a few seconds and come last.
 FILE_SECONDS = {"test_job.py": 265, "test_output_safety.py": 195, "test_cluster.py": 160, "test_history.py": 140,
                 "test_verified.py": 111, "test_exactness.py": 81, "test_short_text.py": 72, "test_bands.py": 68,
                 "test_inputs.py": 66, "test_components.py": 61, "test_star.py": 54, "test_api.py": 45,
