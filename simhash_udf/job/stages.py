@@ -377,7 +377,7 @@ def _near_duplicate_clusters(
             edges = edges.unionByName(short_edges)
 
     with timer("components") as counts:
-        roots, rounds = connected_components(edges, checkpoint, max_rounds)
+        roots, rounds, n_roots = connected_components(edges, checkpoint, max_rounds)
         counts["rounds"] = rounds
 
     with timer("resolve") as counts:
@@ -387,7 +387,7 @@ def _near_duplicate_clusters(
             if history is not None:
                 fixed = related.where(F.col("kept_signature").isNotNull() | F.lit(verify is None)).select(
                     "fingerprint", "h_cluster", "h_kept_date", F.col("kept_signature").alias("signature"))
-            assigned = verified_clusters(units, roots, verify, fixed, n_related if history is not None else -1)
+            assigned = verified_clusters(units, roots, verify, fixed, n_related if history is not None else -1, n_roots)
             n_assigned = -1
             if large:  # cached and counted: the split pages are not partitioned by fingerprint, and a broadcast of
                 # the assignments, when few, spares them a shuffle

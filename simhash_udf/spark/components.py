@@ -40,14 +40,18 @@ def small_star(edges: DataFrame) -> DataFrame:
     return oriented(moved.unionByName(own), "a", "b")
 
 
-def unfinished_nodes(edges: DataFrame) -> int:
-    """Nodes that still break the star-forest shape (a child with two parents, or a parent with one)."""
+def unfinished_nodes(edges: DataFrame) -> tuple[int, int]:
+    """Nodes that still break the star-forest shape (a child with two parents, or a parent with one), and
+    the edges (each child's parents summed), in one Spark action: when no node is unfinished, the edges are
+    the (node, root) rows, and their count spares resolve an action of its own."""
     as_child = edges.select(F.col("u").alias("n"), F.lit(1).alias("child"), F.lit(0).alias("parent"))
     as_parent = edges.select(F.col("v").alias("n"), F.lit(0).alias("child"), F.lit(1).alias("parent"))
     per_node = as_child.unionByName(as_parent).groupBy("n").agg(
         F.sum("child").alias("parents"), F.max("parent").alias("is_parent")
     )
-    return per_node.where((F.col("parents") > 1) | ((F.col("parents") >= 1) & (F.col("is_parent") == 1))).count()
+    unfinished = (F.col("parents") > 1) | ((F.col("parents") >= 1) & (F.col("is_parent") == 1))
+    row = per_node.agg(F.count(F.when(unfinished, True)).alias("unfinished"), F.sum("parents").alias("edges")).first()
+    return int(row["unfinished"]), int(row["edges"] or 0)
 
 
 def connected_components(
@@ -56,9 +60,10 @@ def connected_components(
     max_rounds: int = 200,
     src: str = "src",
     dst: str = "dst",
-) -> tuple[DataFrame, int]:
+) -> tuple[DataFrame, int, int]:
     """(node, root) for every node that is not the smallest of its component (root is that smallest
-    node; roots and isolated nodes are their own root and are not listed), and the rounds it took."""
+    node; roots and isolated nodes are their own root and are not listed), the rounds it took, and how many
+    (node, root) rows there are (counted by the last round's check)."""
 
     def checkpointed(df: DataFrame) -> DataFrame:
         """The rounds' aggregations group by a node (most have one or two edges): planned in one phase, as the
@@ -69,8 +74,9 @@ def connected_components(
     e = checkpointed(oriented(edges, src, dst))
     for rounds in range(1, max_rounds + 1):
         e = checkpointed(small_star(large_star(e)))
-        if unfinished_nodes(e) == 0:
-            return e.select(F.col("u").alias("node"), F.col("v").alias("root")), rounds
+        unfinished, n_edges = unfinished_nodes(e)
+        if unfinished == 0:
+            return e.select(F.col("u").alias("node"), F.col("v").alias("root")), rounds, n_edges
     raise DedupError(
         f"connected components did not converge in {max_rounds} rounds: raise --max-component-rounds"
     )

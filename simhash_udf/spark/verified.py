@@ -218,12 +218,13 @@ def fingerprint_signatures(docs_u: DataFrame) -> DataFrame:
 
 
 def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | None,
-                      fixed: DataFrame | None = None, fixed_rows: int = -1) -> DataFrame:
+                      fixed: DataFrame | None = None, fixed_rows: int = -1, root_rows: int = -1) -> DataFrame:
     """units: (fingerprint, signature, short_text, best, fp_units) with best = min (rank, id) of the unit's
     pages and fp_units the units of its fingerprint (units_of);
     roots: (node, root) of the components; fixed (with --history): (fingerprint, h_cluster, h_kept_date,
     signature) of the history fingerprints in the search, signature = that of their cluster's kept page;
-    fixed_rows: a bound on fixed's rows if known (-1: not), for a broadcast.
+    fixed_rows: a bound on fixed's rows if known (-1: not), for a broadcast; root_rows: roots' rows if known
+    (connected_components counts them; -1: counted here).
     Returns (fingerprint, unit_id, kept_id, h_cluster, h_kept_date) for each unit that shares its component
     with another unit or an earlier cluster: unit_id = its best page's id, kept_id the best page of its centre
     unit, or h_cluster/h_kept_date when its centre is an earlier run's kept page. Every other unit is its own
@@ -242,7 +243,7 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     linked_nodes = roots.unionByName(roots.select(F.col("root").alias("node"), "root").distinct())
     # the graph's nodes (at most twice roots' rows) are few next to the units: broadcast when known small,
     # the units are then not sorted to meet them (4M fingerprints: this function 15.4 -> 12.2 s)
-    n_linked = 2 * roots.count()
+    n_linked = 2 * (root_rows if root_rows >= 0 else roots.count())
     # One pass over the units, signatures included, keeps those that can share a component with another unit:
     # the units in the graph (all units of one fingerprint are, or none), and the units of a fingerprint with
     # several units (fp_units, counted by with_units), whose component outside the graph is their fingerprint.
