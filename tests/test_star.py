@@ -82,3 +82,11 @@ def test_cluster_shape_equals_its_definition(spark, pages, members):
     rows += [(100 + j, cid, True, None if low is None else (base.get(cid) or 0) ^ low) for j, (cid, low) in enumerate(members)]
     df = spark.createDataFrame(rows, "id long, cluster_id long, is_duplicate boolean, fingerprint long").repartition(3)
     assert cluster_shape(df) == shape_reference(rows)
+    # the job's verified clusters carry kept_fp, the kept page's fingerprint (null when not among the rows), and
+    # only the duplicates are grouped; there a kept page with duplicates always has a fingerprint
+    with_dups = {cid for _, cid, dup, _ in rows if dup}
+    rows = [(i, cid, dup, 0 if fp is None and not dup and i in with_dups else fp) for i, cid, dup, fp in rows]
+    kept = {i: fp for i, _, dup, fp in rows if not dup}
+    df = spark.createDataFrame([(*r, kept.get(r[1])) for r in rows],
+                               "id long, cluster_id long, is_duplicate boolean, fingerprint long, kept_fp long")
+    assert cluster_shape(df.repartition(3)) == shape_reference(rows)

@@ -15,6 +15,7 @@ from reference import (
     components_of,
     planted_fingerprints,
     planted_signatures,
+    shape_reference,
     within_k_pairs,
 )
 
@@ -114,8 +115,12 @@ def cluster(spark, tmp_path_factory):
                 cluster_mode=mode, verify=verify, history=history, run_date="2026-11-23" if history is not None else "",
                 n_pages=n_pages)
             clusters, stats = found.clusters, found.stats
-            rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id
-                    for r in clusters.collect()}
+            collected = clusters.collect()
+            rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id for r in collected}
+            # the report's sizes and chaining (from kept_fp in verified mode) equal their definition on these rows
+            sizes, chaining = shape_reference([(r.id, r.cluster_id, r.is_duplicate, r.fingerprint) for r in collected])
+            assert found.histogram == sizes
+            assert stats["max_distance_to_kept"] == {str(d): chaining[d] for d in sorted(chaining)}
             run.last_plan = clusters._jdf.queryExecution().executedPlan().toString()
         for d in persisted:
             d.unpersist()

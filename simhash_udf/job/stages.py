@@ -156,7 +156,7 @@ class ShortText:
 
 @dataclass
 class Clustered:
-    clusters: DataFrame  # id, fingerprint, cluster_id, is_duplicate, signature[, kept_run_date]
+    clusters: DataFrame  # id, fingerprint, cluster_id, is_duplicate, signature[, kept_run_date][, kept_fp]
     histogram: dict[int, int]  # cluster size -> clusters
     stats: dict  # pair statistics, table plan, chaining
 
@@ -449,7 +449,8 @@ def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run
     """Each page's cluster from its unit's centre (verified_pairs.verified_clusters; n_assigned rows, -1: not
     known): the best page of the centre unit, or an earlier run's cluster; pages without a fingerprint are
     clusters of their own. With a run date (--history) also kept_run_date. Keeps the page's signature (for
-    clusters/ and the history)."""
+    clusters/ and the history), and adds kept_fp: the kept page's fingerprint, null when it is an earlier run's
+    (star.cluster_shape)."""
     # joined on the fingerprint alone, then the unit, so that only the per-unit assignments move: broadcast
     # when known to be few (joins.is_small), or by a sort-merge join, which moves the assignments alone when the
     # pages are partitioned by fingerprint (with_units, unless split). A unit without an
@@ -465,8 +466,11 @@ def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run
     earlier = F.col("h_cluster").isNotNull()
     kept = F.coalesce("kept_id", F.when(F.col("fingerprint").isNotNull(), F.col("unit.id")), "id")
     cluster_id = F.when(earlier, F.col("h_cluster").cast(id_type)).otherwise(kept)
+    # kept_fp: the kept page's fingerprint when it is among this run's pages (cluster_shape groups the duplicates
+    # alone with it, instead of every page by cluster)
+    kept_fp = F.when(~earlier, F.coalesce("kept_fingerprint", "fingerprint"))
     cols = [F.col("id"), F.col("fingerprint"), cluster_id.alias("cluster_id"),
-            (earlier | (F.col("id") != kept)).alias("is_duplicate"), F.col("signature")]
+            (earlier | (F.col("id") != kept)).alias("is_duplicate"), F.col("signature"), kept_fp.alias("kept_fp")]
     if run_date is not None:
         cols.append(F.when(earlier, F.col("h_kept_date")).otherwise(F.lit(run_date)).alias("kept_run_date"))
     return joined.select(*cols)

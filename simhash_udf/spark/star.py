@@ -39,16 +39,46 @@ def resolve_clusters(docs: DataFrame, roots: DataFrame) -> DataFrame:
 
 
 def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int]]:
-    """The clusters' sizes and their chaining, in one Spark job: {size: clusters}, and {distance: clusters}
+    """The clusters' sizes and their chaining, in one Spark action: {size: clusters}, and {distance: clusters}
     where distance is, for each cluster with duplicates, the largest Hamming distance between a member's
     fingerprint and its kept page's. Transitive closure can join pages far more than k apart through a chain
     of near pairs; this shows how far it went. Clusters whose kept page is not among these rows (an earlier
-    run's, with --history) are left out of the distances."""
+    run's, with --history) are left out of the distances.
+
+    With a `kept_fp` column (the kept page's fingerprint on every row, null when the kept page is not among the
+    rows: stages.resolve_verified; a kept page with duplicates has a fingerprint, since duplicates are found
+    through fingerprints), only the duplicates are grouped by cluster, and the clusters of one page are the kept
+    pages left over. Without it, every row is grouped by cluster and the kept page's fingerprint
+    found by a window (10M pages: that grouping took ~24 core-seconds, the duplicates are ~7% of the rows)."""
+    if "kept_fp" not in clusters.columns:
+        return _shape_of_groups(_groups_by_window(clusters))
+    dups = clusters.where(F.col("is_duplicate"))
+    per_cluster = dups.groupBy("cluster_id").agg(
+        F.count(F.lit(1)).alias("dups"), F.max(F.col("kept_fp").isNotNull().cast("int")).alias("kept_here"),
+        F.max(F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp")))).alias("d"))
+    groups = per_cluster.groupBy((F.col("dups") + F.col("kept_here")).alias("size"), "d").agg(
+        F.count(F.lit(1)).alias("n"), F.sum("kept_here").alias("kept_here"))
+    kept = clusters.where(~F.col("is_duplicate")).agg(F.count(F.lit(1)).alias("n")).select(
+        F.lit(None).cast("long").alias("size"), F.lit(None).cast("int").alias("d"), "n",
+        F.lit(None).cast("long").alias("kept_here"))
+    rows = groups.unionByName(kept).collect()
+    kept_pages = next(int(r["n"]) for r in rows if r["size"] is None)
+    rows = [r for r in rows if r["size"] is not None]
+    # a kept page whose cluster has no duplicate among the rows is a cluster of one
+    alone = kept_pages - sum(int(r["kept_here"]) for r in rows)
+    return _shape_of_groups(rows + ([{"size": 1, "d": None, "n": alone}] if alone else []))
+
+
+def _groups_by_window(clusters: DataFrame) -> list:
+    """(size, d, n) rows: clusters by their size and largest distance of a duplicate to the kept page."""
     kept_fp = F.max(F.when(~F.col("is_duplicate"), F.col("fingerprint"))).over(Window.partitionBy("cluster_id"))
     far = F.when(F.col("is_duplicate"), F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp"))))
     per_cluster = clusters.select("cluster_id", "is_duplicate", "fingerprint", kept_fp.alias("kept_fp")).groupBy(
         "cluster_id").agg(F.count(F.lit(1)).alias("size"), F.max(far).alias("d"))
-    rows = per_cluster.groupBy("size", "d").agg(F.count(F.lit(1)).alias("n")).collect()
+    return per_cluster.groupBy("size", "d").agg(F.count(F.lit(1)).alias("n")).collect()
+
+
+def _shape_of_groups(rows) -> tuple[dict[int, int], dict[int, int]]:
     sizes: dict[int, int] = {}
     chaining: dict[int, int] = {}
     for r in rows:

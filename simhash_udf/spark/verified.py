@@ -147,6 +147,8 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
         "kept_id": pa.compute.if_else(by_fixed, pa.scalar(None, kept.type), kept),
         "h_cluster": table.column("h_cluster").take(centre),
         "h_kept_date": table.column("h_kept_date").take(centre),
+        # the kept page's fingerprint (its unit's; an earlier cluster's rows have none): for the report's chaining
+        "kept_fingerprint": table.column("fingerprint").take(centre),
     })
     yield from out.combine_chunks().to_batches()
 
@@ -225,9 +227,10 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     signature) of the history fingerprints in the search, signature = that of their cluster's kept page;
     fixed_rows: a bound on fixed's rows if known (-1: not), for a broadcast; root_rows: roots' rows if known
     (connected_components counts them; -1: counted here).
-    Returns (fingerprint, unit_id, kept_id, h_cluster, h_kept_date) for each unit that shares its component
-    with another unit or an earlier cluster: unit_id = its best page's id, kept_id the best page of its centre
-    unit, or h_cluster/h_kept_date when its centre is an earlier run's kept page. Every other unit is its own
+    Returns (fingerprint, unit_id, kept_id, h_cluster, h_kept_date, kept_fingerprint) for each unit that shares
+    its component with another unit or an earlier cluster: unit_id = its best page's id, kept_id the best page of
+    its centre unit and kept_fingerprint that unit's fingerprint, or h_cluster/h_kept_date when its centre is an
+    earlier run's kept page. Every other unit is its own
     cluster, kept by its best page, and gets no row (all units of one fingerprint share a component, so
     either all or none of them have a row).
 
@@ -285,5 +288,6 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     runs = rows.repartition("comp").sortWithinPartitions("comp", "pos")
     out_schema = StructType([runs.schema[c] for c in ("fingerprint", "unit_id")]
                             + [StructField("kept_id", runs.schema["unit_id"].dataType, True)]
-                            + [runs.schema[c] for c in ("h_cluster", "h_kept_date")])
+                            + [runs.schema[c] for c in ("h_cluster", "h_kept_date")]
+                            + [StructField("kept_fingerprint", LongType(), True)])
     return runs.mapInArrow(lambda batches: component_centres(batches, spec), out_schema)
