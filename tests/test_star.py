@@ -67,7 +67,7 @@ def test_star_equals_brute_force(cluster, seed, k, partitions):
     assert len(set(got.values())) >= len(set(transitive.values()))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 5), st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))), max_size=6,
                 unique_by=lambda t: t[0]),
        st.lists(st.tuples(st.integers(0, 7), st.one_of(st.none(), st.integers(0, 255))), max_size=40))

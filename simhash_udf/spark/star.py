@@ -47,22 +47,24 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int]]:
 
     With a `kept_fp` column (the kept page's fingerprint on every row, null when the kept page is not among the
     rows: stages.resolve_verified; a kept page with duplicates has a fingerprint, since duplicates are found
-    through fingerprints), only the duplicates are grouped by cluster, and the clusters of one page are the kept
-    pages left over. Without it, every row is grouped by cluster and the kept page's fingerprint
-    found by a window (10M pages: that grouping took ~24 core-seconds, the duplicates are ~7% of the rows)."""
+    through fingerprints), only the duplicates are grouped by cluster (the kept pages are counted as one group),
+    and the clusters of one page are the kept pages left over. Without it, every row is grouped by cluster and
+    the kept page's fingerprint found by a window (10M pages: that took ~24 core-seconds; the duplicates are ~7%
+    of the rows)."""
     if "kept_fp" not in clusters.columns:
         return _shape_of_groups(_groups_by_window(clusters))
-    dups = clusters.where(F.col("is_duplicate"))
-    per_cluster = dups.groupBy("cluster_id").agg(
-        F.count(F.lit(1)).alias("dups"), F.max(F.col("kept_fp").isNotNull().cast("int")).alias("kept_here"),
+    # one aggregation: each duplicate's cluster, and the kept pages as one group (keyed null, so that each map
+    # task sends one row of it) whose count is the kept pages
+    dup = F.col("is_duplicate")
+    per_cluster = clusters.groupBy(F.when(dup, F.col("cluster_id")).alias("c")).agg(
+        F.count(F.lit(1)).alias("rows"), F.max(F.col("kept_fp").isNotNull().cast("int")).alias("kept_here"),
         F.max(F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp")))).alias("d"))
-    groups = per_cluster.groupBy((F.col("dups") + F.col("kept_here")).alias("size"), "d").agg(
-        F.count(F.lit(1)).alias("n"), F.sum("kept_here").alias("kept_here"))
-    kept = clusters.where(~F.col("is_duplicate")).agg(F.count(F.lit(1)).alias("n")).select(
-        F.lit(None).cast("long").alias("size"), F.lit(None).cast("int").alias("d"), "n",
-        F.lit(None).cast("long").alias("kept_here"))
-    rows = groups.unionByName(kept).collect()
-    kept_pages = next(int(r["n"]) for r in rows if r["size"] is None)
+    of_dups = F.col("c").isNotNull()
+    rows = per_cluster.groupBy(F.when(of_dups, F.col("rows") + F.col("kept_here")).alias("size"),
+                               F.when(of_dups, F.col("d")).alias("d")).agg(
+        F.count(F.lit(1)).alias("n"), F.sum(F.when(of_dups, F.col("kept_here"))).alias("kept_here"),
+        F.sum(F.when(~of_dups, F.col("rows"))).alias("kept_pages")).collect()
+    kept_pages = sum(int(r["kept_pages"] or 0) for r in rows if r["size"] is None)
     rows = [r for r in rows if r["size"] is not None]
     # a kept page whose cluster has no duplicate among the rows is a cluster of one
     alone = kept_pages - sum(int(r["kept_here"]) for r in rows)
