@@ -230,9 +230,8 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     Returns (fingerprint, unit_id, kept_id, h_cluster, h_kept_date, kept_fingerprint) for each unit that shares
     its component with another unit or an earlier cluster: unit_id = its best page's id, kept_id the best page of
     its centre unit and kept_fingerprint that unit's fingerprint, or h_cluster/h_kept_date when its centre is an
-    earlier run's kept page. Every other unit is its own
-    cluster, kept by its best page, and gets no row (all units of one fingerprint share a component, so
-    either all or none of them have a row).
+    earlier run's kept page. Every other unit is its own cluster, kept by its best page, and gets no row (all
+    units of one fingerprint share a component, so either all or none of them have a row).
 
     Most units are alone in their component and need no signature here: only components of two or more
     units (or with earlier clusters) bring their signatures to one Python call."""
