@@ -37,8 +37,15 @@ def cluster(spark, tmp_path_factory):
         found = near_duplicate_clusters(
             docs, k=k, max_rounds=50, timer=StageTimer(), keep=lambda d: persisted.append(d.cache()) or d.cache(),
             cluster_mode=mode)
-        clusters = found.clusters
-        rows = {r.id: r.cluster_id for r in clusters.collect()}
+        collected = found.clusters.collect()
+        rows = {r.id: r.cluster_id for r in collected}
+        # kept_fp is the kept page's fingerprint on every row, and the report's sizes and chaining, made from it,
+        # equal their definition on these rows
+        fp_of = {r.id: r.fingerprint for r in collected}
+        assert {r.id: r.kept_fp for r in collected} == {r.id: fp_of[r.cluster_id] for r in collected}
+        sizes, chaining = shape_reference([(r.id, r.cluster_id, r.is_duplicate, r.fingerprint) for r in collected])
+        assert found.histogram == sizes
+        assert found.stats["max_distance_to_kept"] == {str(d): chaining[d] for d in sorted(chaining)}
         for d in persisted:
             d.unpersist()
         return rows
@@ -67,26 +74,22 @@ def test_star_equals_brute_force(cluster, seed, k, partitions):
     assert len(set(got.values())) >= len(set(transitive.values()))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 5), st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))), max_size=6,
                 unique_by=lambda t: t[0]),
        st.lists(st.tuples(st.integers(0, 7), st.one_of(st.none(), st.integers(0, 255))), max_size=40))
 @example(pages=[(1, -5)], members=[(1, 1), (1, 3), (1, None), (7, 0)])  # distances 1 and 2, and an earlier run's
 def test_cluster_shape_equals_its_definition(spark, pages, members):
     """The report's cluster sizes and chaining distances equal their definition, for kept pages absent from the
-    rows (an earlier run's: cluster ids 6-7, and 0-5 when not drawn) and fingerprints missing on either side."""
+    rows (an earlier run's: cluster ids 6-7, and 0-5 when not drawn) and fingerprints missing on either side.
+    kept_fp (every resolve adds it) is the kept page's fingerprint, null when the kept page is not among the rows;
+    a kept page with duplicates always has a fingerprint (duplicates are found through fingerprints)."""
     from simhash_udf.spark.star import cluster_shape
 
-    rows = [(i, i, False, fp) for i, fp in pages]
-    base = {i: fp for i, fp in pages}
+    with_dups = {cid for cid, _ in members}
+    rows = [(i, i, False, 0 if fp is None and i in with_dups else fp) for i, fp in pages]
+    base = {i: fp for i, _, _, fp in rows}
     rows += [(100 + j, cid, True, None if low is None else (base.get(cid) or 0) ^ low) for j, (cid, low) in enumerate(members)]
-    df = spark.createDataFrame(rows, "id long, cluster_id long, is_duplicate boolean, fingerprint long").repartition(3)
-    assert cluster_shape(df) == shape_reference(rows)
-    # the job's verified clusters carry kept_fp, the kept page's fingerprint (null when not among the rows), and
-    # only the duplicates are grouped; there a kept page with duplicates always has a fingerprint
-    with_dups = {cid for _, cid, dup, _ in rows if dup}
-    rows = [(i, cid, dup, 0 if fp is None and not dup and i in with_dups else fp) for i, cid, dup, fp in rows]
-    kept = {i: fp for i, _, dup, fp in rows if not dup}
-    df = spark.createDataFrame([(*r, kept.get(r[1])) for r in rows],
+    df = spark.createDataFrame([(*r, base.get(r[1])) for r in rows],
                                "id long, cluster_id long, is_duplicate boolean, fingerprint long, kept_fp long")
     assert cluster_shape(df.repartition(3)) == shape_reference(rows)

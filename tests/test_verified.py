@@ -117,7 +117,12 @@ def cluster(spark, tmp_path_factory):
             clusters, stats = found.clusters, found.stats
             collected = clusters.collect()
             rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id for r in collected}
-            # the report's sizes and chaining (from kept_fp in verified mode) equal their definition on these rows
+            # kept_fp is the kept page's fingerprint, null when the kept page is an earlier run's; the report's
+            # sizes and chaining, made from it, equal their definition on these rows
+            fp_of = {r.id: r.fingerprint for r in collected}
+            this_run = [history is None or r.kept_run_date == "2026-11-23" for r in collected]
+            assert [r.kept_fp for r in collected] == [fp_of[r.cluster_id] if mine else None
+                                                      for r, mine in zip(collected, this_run)]
             sizes, chaining = shape_reference([(r.id, r.cluster_id, r.is_duplicate, r.fingerprint) for r in collected])
             assert found.histogram == sizes
             assert stats["max_distance_to_kept"] == {str(d): chaining[d] for d in sorted(chaining)}

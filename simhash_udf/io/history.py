@@ -388,11 +388,12 @@ def related_band_rows(history: DataFrame, today_band_rows: DataFrame, today_fps:
 def attach_history(clusters: DataFrame, roots: DataFrame, history: DataFrame, run_date: str) -> DataFrame:
     """Re-point this run's clusters at history clusters.
 
-    clusters: (id, fingerprint, cluster_id, is_duplicate) as resolved among this run's pages; roots: (node,
-    root) of the components over this run's and the related history fingerprints; history: (fingerprint,
-    h_cluster, h_kept_date) of the related history fingerprints. A page whose component holds history
+    clusters: (id, fingerprint, cluster_id, is_duplicate, kept_fp) as resolved among this run's pages; roots:
+    (node, root) of the components over this run's and the related history fingerprints; history:
+    (fingerprint, h_cluster, h_kept_date) of the related history fingerprints. A page whose component holds history
     fingerprints becomes a duplicate of the best history cluster there (earliest kept page, then smallest
-    cluster id); the others keep their own resolution. Adds kept_run_date."""
+    cluster id); the others keep their own resolution. Adds kept_run_date; kept_fp (the kept page's
+    fingerprint, star.cluster_shape) becomes null where the kept page is an earlier run's."""
 
     def with_comp(df: DataFrame) -> DataFrame:
         return df.join(roots, df["fingerprint"] == roots["node"], "left").withColumn(
@@ -413,4 +414,5 @@ def attach_history(clusters: DataFrame, roots: DataFrame, history: DataFrame, ru
         F.when(matched, F.col("h_cluster").cast(id_type)).otherwise(F.col("cluster_id")).alias("cluster_id"),
         (matched | F.col("is_duplicate")).alias("is_duplicate"),
         F.when(matched, F.col("h_kept_date")).otherwise(F.lit(run_date)).alias("kept_run_date"),
+        F.when(~matched, F.col("kept_fp")).alias("kept_fp"),
     )

@@ -156,7 +156,7 @@ class ShortText:
 
 @dataclass
 class Clustered:
-    clusters: DataFrame  # id, fingerprint, cluster_id, is_duplicate, signature[, kept_run_date][, kept_fp]
+    clusters: DataFrame  # id, fingerprint, cluster_id, is_duplicate, signature, kept_fp[, kept_run_date]
     histogram: dict[int, int]  # cluster size -> clusters
     stats: dict  # pair statistics, table plan, chaining
 

@@ -21,19 +21,21 @@ def keep_rank(keep: str, id_col: str, text_col: str) -> Column:
 def resolve_clusters(docs: DataFrame, roots: DataFrame) -> DataFrame:
     """docs: (id, fingerprint, rank); roots: (node, root) from the components stage.
 
-    Returns (id, fingerprint, cluster_id, is_duplicate). A document without a fingerprint (no text, no
-    features) is a cluster of its own."""
+    Returns (id, fingerprint, cluster_id, is_duplicate, kept_fp), kept_fp the kept page's fingerprint
+    (cluster_shape). A document without a fingerprint (no text, no features) is a cluster of its own."""
     with_comp = docs.join(roots, docs["fingerprint"] == roots["node"], "left").select(
         "id", "fingerprint", "rank", F.coalesce("root", "fingerprint").alias("comp")
     )
+    # the id decides the minimum (ids are unique); the fingerprint rides along
+    best = F.min(F.struct("rank", "id", "fingerprint"))
     kept = (
         with_comp.where(F.col("comp").isNotNull())
         .groupBy("comp")
-        .agg(F.min(F.struct("rank", "id")).getField("id").alias("kept_id"))
+        .agg(best.getField("id").alias("kept_id"), best.getField("fingerprint").alias("kept_fp"))
     )
     return (
         with_comp.join(kept, "comp", "left")
-        .select("id", "fingerprint", F.coalesce("kept_id", "id").alias("cluster_id"))
+        .select("id", "fingerprint", F.coalesce("kept_id", "id").alias("cluster_id"), "kept_fp")
         .withColumn("is_duplicate", F.col("id") != F.col("cluster_id"))
     )
 
@@ -45,14 +47,12 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int]]:
     of near pairs; this shows how far it went. Clusters whose kept page is not among these rows (an earlier
     run's, with --history) are left out of the distances.
 
-    With a `kept_fp` column (the kept page's fingerprint on every row, null when the kept page is not among the
-    rows: stages.resolve_verified; a kept page with duplicates has a fingerprint, since duplicates are found
-    through fingerprints), only the duplicates are grouped by cluster (the kept pages are counted as one group),
-    and the clusters of one page are the kept pages left over. Without it, every row is grouped by cluster and
-    the kept page's fingerprint found by a window (10M pages: that took ~24 core-seconds; the duplicates are ~7%
-    of the rows)."""
-    if "kept_fp" not in clusters.columns:
-        return _shape_of_groups(_groups_by_window(clusters))
+    clusters: (cluster_id, is_duplicate, fingerprint, kept_fp), kept_fp the kept page's fingerprint on every
+    row, null when the kept page is not among the rows (every resolve adds it: resolve_clusters, star_clusters,
+    stages.resolve_verified, history.attach_history). A kept page with duplicates has a fingerprint (duplicates
+    are found through fingerprints), so only the duplicates are grouped by cluster, and the clusters of one page
+    are the kept pages left over. (Every page grouped by cluster, with the kept page's fingerprint found by a
+    window, took ~24 core-seconds at 10M pages, of which the duplicates are ~7%.)"""
     # one aggregation: each duplicate's cluster, and the kept pages as one group (keyed null, so that each map
     # task sends one row of it) whose count is the kept pages
     dup = F.col("is_duplicate")
@@ -71,15 +71,6 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int]]:
     return _shape_of_groups(rows + ([{"size": 1, "d": None, "n": alone}] if alone else []))
 
 
-def _groups_by_window(clusters: DataFrame) -> list:
-    """(size, d, n) rows: clusters by their size and largest distance of a duplicate to the kept page."""
-    kept_fp = F.max(F.when(~F.col("is_duplicate"), F.col("fingerprint"))).over(Window.partitionBy("cluster_id"))
-    far = F.when(F.col("is_duplicate"), F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp"))))
-    per_cluster = clusters.select("cluster_id", "is_duplicate", "fingerprint", kept_fp.alias("kept_fp")).groupBy(
-        "cluster_id").agg(F.count(F.lit(1)).alias("size"), F.max(far).alias("d"))
-    return per_cluster.groupBy("size", "d").agg(F.count(F.lit(1)).alias("n")).collect()
-
-
 def _shape_of_groups(rows) -> tuple[dict[int, int], dict[int, int]]:
     sizes: dict[int, int] = {}
     chaining: dict[int, int] = {}
@@ -92,7 +83,7 @@ def _shape_of_groups(rows) -> tuple[dict[int, int], dict[int, int]]:
 
 def star_clusters(docs: DataFrame, roots: DataFrame, k: int) -> DataFrame:
     """Like resolve_clusters, in star mode (star.py): inside each component, greedy centres in keep order;
-    a page is a duplicate of the best page of its centre's fingerprint, always within k of it. Components
+    a page is a duplicate of the best page of its centre's fingerprint (kept_fp), always within k of it. Components
     of one fingerprint skip the greedy step; a component's distinct fingerprints go to one Python worker."""
     with_comp = docs.join(roots, docs["fingerprint"] == roots["node"], "left").select(
         "id", "fingerprint", "rank", F.coalesce("root", "fingerprint").alias("comp")
@@ -121,6 +112,6 @@ def star_clusters(docs: DataFrame, roots: DataFrame, k: int) -> DataFrame:
     return (
         docs.join(fp_centre, "fingerprint", "left")
         .join(kept_of, "centre", "left")
-        .select("id", "fingerprint", F.coalesce("kept_id", "id").alias("cluster_id"))
+        .select("id", "fingerprint", F.coalesce("kept_id", "id").alias("cluster_id"), F.col("centre").alias("kept_fp"))
         .withColumn("is_duplicate", F.col("id") != F.col("cluster_id"))
     )
