@@ -259,3 +259,14 @@ def shape_reference(rows):
         if dup and fp is not None and kept.get(cid) is not None:
             far[cid] = max(far.get(cid, 0), hamming(fp, kept[cid]))
     return dict(Counter(members.values())), dict(Counter(far.values()))
+
+
+def check_kept_fp_and_shape(collected, histogram, stats, kept_elsewhere=lambda row: False):
+    """The resolved clusters' rows (collected Spark rows) carry kept_fp, their kept page's fingerprint (None
+    where kept_elsewhere(row): an earlier run's kept page), and the report's sizes and chaining made from it
+    (histogram, stats["max_distance_to_kept"]) equal shape_reference on these rows."""
+    fp_of = {r.id: r.fingerprint for r in collected}
+    assert [r.kept_fp for r in collected] == [None if kept_elsewhere(r) else fp_of[r.cluster_id] for r in collected]
+    sizes, chaining = shape_reference([(r.id, r.cluster_id, r.is_duplicate, r.fingerprint) for r in collected])
+    assert histogram == sizes
+    assert stats["max_distance_to_kept"] == {str(d): chaining[d] for d in sorted(chaining)}

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
-from reference import brute_force_clusters, brute_force_star, planted_fingerprints, shape_reference
+from reference import brute_force_clusters, brute_force_star, check_kept_fp_and_shape, planted_fingerprints, shape_reference
 
 from simhash_udf.core.star import star_centres
 from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
@@ -39,13 +39,7 @@ def cluster(spark, tmp_path_factory):
             cluster_mode=mode)
         collected = found.clusters.collect()
         rows = {r.id: r.cluster_id for r in collected}
-        # kept_fp is the kept page's fingerprint on every row, and the report's sizes and chaining, made from it,
-        # equal their definition on these rows
-        fp_of = {r.id: r.fingerprint for r in collected}
-        assert {r.id: r.kept_fp for r in collected} == {r.id: fp_of[r.cluster_id] for r in collected}
-        sizes, chaining = shape_reference([(r.id, r.cluster_id, r.is_duplicate, r.fingerprint) for r in collected])
-        assert found.histogram == sizes
-        assert found.stats["max_distance_to_kept"] == {str(d): chaining[d] for d in sorted(chaining)}
+        check_kept_fp_and_shape(collected, found.histogram, found.stats)
         for d in persisted:
             d.unpersist()
         return rows

@@ -12,10 +12,10 @@ from reference import (
     agreeing,
     brute_force_clusters,
     brute_force_verified,
+    check_kept_fp_and_shape,
     components_of,
     planted_fingerprints,
     planted_signatures,
-    shape_reference,
     within_k_pairs,
 )
 
@@ -117,15 +117,8 @@ def cluster(spark, tmp_path_factory):
             clusters, stats = found.clusters, found.stats
             collected = clusters.collect()
             rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id for r in collected}
-            # kept_fp is the kept page's fingerprint, null when the kept page is an earlier run's; the report's
-            # sizes and chaining, made from it, equal their definition on these rows
-            fp_of = {r.id: r.fingerprint for r in collected}
-            this_run = [history is None or r.kept_run_date == "2026-11-23" for r in collected]
-            assert [r.kept_fp for r in collected] == [fp_of[r.cluster_id] if mine else None
-                                                      for r, mine in zip(collected, this_run)]
-            sizes, chaining = shape_reference([(r.id, r.cluster_id, r.is_duplicate, r.fingerprint) for r in collected])
-            assert found.histogram == sizes
-            assert stats["max_distance_to_kept"] == {str(d): chaining[d] for d in sorted(chaining)}
+            check_kept_fp_and_shape(collected, found.histogram, stats,
+                                    lambda r: history is not None and r.kept_run_date != "2026-11-23")
             run.last_plan = clusters._jdf.queryExecution().executedPlan().toString()
         for d in persisted:
             d.unpersist()
