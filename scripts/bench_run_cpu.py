@@ -4,6 +4,8 @@ the end the JVM's CPU seconds by thread name (JIT compiler, planning, tasks, col
 
     python scripts/bench_run_cpu.py                                   # 200 pages, 5 runs, Spark's defaults
     python scripts/bench_run_cpu.py --java-options "-XX:+UseParallelGC" --conf spark.sql.codegen.cache.maxEntries=5000
+    python scripts/bench_run_cpu.py --runs 2 --input /work/bs/fps_4000000.parquet --job-args "--input-format fingerprints"
+        # a large run (bench_scale.py's input, written by it with --workdir /work/bs); the threads of the last run too
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import argparse
 import collections
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -92,25 +95,37 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--java-options", default="", help="the driver JVM's options (spark.driver.extraJavaOptions)")
     ap.add_argument("--conf", action="append", default=[], help="KEY=VALUE, a setting of the new session")
+    ap.add_argument("--input", default=None, help="the runs' input instead of --pages sample pages")
+    ap.add_argument("--job-args", default="", help="more job options, e.g. '--input-format fingerprints'")
     args = ap.parse_args()
     conf = {"spark.ui.enabled": "false", **dict(kv.split("=", 1) for kv in args.conf)}
     if args.java_options:
         conf["spark.driver.extraJavaOptions"] = args.java_options
     spark = get_spark("bench-run-cpu", master="local[2]", conf=conf)
-    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    if args.input is None:  # the sample's small runs: one shuffle partition per core
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
     spark.sparkContext.setLogLevel("ERROR")
     work = tempfile.mkdtemp(prefix="bench-run-cpu-")
-    pd.DataFrame(make_sample_corpus(args.pages, seed=17)).to_parquet(os.path.join(work, "in.parquet"))
-    print(f"{args.pages} pages, local[2], settings {conf}")
+    path = args.input
+    if path is None:
+        path = os.path.join(work, "in.parquet")
+        pd.DataFrame(make_sample_corpus(args.pages, seed=17)).to_parquet(path)
+    print(f"{path if args.input else f'{args.pages} pages'}, local[2], settings {conf}")
     print("| run | wall s | driver Python CPU s | JVM CPU s | Python workers CPU s |\n|---|---|---|---|---|")
+    threads_before = collections.Counter()
     for i in range(args.runs):
-        before, start = by_process(), time.time()
-        run(load_config(["--input", os.path.join(work, "in.parquet"), "--output", os.path.join(work, f"out{i}")]), spark)
+        before, start, threads_before = by_process(), time.time(), jvm_threads()
+        run(load_config(["--input", path, "--output", os.path.join(work, f"out{i}"), *args.job_args.split()]), spark)
         wall, after = time.time() - start, by_process()
         print(f"| {i + 1} | {wall:.1f} | " + " | ".join(f"{after[k] - before[k]:.1f}" for k in before) + " |")
+    threads = jvm_threads()
     print("\nJVM CPU seconds by thread, all runs:")
-    for name, seconds in jvm_threads().most_common(8):
+    for name, seconds in threads.most_common(8):
         print(f"  {name:32s} {seconds:7.1f}")
+    print("the last run:")
+    for name, seconds in (threads - threads_before).most_common(8):
+        print(f"  {name:32s} {seconds:7.1f}")
+    shutil.rmtree(work, ignore_errors=True)
     spark.stop()
 
 

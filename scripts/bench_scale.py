@@ -11,6 +11,7 @@ and no clusters: its time is that of the candidate search alone.
     python scripts/bench_scale.py                      # 100k, 1M, 10M
     python scripts/bench_scale.py --sizes 100000,1000000
     python scripts/bench_scale.py --no-peer            # without the peer
+    python scripts/bench_scale.py --java-options=-XX:CompileThresholdScaling=3   # session.LARGE_RUN_JAVA_OPTIONS
 
 With --compare DIR (another checkout, e.g. `git worktree add /tmp/before <commit>`), each size is also run by
 the job of DIR and again by this checkout, each in a new process (spark-submit-like: a new JVM), taking
@@ -170,7 +171,12 @@ def main() -> None:
     ap.add_argument("--compare", nargs="*", default=[], help="other checkouts to run beside this one, each in a "
                     "new process on the same inputs")
     ap.add_argument("--compare-runs", type=int, default=1, help="rounds of --compare runs; each checkout's best")
+    ap.add_argument("--java-options", default=None, help="JVM options of the runs' JVMs (SIMHASH_DEDUP_JAVA_OPTIONS; "
+                    "a --compare checkout older than it ignores them), e.g. session.LARGE_RUN_JAVA_OPTIONS; "
+                    "default: the environment's")
     args = ap.parse_args()
+    if args.java_options is not None:
+        os.environ["SIMHASH_DEDUP_JAVA_OPTIONS"] = args.java_options
     binary = None
     if not args.no_peer:
         try:

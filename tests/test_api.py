@@ -144,3 +144,20 @@ def _notebook_steps(spark, work, settings):
     by_text.unpersist()
     assert spark.range(5).count() == 5
     assert settings() == before, (settings(), before)
+
+
+def test_java_options_for_a_started_jvm_go_before_the_callers(monkeypatch, spark):
+    """SIMHASH_DEDUP_JAVA_OPTIONS (e.g. LARGE_RUN_JAVA_OPTIONS) reaches a JVM that get_spark starts, before a
+    caller's own options (the later of two equal flags wins), and without it nothing is set, so a
+    spark-defaults.conf value is left alone. The suite's own session shows that the key reaches the JVM."""
+    from simhash_udf.spark.session import LARGE_RUN_JAVA_OPTIONS, with_java_options
+
+    monkeypatch.delenv("SIMHASH_DEDUP_JAVA_OPTIONS", raising=False)
+    assert with_java_options(None) == {}
+    assert with_java_options({"spark.driver.extraJavaOptions": "-Xss4m"}) == {"spark.driver.extraJavaOptions": "-Xss4m"}
+    monkeypatch.setenv("SIMHASH_DEDUP_JAVA_OPTIONS", f" {LARGE_RUN_JAVA_OPTIONS} ")
+    assert with_java_options({"a": "b"}) == {"a": "b", "spark.driver.extraJavaOptions": LARGE_RUN_JAVA_OPTIONS}
+    assert with_java_options({"spark.driver.extraJavaOptions": "-Xss4m"}) == {
+        "spark.driver.extraJavaOptions": f"{LARGE_RUN_JAVA_OPTIONS} -Xss4m"}
+    jvm = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert "-XX:+UseParallelGC" in list(jvm.getInputArguments())  # tests/conftest.py's option, through get_spark

@@ -13,6 +13,14 @@ from pyspark.sql import SparkSession
 # the optimising compiler pays off within minutes of work, and the job never sets them itself.
 SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
 
+# JVM option for a large run on few cores (millions of pages): the JIT compiles a method only after 3x the usual
+# invocations. A large run's hot loops reach that at once, while many generated classes that stay lukewarm are
+# no longer compiled by C2, whose threads took ~25% of the JVM's CPU on 2 cores (4M stored fingerprints in a new
+# JVM: 118-126 s instead of 133-136 s). Not the default: the test suite's many small runs in one JVM took 7%
+# longer with it. For spark-submit pass it with --driver-java-options (and spark.executor.extraJavaOptions on a
+# cluster); a local run started with `python -m` takes it from SIMHASH_DEDUP_JAVA_OPTIONS.
+LARGE_RUN_JAVA_OPTIONS = "-XX:CompileThresholdScaling=3"
+
 
 def under_spark_submit() -> bool:
     """spark-submit starts Python with a gateway to its own JVM; plain `python -m` has none."""
@@ -25,6 +33,18 @@ def _half_of_ram() -> str:
     except (ValueError, OSError):
         return "2g"
     return f"{max(1, total // 2**31)}g"
+
+
+def with_java_options(conf: dict[str, str] | None) -> dict[str, str]:
+    """conf with SIMHASH_DEDUP_JAVA_OPTIONS (e.g. LARGE_RUN_JAVA_OPTIONS) before the caller's own
+    spark.driver.extraJavaOptions, for a JVM that pyspark starts; without either, the key is left unset (a
+    spark-defaults.conf value stays)."""
+    conf = dict(conf or {})
+    options = " ".join(filter(None, (os.environ.get("SIMHASH_DEDUP_JAVA_OPTIONS", "").strip(),
+                                     conf.get("spark.driver.extraJavaOptions", "").strip())))
+    if options:
+        conf["spark.driver.extraJavaOptions"] = options
+    return conf
 
 
 def get_spark(app_name: str = "simhash-dedup", master: str | None = None,
@@ -42,6 +62,7 @@ def get_spark(app_name: str = "simhash-dedup", master: str | None = None,
         builder = builder.config("spark.ui.showConsoleProgress", "false")
         # Local mode runs everything in the driver JVM: Spark's default of 1g is too small past ~10^6 pages.
         builder = builder.config("spark.driver.memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()))
+        conf = with_java_options(conf)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate()
