@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 
 import pytest
@@ -77,8 +78,6 @@ def test_operations_table_lists_every_option_with_its_default():
     """docs/operations.md's table of options names every command-line option, and a default it writes as a
     literal (`3`, `0.8`, `rjieba`) is the dataclass's: the table had gone on saying k = 6 and 0.7 after the
     defaults changed, and left out the signature bands and --plan."""
-    import re
-
     with open(os.path.join(ROOT, "docs", "operations.md"), encoding="utf-8") as fh:
         rows = [line for line in fh if line.startswith("| `--")]
     listed: dict[str, str] = {}
