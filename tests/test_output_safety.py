@@ -20,9 +20,10 @@ from simhash_udf.errors import DedupError
 from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.io.hadoop_fs import glob_root, relation
 from simhash_udf.io.ownership import Owner, process_start, stale_reason
-from simhash_udf.io.write import COMMIT_STEPS, EXIT_AFTER_CODE, EXIT_AFTER_ENV, OutputDir
+from simhash_udf.io.write import COMMIT_STEPS, EXIT_AFTER_CODE, EXIT_AFTER_ENV, LAYOUT_ENTRIES, OutputDir, foreign_entries
 from simhash_udf.job.config import load_config
 from simhash_udf.job.pipeline import run
+from simhash_udf.job.report_plots import PLOTS
 from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS
 
 # child processes: one small run each (their JVMs get the short-run options, session.SHORT_RUN_JAVA_OPTIONS)
@@ -174,6 +175,36 @@ def test_foreign_files_are_not_replaced_even_with_overwrite(spark, runs, tmp_pat
     os.remove(tmp_path / "mine" / "_SUCCESS")
     with pytest.raises(DedupError, match="holds an unfinished run of this job.*pass --overwrite"):
         job(spark, "--input", runs["in_a"], "--output", tmp_path / "mine")
+
+
+def test_overwrite_keeps_foreign_files_beside_a_run(spark, runs, tmp_path):
+    """Old code: one entry of this job's (report.json, clusters or kept) made the whole DIR its own, and
+    --overwrite deleted whatever else DIR held (a downstream task's marker, a person's notes)."""
+    out = tmp_path / "out"
+    shutil.copytree(runs["a"], out)
+    (out / "notes.txt").write_text("mine")
+    before = sorted(os.listdir(out))
+    with pytest.raises(DedupError, match=r"holds a run of this job and also notes.txt, which this job did not write.*"
+                                         r"move those files away"):
+        job(spark, "--input", runs["in_b"], "--output", out, "--overwrite")
+    assert sorted(os.listdir(out)) == before and (out / "notes.txt").read_text() == "mine"
+    assert leftovers(out) == []
+    # another tool's report.json beside its own files: not this job's output either
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "report.json").write_text("{}")
+    (other / "predictions.parquet").write_text("x")
+    with pytest.raises(DedupError, match=r"also predictions.parquet"):
+        job(spark, "--input", runs["in_b"], "--output", other, "--overwrite")
+    assert sorted(os.listdir(other)) == ["predictions.parquet", "report.json"]
+    # everything a run writes is in the layout (a new picture must be added to LAYOUT_ENTRIES), with its
+    # checksum files; a run of this job alone is replaced with --overwrite
+    assert set(PLOTS) <= LAYOUT_ENTRIES and foreign_entries(sorted(os.listdir(runs["a"]))) == []
+    assert foreign_entries([".report.json.crc", "._SUCCESS.crc", ".notes.txt.crc"]) == [".notes.txt.crc"]
+    os.remove(out / "notes.txt")
+    job(spark, "--input", runs["in_b"], "--output", out, "--overwrite")
+    assert (out / "_SUCCESS").exists() and "notes.txt" not in os.listdir(out)
+    assert parquet_rows(out / "clusters").equals(parquet_rows(runs["b"] / "clusters"))
 
 
 def test_output_under_a_file_is_a_clear_error(spark, runs, tmp_path):

@@ -24,8 +24,20 @@ from .ownership import Owner, OwnerFile, acquire, new_token
 
 log = logging.getLogger("simhash_dedup")
 
-# What only this job's output holds: a DIR with one of these (and nothing else of note) may be replaced.
+# What only this job's output holds: a DIR with one of these may be replaced, if it holds nothing else than
+# what a run of this job writes (LAYOUT_ENTRIES).
 OWN_ENTRIES = frozenset({"report.json", "clusters", "kept"})
+# Every entry a run of this job writes into DIR (report_plots.PLOTS are the pictures). Replacing DIR deletes
+# all of its entries, so a DIR that also holds anything else (a file a downstream task or a person put there) is
+# refused even with --overwrite. Hadoop's checksum files of these (`.report.json.crc`) count as theirs.
+LAYOUT_ENTRIES = OWN_ENTRIES | frozenset({"_SUCCESS", "report.html", "cluster_sizes.png", "pair_distances.png",
+                                          "pair_similarity.png", "duplicates_to_kept.png"})
+
+
+def foreign_entries(names: list[str]) -> list[str]:
+    """The entries of DIR that a run of this job does not write (LAYOUT_ENTRIES and their checksum files)."""
+    return [n for n in names if n not in LAYOUT_ENTRIES
+            and not (n.startswith(".") and n.endswith(".crc") and n[1:-4] in LAYOUT_ENTRIES)]
 # The steps of OutputDir.commit, in order; a test ends the process right after each one.
 COMMIT_STEPS = ("begin", "unmark_old", "move_old_aside", "move_new_in", "mark_new", "drop_old")
 EXIT_AFTER_ENV = "SIMHASH_DEDUP_TEST_EXIT_AFTER"
@@ -111,6 +123,11 @@ class OutputDir:
         if not names:
             return
         ours = bool(OWN_ENTRIES & set(names))
+        foreign = foreign_entries(names)
+        if ours and foreign:
+            raise DedupError(f"output {self.path} holds a run of this job and also {_shown(foreign)}, which this job "
+                             "did not write and replacing the output would delete: move those files away, or choose "
+                             "another --output (--overwrite replaces only this job's own output, never other files)")
         if ours and "_SUCCESS" in names:
             if not overwrite:
                 raise DedupError(f"output {self.path} already holds a finished run (_SUCCESS): pass --overwrite to "
@@ -120,8 +137,7 @@ class OutputDir:
                 raise DedupError(f"output {self.path} holds an unfinished run of this job (no _SUCCESS: a failed or "
                                  "killed run): pass --overwrite to replace it, or choose another --output")
         else:
-            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-            raise DedupError(f"output {self.path} exists and is not a finished run of this job: it holds {shown}, "
+            raise DedupError(f"output {self.path} exists and is not a finished run of this job: it holds {_shown(names)}, "
                              "which this job did not write; choose another --output, or move those files away "
                              "(--overwrite replaces only this job's own output, never other files)")
 
@@ -263,6 +279,10 @@ class OutputDir:
             self.fs.delete(self.staging)
         except Exception:  # the original error matters more than a failed clean-up
             pass
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def input_root(jvm, hadoop_conf, path: str) -> str:
