@@ -391,7 +391,8 @@ def test_dead_runs_leftovers_are_removed_and_live_ones_kept(spark, runs, tmp_pat
         (tmp_path / name / "clusters" / "part-0.parquet").write_bytes(b"x")
     _owner_file(tmp_path / "out.__lock", dead)  # the dead run's lock: same host, its process gone
     history = tmp_path / "history"
-    for name in ("legacy", "dead", "live", "old-elsewhere", "fresh-elsewhere"):
+    # (NAME-replaced: an earlier attempt's partition that run NAME's publish moved aside)
+    for name in ("legacy", "dead", "live", "old-elsewhere", "fresh-elsewhere", "dead-replaced", "live-replaced"):
         (history / f"_staging-{name}").mkdir(parents=True)
         (history / f"_staging-{name}" / "part-0.parquet").write_bytes(b"x")
     _owner_file(history / "_staging-dead.owner", dead)
@@ -403,8 +404,50 @@ def test_dead_runs_leftovers_are_removed_and_live_ones_kept(spark, runs, tmp_pat
     assert leftovers(out) == []
     assert os.path.exists(out / "_SUCCESS")
     assert sorted(os.listdir(history)) == ["_fingerprint_version", "_id_type", "_staging-fresh-elsewhere",
-                                           "_staging-fresh-elsewhere.owner", "_staging-live", "_staging-live.owner",
-                                           "run_date=2026-01-05"]
+                                           "_staging-fresh-elsewhere.owner", "_staging-live", "_staging-live-replaced",
+                                           "_staging-live.owner", "run_date=2026-01-05"]
+
+
+class _FailingMoveIn:
+    """A history's Hadoop file system whose rename of a staging directory onto a run_date partition fails
+    (returns False, as Hadoop does for a missing permission)."""
+
+    def __init__(self, fs):
+        self.fs = fs
+
+    def __getattr__(self, name):
+        return getattr(self.fs, name)
+
+    def rename(self, src, dst):
+        if "/_staging-" in src.toString() and not src.toString().endswith("-replaced") and "run_date=" in dst.toString():
+            return False
+        return self.fs.rename(src, dst)
+
+
+def test_a_failed_history_publish_keeps_the_earlier_attempts_rows(spark, runs, tmp_path):
+    """Old code: publish deleted run_date=D before moving the new rows in, so a failed move lost the day's rows
+    from the history (while the output still held that day's run)."""
+    from simhash_udf.io.history import History
+
+    history = tmp_path / "history"
+    job(spark, "--input", runs["in_a"], "--output", tmp_path / "out", "--history", history, "--run-date", "2026-01-05")
+    day = history / "run_date=2026-01-05"
+    before = parquet_rows(day)
+    again = History(spark, str(history), "2026-01-05")
+    rows = spark.read.parquet(str(day)).orderBy("id").limit(2)
+    again.stage(rows, "any version")
+    again.fs = _FailingMoveIn(again.fs)
+    with pytest.raises(DedupError, match="could not move .*_staging-.* to .*run_date=2026-01-05"):
+        again.publish()
+    again.abort()
+    assert parquet_rows(day).equals(before)
+    assert not [n for n in os.listdir(history) if n.startswith("_staging-")]
+    # the same publish without the failure replaces the rows, and nothing is left aside
+    third = History(spark, str(history), "2026-01-05")
+    third.stage(rows, "any version")
+    third.publish()
+    assert parquet_rows(day).equals(before.head(2))
+    assert not [n for n in os.listdir(history) if n.startswith("_staging-")]
 
 
 def test_a_live_lock_is_not_taken_over(spark, runs, tmp_path):

@@ -27,6 +27,7 @@ from ..errors import DedupError
 
 log = logging.getLogger("simhash_dedup")
 VERSION_FILE = "_fingerprint_version"
+REPLACED = "-replaced"  # suffix of an earlier attempt's partition moved aside by publish
 ID_TYPE_FILE = "_id_type"
 
 
@@ -166,12 +167,30 @@ class History:
         self._write_pin(ID_TYPE_FILE, rows.schema["id"].dataType.simpleString())
 
     def publish(self) -> None:
-        """Move the staged rows to run_date=D, replacing the partition of an earlier attempt of the same date."""
+        """Move the staged rows to run_date=D. The partition of an earlier attempt of the same date is moved
+        aside first (to the staging directory's name + REPLACED, owned by its owner file) and removed only once
+        the new rows are in place; if they cannot be moved in, it is put back, so a failed publish never leaves
+        the date without rows (before: it was deleted first). A kill in between leaves the date without rows
+        and the output without this run (published after the history): the day is run again, and the next
+        run removes what is aside (remove_stale_staging)."""
         target = self._Path(self.partition)
-        if self.fs.exists(target):
-            self.fs.delete(target, True)
-        if not self.fs.rename(self._Path(self.staging), target):
-            raise DedupError(f"could not move {self.staging} to {self.partition}: check permissions on the history")
+        aside = self._Path(self.staging + REPLACED)
+        replaced = self.fs.exists(target)
+        if replaced and not self.fs.rename(target, aside):
+            raise DedupError(f"could not move the earlier attempt's {self.partition} aside: check permissions on the "
+                             "history")
+        if self.fs.exists(target) or not self.fs.rename(self._Path(self.staging), target):
+            # (a partition there again: another run of the same date published meanwhile; a rename onto it
+            # would nest this run's rows inside it)
+            if replaced and not self.fs.exists(target) and not self.fs.rename(aside, target):
+                log.error("could not move the earlier attempt's rows %s back to %s", aside.toString(), self.partition)
+            raise DedupError(f"could not move {self.staging} to {self.partition}: check permissions on the history, "
+                             "and that no other run of the same --run-date writes into it")
+        if replaced:
+            try:
+                self.fs.delete(aside, True)
+            except Exception as exc:  # the new rows are in place; the next run removes the old ones
+                log.warning("could not remove the replaced rows %s: %s", aside.toString(), exc)
         self._release_staging()
 
     def abort(self) -> None:
@@ -214,16 +233,19 @@ class History:
             if not name.startswith("_staging-") or name.endswith(".owner"):
                 continue
             path = f"{self.path}/{name}"
-            owner_path = f"{path}.owner"
-            if name + ".owner" in entries:
+            owner_name = name.removesuffix(REPLACED) + ".owner"  # a partition moved aside: its run's owner file
+            owner_path = f"{self.path}/{owner_name}"
+            if owner_name in entries:
                 owner, why = judge(fs, owner_path, stale_seconds)
                 if why is None and (owner is not None or fs.exists(owner_path)):
                     continue  # a live run's
             fs.delete(path)
-            fs.delete(owner_path)
+            if not name.endswith(REPLACED):
+                fs.delete(owner_path)
             removed.append(path)
         for name in entries:  # owner files whose directory is gone already
-            if name.startswith("_staging-") and name.endswith(".owner") and name[: -len(".owner")] not in entries:
+            if name.startswith("_staging-") and name.endswith(".owner") and name[: -len(".owner")] not in entries \
+                    and name[: -len(".owner")] + REPLACED not in entries:
                 owner, why = judge(fs, f"{self.path}/{name}", stale_seconds)
                 if why is not None:
                     fs.delete(f"{self.path}/{name}")
