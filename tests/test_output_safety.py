@@ -207,6 +207,34 @@ def test_overwrite_keeps_foreign_files_beside_a_run(spark, runs, tmp_path):
     assert parquet_rows(out / "clusters").equals(parquet_rows(runs["b"] / "clusters"))
 
 
+def test_unusable_history_is_refused_before_the_work(spark, runs, tmp_path):
+    """Old code: a regular file as --history (or under one) ran the whole job and ended in a traceback
+    (NotADirectoryError while staging the history's rows)."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for history, message in ((afile, r"--history .*afile is a file, not a directory: choose a directory"),
+                             (afile / "h", r"--history .*afile/h cannot be created: .*afile is a file")):
+        with pytest.raises(DedupError, match=message):
+            job(spark, "--input", runs["in_a"], "--output", tmp_path / "out", "--history", history,
+                "--run-date", "2026-01-05")
+        assert not (tmp_path / "out").exists() and leftovers(tmp_path / "out") == []
+    assert afile.read_text() == "x"
+
+
+def test_an_empty_rerun_of_a_day_removes_its_earlier_rows_from_the_history(spark, runs, tmp_path):
+    """Old code: a re-run of a date whose input turned out empty (--allow-empty) left the earlier attempt's rows
+    in the history, and later days were compared with pages the date's output no longer lists."""
+    history, out = tmp_path / "history", tmp_path / "out"
+    job(spark, "--input", runs["in_a"], "--output", out, "--history", history, "--run-date", "2026-01-05")
+    assert (history / "run_date=2026-01-05").exists()
+    (tmp_path / "empty.jsonl").write_text("")
+    report = job(spark, "--input", tmp_path / "empty.jsonl", "--output", out, "--overwrite", "--allow-empty",
+                 "--history", history, "--run-date", "2026-01-05")
+    assert report["input_rows"] == 0 and report["history"]["earlier_attempt_removed"] is True
+    assert json.loads((out / "report.json").read_text())["history"]["earlier_attempt_removed"] is True
+    assert sorted(os.listdir(history)) == ["_fingerprint_version", "_id_type"]  # no staging, no owner file left
+
+
 def test_output_under_a_file_is_a_clear_error(spark, runs, tmp_path):
     """Old code: exit 1 and a Py4JJavaError traceback (ParentNotDirectoryException from setCheckpointDir)."""
     (tmp_path / "afile").write_text("x")

@@ -204,14 +204,59 @@ class History:
     # history, so a staging directory's owner is an owner file beside it, `_staging-X.owner`, created before
     # the directory and removed after it (ownership.py: pid, host, heartbeat).
 
-    def _claim_staging(self) -> None:
+    def check_usable(self) -> None:
+        """Before anything is written: the history is a directory, or can be made one (its nearest existing
+        ancestor is a directory). Before: a regular file as --history failed with a traceback after the whole
+        computation."""
         from .hadoop_fs import HadoopFS
+
+        fs = HadoopFS.for_spark(self.spark, self.path)
+        path = self.path
+        while path is not None:
+            status = fs.status(path)
+            if status is not None:
+                if not status[0]:
+                    where = "is a file" if path == self.path else f"cannot be created: {path} is a file"
+                    raise DedupError(f"--history {self.path} {where}, not a directory: choose a directory for the "
+                                     "history (the job creates it)")
+                return
+            path = fs.parent(path)
+
+    def claim_staging(self) -> None:
+        """Create the owner file of this run's staging directory (once): done at the start of a run, so that a
+        history this run cannot write into stops it before the computation, with a message naming --history."""
+        if self._staging_owner is not None:
+            return
+        from py4j.protocol import Py4JJavaError
+
+        from .hadoop_fs import HadoopFS, java_message
         from .ownership import Owner, OwnerFile
 
         token = self.staging.rsplit("-", 1)[-1]
-        self._staging_owner = OwnerFile(HadoopFS.for_spark(self.spark, self.path), f"{self.staging}.owner",
-                                        Owner.this_process(token, self.staging), self._stale_seconds)
-        self._staging_owner.create()
+        owner = OwnerFile(HadoopFS.for_spark(self.spark, self.path), f"{self.staging}.owner",
+                          Owner.this_process(token, self.staging), self._stale_seconds)
+        try:
+            owner.create()
+        except (Py4JJavaError, OSError) as exc:
+            why = java_message(exc) if isinstance(exc, Py4JJavaError) else str(exc)
+            raise DedupError(f"cannot write into --history {self.path} ({why}): check the path and its permissions") from None
+        self._staging_owner = owner
+
+    _claim_staging = claim_staging
+
+    def remove_date(self) -> bool:
+        """Remove this date's partition (an earlier attempt's rows), as publish replaces it: for a re-run of the
+        date whose input turned out empty (--allow-empty), so that the history holds what the date's output
+        holds. Returns whether there was one."""
+        target = self._Path(self.partition)
+        if not self.fs.exists(target):
+            return False
+        aside = self._Path(self.staging + REPLACED)
+        if not self.fs.rename(target, aside):
+            raise DedupError(f"could not move the earlier attempt's {self.partition} aside: check permissions on the "
+                             "history")
+        self.fs.delete(aside, True)
+        return True
 
     def _release_staging(self) -> None:
         if self._staging_owner is not None:

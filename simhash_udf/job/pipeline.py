@@ -42,11 +42,12 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
         out.check_writable(cfg.overwrite)  # again: a run that held the lock may have finished DIR meanwhile
         if history is not None:
             history.remove_stale_staging(cfg.lock_stale_minutes * 60)
+            history.claim_staging()  # a history that cannot be written stops the run here, not after the work
         with scoped_settings(spark, job_settings(cfg, spark), cfg.checkpoint_dir or out.staged("_checkpoints")):
             try:
                 loaded = read_stage(spark, cfg, history, keep, timer)
             except EmptyInput as empty:
-                return write_empty_output(spark, cfg, out, empty, timer, started)
+                return write_empty_output(spark, cfg, out, empty, timer, started, history)
             partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
             if not cfg.shuffle_partitions:
                 partitions = shuffle_partitions_for(loaded.rows, partitions)
@@ -104,6 +105,7 @@ def check_before_writing(spark: SparkSession, cfg: DedupConfig) -> tuple[OutputD
     out.check_writable(cfg.overwrite)  # refused before anything is written, the lock included
     history = History(spark, cfg.history, cfg.run_date) if cfg.history else None
     if history is not None:
+        history.check_usable()
         history.check_version(cfg.fingerprint_version())
     return out, history
 
@@ -287,10 +289,11 @@ def commit(cfg: DedupConfig, out: OutputDir, history: History | None, report: di
 
 
 def write_empty_output(spark: SparkSession, cfg: DedupConfig, out: OutputDir, empty: EmptyInput, timer: StageTimer,
-                       started: float) -> dict:
+                       started: float, history: History | None = None) -> dict:
     """--allow-empty and an input of 0 rows: an empty, finished output (clusters/ and kept/ with no rows,
-    report.json with zero counts and why, _SUCCESS). The history is neither read nor written: a day without
-    pages adds nothing to it."""
+    report.json with zero counts and why, _SUCCESS). The history is not read, and a day without pages adds
+    nothing to it; an earlier attempt's rows of the same date are removed (before the commit, as a run's
+    rows are published), so that the history holds what the date's output holds."""
     from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType
 
     df = empty.df
@@ -306,6 +309,11 @@ def write_empty_output(spark: SparkSession, cfg: DedupConfig, out: OutputDir, em
     report = empty_report(cfg, str(empty), timer.seconds, spark.version, started)
     if not cfg.checkpoint_dir:
         out.remove_staged("_checkpoints")
+    termination.check()
+    out.check_still_owner()  # before the history too
+    if history is not None:
+        report["history"]["earlier_attempt_removed"] = history.remove_date()
+        history.abort()  # this run's staging owner file
     out.write_report(report)
     out.commit()
     return report
