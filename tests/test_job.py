@@ -471,6 +471,45 @@ def test_config_file_then_command_line(tmp_path):
         load_config(["--input", ".", "--output", "x", "--config", str(conf)])
 
 
+def test_paths_of_other_file_systems_are_left_to_the_read_stage(tmp_path, monkeypatch):
+    """Old code: `hdfs:/crawl/D` (a scheme without an authority) and, on a cluster whose default file system is
+    HDFS, a plain `/crawl/D` were looked for on the driver's local disk and refused as missing."""
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    for path in ("hdfs:/crawl/D", "HDFS://nn/crawl/D", "s3a://bucket/crawl"):
+        assert load_config(["--input", path, "--output", "x"]).input == path
+    for path in ("/no/such/crawl", "file:/no/such/crawl", "FILE:///no/such/crawl"):
+        with pytest.raises(DedupError, match="does not exist: fix --input"):
+            load_config(["--input", path, "--output", "x"])
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # under spark-submit: the JVM's default file system decides
+    assert load_config(["--input", "/no/such/crawl", "--output", "x"]).input == "/no/such/crawl"
+    with pytest.raises(DedupError, match="does not exist: fix --input"):
+        load_config(["--input", "file:/no/such/crawl", "--output", "x"])
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT")
+    site = tmp_path / "core-site.xml"
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    for default_fs, checked_here in (("hdfs://nn:8020", False), ("file:///", True)):
+        site.write_text(f"<configuration><property><name>fs.defaultFS</name><value>{default_fs}</value></property>"
+                        "</configuration>")
+        if checked_here:
+            with pytest.raises(DedupError, match="does not exist: fix --input"):
+                load_config(["--input", "/no/such/crawl", "--output", "x"])
+        else:
+            assert load_config(["--input", "/no/such/crawl", "--output", "x"]).input == "/no/such/crawl"
+
+
+def test_unreadable_config_files_are_clear_errors(tmp_path):
+    """Old code: a config file in another encoding (a GBK comment) or a directory given as --config ended in a
+    UnicodeDecodeError or IsADirectoryError traceback (exit 1)."""
+    conf = tmp_path / "gbk.toml"
+    conf.write_bytes("k = 3\n# 中文注释\n".encode("gbk"))
+    with pytest.raises(DedupError, match=r"gbk.toml is not UTF-8 text \(byte \d+\): save it as UTF-8"):
+        load_config(["--input", ".", "--output", "x", "--config", str(conf)])
+    with pytest.raises(DedupError, match=r"config file .* cannot be read \(Is a directory\): fix the --config path"):
+        load_config(["--input", ".", "--output", "x", "--config", str(tmp_path)])
+
+
 def test_finished_output_is_refused_unless_overwrite(spark, sample, sample_run, tmp_path):
     out = tmp_path / "out"
     out.mkdir()

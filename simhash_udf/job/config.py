@@ -7,6 +7,7 @@ import dataclasses
 import datetime
 import glob
 import os
+import re
 import textwrap
 import tomllib
 from dataclasses import dataclass, field
@@ -229,9 +230,47 @@ class DedupConfig:
         return dataclasses.asdict(self)
 
 
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # as Hadoop's Path parses one: hdfs://nn/x, hdfs:/x, s3a://b/x
+
+
 def is_local(path: str) -> bool:
-    """A plain path or file: URI (checked before Spark starts); hdfs:, s3a: etc. are checked by Spark."""
-    return "://" not in path or path.startswith("file:")
+    """Whether --input is checked on this machine's disk before Spark starts: a file: URI, or a plain path when
+    plain paths name local files. Any other scheme (hdfs://, hdfs:/ without an authority, s3a://) is checked
+    by the read stage on its file system (before: `hdfs:/crawl/D` was looked for on the local disk and refused
+    as missing)."""
+    scheme = _SCHEME.match(path)
+    if scheme:
+        return scheme.group(0).lower() == "file:"
+    return plain_paths_are_local()
+
+
+def plain_paths_are_local() -> bool:
+    """Whether a plain path names a local file. Not under spark-submit (PYSPARK_GATEWAY_PORT: the JVM that
+    started this driver decides, and on a cluster Hadoop's fs.defaultFS is usually HDFS), nor when the Hadoop
+    configuration that Spark will load (core-site.xml in HADOOP_CONF_DIR or YARN_CONF_DIR) names another
+    default file system; the read stage checks such paths on the right file system (before: a plain
+    `/crawl/D` on an HDFS cluster was looked for on the driver's disk and refused as missing)."""
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return False
+    for var in ("HADOOP_CONF_DIR", "YARN_CONF_DIR"):
+        default_fs = hadoop_default_fs(os.path.join(os.environ.get(var) or "", "core-site.xml"))
+        if default_fs and not default_fs.lower().startswith("file:"):
+            return False
+    return True
+
+
+def hadoop_default_fs(core_site: str) -> str | None:
+    """fs.defaultFS (or the older fs.default.name) of a core-site.xml, None when it has none or is unreadable."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.parse(core_site).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    for prop in root.iter("property"):
+        if (prop.findtext("name") or "").strip() in ("fs.defaultFS", "fs.default.name"):
+            return (prop.findtext("value") or "").strip() or None
+    return None
 
 
 def has_hadoop_glob(path: str) -> bool:
@@ -289,6 +328,11 @@ def read_toml(path: str | Path) -> dict:
         raise DedupError(f"config file {path} does not exist: fix the --config path") from None
     except tomllib.TOMLDecodeError as exc:
         raise DedupError(f"config file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DedupError(f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8, which TOML "
+                         "requires") from None
+    except OSError as exc:  # a directory, no permission to read
+        raise DedupError(f"config file {path} cannot be read ({exc.strerror or exc}): fix the --config path") from None
 
 
 def _toml_value(v) -> str:
