@@ -548,6 +548,16 @@ def test_stored_fingerprints_dedup_again(spark, sample_run, tmp_path):
     report = run_job(spark, "--input", bare, "--input-format", "fingerprints", "--output", tmp_path / "bare-out",
                      "--min-similarity", "0")
     assert report["candidates"]["verification"] is None and report["input_rows"] == len(read_clusters(out))
+    # a stored fingerprint without its signature: refused when pairs are verified (before: the centres of its
+    # Arrow batch of components were chosen without verification); --min-similarity 0 takes it
+    unsigned = read_clusters(out)[["id", "fingerprint", "signature"]]
+    unsigned.loc[unsigned.index[:1], "signature"] = None
+    unsigned.to_parquet(tmp_path / "unsigned.parquet")
+    with pytest.raises(DedupError, match=r"1 rows of input .*unsigned.parquet have a fingerprint but no signature.*"
+                                         r"--min-similarity 0"):
+        run_job(spark, "--input", tmp_path / "unsigned.parquet", "--input-format", "fingerprints",
+                "--output", tmp_path / "unsigned-out")
+    assert not (tmp_path / "unsigned-out").exists()
     # stored rows without a fingerprint: counted, each a cluster of its own, none lost (the stored rows are
     # read, not cached, by the stages: each pass must see them alike)
     holes = read_clusters(out)[["id", "fingerprint", "signature"]]

@@ -20,6 +20,7 @@ from ..core.bands import SignatureBands
 from ..core.blocks import chance_pairs, choose_plan, plan_cost, plan_tables
 from ..core.fingerprint import FeatureSpec
 from ..core.verified import BANDS, VerifySpec
+from ..errors import DedupError
 from ..io.history import attach_history, history_rows, per_fingerprint, related_band_rows, related_block_rows
 from ..spark.bands import band_edges, band_group_members, band_rows
 from ..spark.blocks import block_rows, group_batches
@@ -190,8 +191,18 @@ def fingerprint_stage(raw: DataFrame, cfg: DedupConfig, keep: Keep, timer: Stage
             # short pages with a fingerprint: a bound on the short-text stage's search, planned from it when small
             (F.count(F.when(F.col("fingerprint").isNotNull(), F.col("short_fingerprint")))
              if "short_fingerprint" in docs.columns else F.lit(0)).alias("short_pages"),
+            # stored fingerprints whose signature is missing: verification cannot compare them (below)
+            (F.count(F.when(F.col("fingerprint").isNotNull() & F.col("signature").isNull(), F.lit(1)))
+             if cfg.input_format == "fingerprints" and "signature" in docs.columns else F.lit(0)).alias("no_signature"),
         ).first().asDict()
         stats = {name: int(v or 0) for name, v in stats.items()}
+        missing = stats.pop("no_signature")
+        if missing and cfg.verify is not None:
+            raise DedupError(
+                f"{missing:,} rows of input {cfg.input} have a fingerprint but no signature: verification compares "
+                "signatures (clusters/ of this version has one for every fingerprint), and without one a page "
+                "would be removed unverified; drop or complete those rows, or pass --min-similarity 0 to cluster "
+                "by fingerprint distance alone")
         counts.update(rows=stats["input_rows"], fingerprinted=stats["fingerprinted"])
     return Fingerprinted(docs, stats, spec)
 
