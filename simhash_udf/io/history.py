@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..errors import DedupError
+from .read import escape_glob
 
 log = logging.getLogger("simhash_dedup")
 VERSION_FILE = "_fingerprint_version"
@@ -90,7 +91,7 @@ class History:
         if not dates:
             return None
         try:
-            schema = self.spark.read.parquet(f"{self.path}/run_date={dates[0]}").schema  # the footers only
+            schema = self.spark.read.parquet(escape_glob(f"{self.path}/run_date={dates[0]}")).schema  # the footers only
         except Exception:  # no readable rows there: nothing to compare with
             return None
         return schema["id"].dataType.simpleString() if "id" in schema.fieldNames() else None
@@ -133,7 +134,7 @@ class History:
     def _rows_of(self, dates: list[str]) -> DataFrame:
         """The rows with a fingerprint of the runs of these dates."""
         return (self.spark.read.option("basePath", self.path)
-                .parquet(*[f"{self.path}/run_date={d}" for d in dates])
+                .parquet(*[escape_glob(f"{self.path}/run_date={d}") for d in dates])
                 .where(F.col("fingerprint").isNotNull()))
 
     def band_rows(self, earlier_dates: list[str], bands) -> DataFrame:
@@ -149,7 +150,7 @@ class History:
         computed = [d for d in earlier_dates if d not in indexed]
         parts = []
         if indexed:
-            parts.append(self.spark.read.parquet(*[f"{self.path}/run_date={d}/{name}" for d in indexed])
+            parts.append(self.spark.read.parquet(*[escape_glob(f"{self.path}/run_date={d}/{name}") for d in indexed])
                          .select("fingerprint", "keys"))
         if computed:
             parts.append(band_key_arrays(self._rows_of(computed), bands))
@@ -161,7 +162,7 @@ class History:
         self._claim_staging()
         rows.write.parquet(self.staging)
         if bands is not None and bands.bands > 0:
-            staged = self.spark.read.parquet(self.staging)  # the rows as written, not their lineage again
+            staged = self.spark.read.parquet(escape_glob(self.staging))  # the rows as written, not their lineage again
             band_index(staged, bands).write.parquet(f"{self.staging}/{band_index_name(bands)}")
         self._write_pin(VERSION_FILE, version)
         self._write_pin(ID_TYPE_FILE, rows.schema["id"].dataType.simpleString())

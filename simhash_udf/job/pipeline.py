@@ -13,7 +13,16 @@ from pyspark.sql import functions as F
 
 from ..errors import DedupError
 from ..io.history import History
-from ..io.read import EmptyInput, LoadedInput, check_columns, check_file_systems, check_ids, input_error, load_input
+from ..io.read import (
+    EmptyInput,
+    LoadedInput,
+    check_columns,
+    check_file_systems,
+    check_ids,
+    escape_glob,
+    input_error,
+    load_input,
+)
 from ..io.write import OutputDir
 from ..spark.joins import without_ids
 from ..spark.session import scoped_settings
@@ -259,7 +268,8 @@ def report_stage(spark: SparkSession, cfg: DedupConfig, out: OutputDir, raw: Dat
     """report.html's aggregates: histograms and a few example pairs (small Spark aggregates; no per-page
     data reaches the driver)."""
     with timer("report") as counts:
-        kept_written = spark.read.schema(raw.schema).parquet(out.staged("kept"))  # no footer-reading job
+        # (Spark's readers glob their paths: an --output named out[1] is read as itself)
+        kept_written = spark.read.schema(raw.schema).parquet(escape_glob(out.staged("kept")))  # no footer-reading job
         page = collect_page_data(found.clusters, raw, kept_written, cfg, duplicates)
         counts["example_pairs"] = len(page.examples)
     return page
