@@ -146,6 +146,21 @@ def test_output_over_input_or_history_is_refused(spark, tmp_path, case, overwrit
     assert not [n for _, dirs, files in os.walk(tmp_path) for n in dirs + files if ".__" in n]
 
 
+@pytest.mark.parametrize("case", ["inside the input's glob", "contains the input", "is the input"])
+def test_history_over_input_is_refused(spark, tmp_path, case):
+    """Old code: only string equality was checked, so `--input '/x/*' --history /x/history` read the history's
+    rows as pages of the day."""
+    x = tmp_path / "x"
+    crawl = write_input(str(x / "crawl"), 3)
+    history, pattern = {"inside the input's glob": (x / "history", f"{x}/*"),
+                        "contains the input": (x, crawl),
+                        "is the input": (f"file:{crawl}/", crawl)}[case]
+    with pytest.raises(DedupError, match=r"--history .* the input .*: choose a --history outside the input"):
+        job(spark, "--input", pattern, "--output", tmp_path / "out", "--history", history, "--run-date", "2026-01-02")
+    assert not (tmp_path / "out").exists() and os.listdir(crawl) == ["pages.jsonl"]
+    assert not [n for _, dirs, files in os.walk(tmp_path) for n in dirs + files if "_staging" in n or ".__" in n]
+
+
 def test_cli_exits_2_and_keeps_the_input_when_output_is_its_parent(tmp_path):
     """The issue's probe, on the command line: `--input /x/crawl --output /x --overwrite` exited 0 with crawl/
     gone."""

@@ -103,6 +103,13 @@ class OutputDir:
             }[how]
             raise DedupError(f"--output {self.path} {why}: choose an --output outside the {what} (for example a "
                              f"sibling directory), or change {option} (resolved: output {out}, {what} {other})")
+        if history:  # the input's reader would read the history's rows as pages, or a publish replace input files
+            kept, crawl = guarded[1][2], guarded[0][2]
+            how = relation(kept, crawl)
+            if how is not None:
+                why = {"equals": "is", "contains": "contains", "inside": "lies inside"}[how]
+                raise DedupError(f"--history {history} {why} the input {input_path}: choose a --history outside the "
+                                 f"input (for example a sibling directory) (resolved: history {kept}, input {crawl})")
 
     def is_finished(self) -> bool:
         return self.fs.exists(self.path + "/_SUCCESS")
