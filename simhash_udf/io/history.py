@@ -53,6 +53,7 @@ class History:
         self._staging_owner = None  # ownership.OwnerFile of the staging directory while it exists
         self.partition = f"{self.path}/run_date={self.run_date}"
         self._stale_seconds = 600.0  # of owner files (--lock-stale-minutes), set by remove_stale_staging
+        self._pins: dict[str, str] = {}  # what publish pins (stage)
 
     def run_dates(self) -> list[str]:
         if not self.fs.exists(self._Path(self.path)):
@@ -164,8 +165,9 @@ class History:
         if bands is not None and bands.bands > 0:
             staged = self.spark.read.parquet(escape_glob(self.staging))  # the rows as written, not their lineage again
             band_index(staged, bands).write.parquet(f"{self.staging}/{band_index_name(bands)}")
-        self._write_pin(VERSION_FILE, version)
-        self._write_pin(ID_TYPE_FILE, rows.schema["id"].dataType.simpleString())
+        # pinned when the rows are published, not here: a first run that fails after staging must not pin a
+        # history that holds none of its rows
+        self._pins = {VERSION_FILE: version, ID_TYPE_FILE: rows.schema["id"].dataType.simpleString()}
 
     def publish(self) -> None:
         """Move the staged rows to run_date=D. The partition of an earlier attempt of the same date is moved
@@ -187,6 +189,8 @@ class History:
                 log.error("could not move the earlier attempt's rows %s back to %s", aside.toString(), self.partition)
             raise DedupError(f"could not move {self.staging} to {self.partition}: check permissions on the history, "
                              "and that no other run of the same --run-date writes into it")
+        for name, value in self._pins.items():  # a first run's (kept as they are afterwards)
+            self._write_pin(name, value)
         if replaced:
             try:
                 self.fs.delete(aside, True)
