@@ -219,3 +219,28 @@ def test_large_document_spans_chunks():
     """A page with more features than one chunk of the bit matrix is summed across chunks."""
     text = " ".join(f"w{i % 5000}" for i in range(150_000))
     assert fingerprint_text(text) == reference_fingerprint(text)
+
+
+def test_lone_surrogates_are_replaced_not_a_crash():
+    """Old code: mmh3 crashed the interpreter (SIGSEGV) hashing a character n-gram or shingle that held a lone
+    surrogate (a str made with errors="surrogateescape", which a caller of the library can pass; Spark and
+    Arrow strings cannot hold one). Now the surrogate is U+FFFD, as invalid UTF-8 in the job's input is.
+    Run in a child process: a crash there is a failure here, not the end of the test run."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch
+        from simhash_udf.core.shingles import shingle_set
+        from simhash_udf.core.short_text import ShortTextSpec, short_fingerprints
+        spec = FeatureSpec(tokenizer="char")
+        assert fingerprint_batch(["ab\\ud800cd efgh"], spec)[0][0] == fingerprint_batch(["ab\\ufffdcd efgh"], spec)[0][0]
+        assert (shingle_set("ab\\udc80cdef") == shingle_set("ab\\ufffdcdef")).all()
+        assert (short_fingerprints(["ab\\ud800cd"], ShortTextSpec())[0] == short_fingerprints(["ab\\ufffdcd"], ShortTextSpec())[0]).all()
+        print("ok")
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stderr[-2000:])

@@ -51,10 +51,17 @@ TOKENIZERS = ("auto", "jieba", "word", "char")
 SEGMENTERS = ("jieba", "rjieba")
 
 
+# A lone surrogate (a str made with errors="surrogateescape", never a page read by Spark or Arrow, which
+# hold valid UTF-8) becomes U+FFFD, as invalid UTF-8 in the job's input does: mmh3 crashed the interpreter
+# (SIGSEGV) hashing a character n-gram or shingle that held one. The other tokenizers drop it (not a word
+# character).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def normalize_text(text: str) -> str:
     """Unicode NFKC, lower case, every decimal digit to 0, white space between two Han characters removed,
-    every other white-space run to one space, ends stripped."""
-    return _WHITESPACE.sub(" ", normalize_chars(text)).strip()
+    every other white-space run to one space, ends stripped (lone surrogates made U+FFFD)."""
+    return _WHITESPACE.sub(" ", normalize_chars(_SURROGATE.sub("\ufffd", text))).strip()
 
 
 def normalize_chars(text: str) -> str:
