@@ -96,6 +96,12 @@ def test_paths_are_compared_by_component():
     assert relation("file:/x/crawl.out", "file:/x/crawl") is None
     assert relation("hdfs://nn:8020/x", "file:/x/crawl") is None
     assert relation("hdfs://NN:8020/x", "hdfs://nn:8020/x/y") == "contains"
+    # an authority with and without its port: one place for the guard (Hadoop keeps either as written)
+    assert relation("hdfs://nn:8020/dedup/D", "hdfs://nn/dedup/D/clusters") == "contains"
+    assert relation("hdfs://nn/x", "hdfs://nn:8020/x") == "equals"
+    assert relation("hdfs://[::1]:8020/x", "hdfs://[::1]/x/y") == "contains"
+    assert relation("hdfs://nn:8020/x", "hdfs://nn:9000/x") is None
+    assert relation("hdfs://nn/x", "hdfs://other/x") is None and relation("hdfs://nn/x", "hdfs://nn2:8020/x") is None
     assert relation("file:/tmp/a#b", "file:/tmp/a#c") is None
     assert glob_root("/crawl/2026-*/part-*.jsonl") == "/crawl"
     assert glob_root("s3a://b/crawl/{a,b}/x") == "s3a://b/crawl"

@@ -185,7 +185,7 @@ def relation(a: str, b: str) -> str | None:
     """How qualified path a relates to qualified path b: "equals", "contains" (b lies inside a), "inside"
     (a lies inside b) or None. By whole path components, so /x/crawl.out is not inside /x/crawl."""
     (sa, aa, ca), (sb, ab, cb) = _split(a), _split(b)
-    if (sa, aa) != (sb, ab):
+    if sa != sb or not same_authority(aa, ab):
         return None
     if ca == cb:
         return "equals"
@@ -194,6 +194,23 @@ def relation(a: str, b: str) -> str | None:
     if ca[: len(cb)] == cb:
         return "inside"
     return None
+
+
+_AUTHORITY = re.compile(r"(?P<host>\[[^\]]*\]|[^:]*)(?::(?P<port>\d*))?")
+
+
+def same_authority(a: str, b: str) -> bool:
+    """Whether two authorities (lower case) can name one file system: equal, or one host where one of them
+    leaves the port out. Hadoop keeps an authority as written, so hdfs://nn/x and hdfs://nn:8020/x qualify
+    differently although they are one place when 8020 is the name node's port (its default), which a path
+    cannot tell; for a guard against deleting the input, taking them as one is the safe side (at worst a
+    refusal). Other names of one host (an alias, an address) are not recognised."""
+    if a == b:
+        return True
+    ma, mb = _AUTHORITY.fullmatch(a), _AUTHORITY.fullmatch(b)
+    if not ma or not mb or ma["host"] != mb["host"]:
+        return False
+    return not ma["port"] or not mb["port"] or ma["port"] == mb["port"]
 
 
 def _split(path: str) -> tuple[str, str, list[str]]:
