@@ -71,10 +71,18 @@ def _hadoop_fs(args: list[str], path: str) -> subprocess.CompletedProcess:
         raise PathCheckError(f"cannot check {path}: {shlex.join(command)} did not answer in {COMMAND_TIMEOUT_S} s") from None
 
 
+# A failure of the Hadoop client's command: FsShell prefixes its own messages with the command's name
+# ("test: No FileSystem for scheme ..."), and a crash prints a Java exception. Anything else on stderr is the
+# launcher's or the logging's noise ("Picked up JAVA_TOOL_OPTIONS: ...", "SLF4J: ...", log lines), which a
+# gateway may print on every call: counted as a failure, it made "no such path" (exit 1) a failed sensor.
+_CLIENT_FAILURE = re.compile(r"^\s*-?(test|cat):|Exception\b|^\s*Error\b|\bat org\.apache\.hadoop\.")
+
+
 def _client_errors(stderr: str) -> list[str]:
-    """What the Hadoop client said besides its log lines: `-test` exits 1 both for "no such path" (silently) and
-    for a failure ("test: No FileSystem for scheme ...", a Java exception), so the message tells them apart."""
-    return [line for line in stderr.splitlines() if line.strip() and not re.search(r"\b(WARN|INFO|DEBUG)\b", line)]
+    """What the Hadoop client said about a failure: `-test` exits 1 both for "no such path" (silently) and for a
+    failure ("test: No FileSystem for scheme ...", a Java exception), so the message tells them apart."""
+    return [line for line in stderr.splitlines()
+            if _CLIENT_FAILURE.search(line) and not re.search(r"\b(WARN|INFO|DEBUG)\b", line)]
 
 
 def hadoop_path_exists(path: str) -> bool:

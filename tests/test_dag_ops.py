@@ -93,6 +93,24 @@ def test_other_file_systems_go_through_the_hadoop_client(hadoop_fs, tmp_path, mo
         ops.path_exists("nosuchfs://crawl/2026-11-21")
 
 
+def test_launcher_noise_of_the_hadoop_client_is_not_a_failure(tmp_path, monkeypatch):
+    """Old code: any stderr line without WARN/INFO/DEBUG made `-test -e`'s exit 1 a failure, so a gateway that
+    prints "Picked up JAVA_TOOL_OPTIONS" or SLF4J's binding notice on every call failed the sensor (retries,
+    then the day) instead of waiting for a path that is not there yet."""
+    client = tmp_path / "fake-hdfs"
+    client.write_text("#!/bin/sh\n"
+                      "echo 'Picked up JAVA_TOOL_OPTIONS: -Xmx512m' >&2\n"
+                      "echo 'SLF4J: Class path contains multiple SLF4J bindings.' >&2\n"
+                      "if [ -n \"$FAIL\" ]; then echo \"test: $FAIL\" >&2; fi\n"
+                      "exit 1\n")
+    client.chmod(0o755)
+    monkeypatch.setenv(ops.HADOOP_FS_ENV, str(client))
+    assert ops.path_exists("hdfs:///crawl/2026-11-21") is False
+    monkeypatch.setenv("FAIL", "Permission denied: user=airflow, access=EXECUTE")
+    with pytest.raises(ops.PathCheckError, match="Permission denied"):
+        ops.path_exists("hdfs:///crawl/2026-11-21")
+
+
 def test_a_missing_hadoop_client_says_what_to_install(monkeypatch):
     monkeypatch.setenv(ops.HADOOP_FS_ENV, "/nonexistent/bin/hdfs dfs")
     with pytest.raises(ops.PathCheckError, match=f"not on the PATH.*{ops.HADOOP_FS_ENV}"):
