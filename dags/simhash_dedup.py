@@ -126,6 +126,8 @@ class DedupSparkSubmitOperator(SparkSubmitOperator):
         self.conf = {**ops.spark_conf(context["params"]), **(self.conf or {})}  # a conf= given here would win
 
 
+MAX_ACTIVE_RUNS = 31
+
 with DAG(
     dag_id="simhash_dedup",
     description="Near-duplicate pages of the day's crawl, against all earlier days (simhash-dedup)",
@@ -134,7 +136,11 @@ with DAG(
     schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
-    max_active_runs=1,  # the history is appended to in date order
+    # The history is appended to in date order by dedup's depends_on_past (below), not by running one day at a
+    # time: with max_active_runs=1 a failed day that was cleared stayed queued for ever behind the next day's
+    # run, which was running and waiting for it (Airflow starts a queued run only below max_active_runs), and
+    # while that run waited no later day got a run at all. A month of days may now wait for one missing day.
+    max_active_runs=MAX_ACTIVE_RUNS,
     params=PARAMS,
     default_args={
         "owner": "crawl",

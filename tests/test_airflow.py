@@ -157,7 +157,9 @@ def test_dag_loads_with_the_day_that_just_ended(checks, version):
     assert "SparkSubmitOperator" in got["operators"]["dedup"] and "BaseSensorOperator" in got["operators"]["wait_for_input"]
     # "@daily" alone gives Airflow 3 the day that starts (CronTriggerTimetable): the input would not exist yet
     assert got["timetable"] == "CronDataIntervalTimetable" and got["data_interval"] == [DAY, "2026-11-22"]
-    assert got["max_active_runs"] == 1 and got["conn_id"] == "spark_crawl"
+    # many runs at once (a cleared missing day must be able to start while later days wait for it); the order of
+    # the history comes from dedup's depends_on_past and wait_for_downstream
+    assert got["max_active_runs"] >= 31 and got["conn_id"] == "spark_crawl"
     tasks = got["tasks"]
     assert tasks["dedup"]["depends_on_past"] and tasks["dedup"]["wait_for_downstream"] and tasks["dedup"]["retries"] == 2
     assert not tasks["wait_for_input"]["depends_on_past"] and tasks["wait_for_input"]["mode"] == "reschedule"
