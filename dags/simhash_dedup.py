@@ -81,8 +81,13 @@ PARAMS = {
     "num_executors": optional("num_executors", int, minimum=1, description="spark.executor.instances"),
     "driver_memory": optional("driver_memory", description="spark.driver.memory, e.g. 4g"),
 }
-INPUT = "{{ params.crawl_root }}/{{ ds }}"
-OUTPUT = "{{ params.dedup_root }}/{{ ds }}"
+# The day is the data interval's start, not {{ ds }} (the logical date): a manual run (`airflow dags trigger`,
+# the UI) has the logical date "now" on Airflow 2, i.e. today, while its data interval is the day that ended,
+# and on Airflow 3 a run triggered without a logical date has no {{ ds }} at all (rendering fails). For a
+# scheduled run the two are the same day.
+DAY = "{{ data_interval_start | ds }}"
+INPUT = "{{ params.crawl_root }}/" + DAY
+OUTPUT = "{{ params.dedup_root }}/" + DAY
 
 
 def asset_uri(root: str) -> str:
@@ -103,7 +108,7 @@ def wait_for_input(input_path: str, marker: str, wait_hours: str, data_interval_
         raise AirflowFailException(str(e)) from e
 
 
-def check_result(output_dir: str, params, ds: str, outlet_events=None) -> dict:
+def check_result(output_dir: str, params, data_interval_start, outlet_events=None) -> dict:
     """PythonOperator callable: the result gate. A rejected result fails without retries (re-reading the same
     report gives the same numbers); the summary it returns is the task's XCom and the Asset event's extra."""
     try:
@@ -111,7 +116,7 @@ def check_result(output_dir: str, params, ds: str, outlet_events=None) -> dict:
                                    params["min_duplicate_rate"], params["max_duplicate_rate"])
     except ops.ResultRejected as e:
         raise AirflowFailException(str(e)) from e
-    summary["run_date"] = ds
+    summary["run_date"] = data_interval_start.date().isoformat()  # the day (see DAY)
     if outlet_events is not None:
         outlet_events[OUTPUT_ASSET].extra.update(summary)
     return summary
@@ -165,12 +170,12 @@ with DAG(
         conn_id=os.environ.get("SIMHASH_DEDUP_SPARK_CONN", "spark_default"),
         application=os.path.join(HOME, "jobs", "dedup_job.py"),
         py_files=os.path.join(HOME, "dist", "simhash_udf.zip"),
-        name="simhash-dedup-{{ ds }}",
+        name="simhash-dedup-" + DAY,
         application_args=[
             "--input", INPUT,
             "--output", OUTPUT,
             "--history", "{{ params.dedup_root }}/history",
-            "--run-date", "{{ ds }}",
+            "--run-date", DAY,
             # A retry or a cleared task recomputes the day: the job is deterministic, reads only the history
             # before {{ ds }} and replaces the day's history partition, so replacing the output is safe.
             "--overwrite",

@@ -73,6 +73,23 @@ def command(overrides):
     return task._get_hook()._build_spark_submit_command(task.application)
 
 
+def manual_commands():
+    """The dedup command of manual runs of the day's data interval: on Airflow 2 (dags trigger, the UI) the
+    logical date is the moment of the trigger, the next day; on Airflow 3 a run triggered without a logical
+    date has no ds at all."""
+    start = day_start(day)
+    interval = {"data_interval_start": start, "data_interval_end": start + timedelta(days=1)}
+    out = []
+    for drop_ds in (False, True):
+        task = copy.deepcopy(dag.get_task("dedup"))
+        ctx = context_for(task, None, ds=(start + timedelta(days=1, hours=9)).date().isoformat(), **interval)
+        if drop_ds:
+            del ctx["ds"]
+        out.append(outcome(lambda t=task, c=ctx: (t.render_template_fields(c),
+                                                 t._get_hook()._build_spark_submit_command(t.application))[1]))
+    return out
+
+
 def poke(case):
     end = case.get("data_interval_end")
     extra = {"data_interval_end": datetime.fromisoformat(end)} if end else {}
@@ -123,6 +140,7 @@ if dag is not None:
                            "outlets": [getattr(o, "uri", None) for o in t.outlets]} for t in dag.tasks},
         conn_id=dag.get_task("dedup")._conn_id,
         commands=[outcome(lambda o=o: command(o)) for o in spec.get("renders", [])],
+        manual_commands=manual_commands(),
         pokes=[outcome(lambda c=c: poke(c)) for c in spec.get("pokes", [])],
         gates=[outcome(lambda c=c: gate(c)) for c in spec.get("gates", [])],
         callbacks=outcome(callbacks) if spec.get("callbacks") else None,
