@@ -1,7 +1,7 @@
 """Airflow DAG: near-duplicate detection of each day's crawl with simhash-dedup, against every earlier day.
 Loads on Airflow 2.x (2.11, with apache-airflow-providers-apache-spark >= 6) and 3.x.
 
-Three tasks a day (the day is {{ ds }}, the data interval that just ended):
+Three tasks a day (the day <ds> is the data interval that just ended, {{ data_interval_start | ds }}):
   wait_for_input  the day's input CRAWL_ROOT/<ds>/ (and its marker file, if one is named) exists; waits until the
                   day's end + input_wait_hours, then fails at once with what to do (no retries)
   dedup           spark-submit jobs/dedup_job.py on it, writing DEDUP_ROOT/<ds>/ and appending the day to the
@@ -11,8 +11,8 @@ Three tasks a day (the day is {{ ds }}, the data interval that just ended):
                   downstream as XCom (return_value) and as the extra of an event of the Asset (Airflow 2: Dataset)
                   DEDUP_ROOT
 The history must be written in date order: `dedup` waits for the previous day's `dedup` and `check_result`
-(depends_on_past + wait_for_downstream) and one run is active at a time, so a missing or rejected day holds
-the later days back until an operator acts (docs/operations.md, "Airflow").
+(depends_on_past + wait_for_downstream), so a missing or rejected day holds the later days' dedup back until an
+operator acts (docs/operations.md, "Airflow").
 
 Settings (environment of the DAG processor / scheduler and the workers, read when the file is parsed; no
 database access):
