@@ -258,7 +258,11 @@ def shape_reference(rows):
     for _, cid, dup, fp in rows:
         if dup and fp is not None and kept.get(cid) is not None:
             far[cid] = max(far.get(cid, 0), hamming(fp, kept[cid]))
-    return dict(Counter(members.values())), dict(Counter(far.values()))
+    # exact duplicates: per cluster and fingerprint, all duplicates if the kept page (among the rows) has that
+    # fingerprint, else all but one
+    groups = Counter((cid, fp) for _, cid, dup, fp in rows if dup and fp is not None)
+    exact = sum(n if kept.get(cid) == fp else n - 1 for (cid, fp), n in groups.items())
+    return dict(Counter(members.values())), dict(Counter(far.values())), exact
 
 
 def check_kept_fp_and_shape(collected, histogram, stats, kept_elsewhere=lambda row: False):
@@ -267,6 +271,6 @@ def check_kept_fp_and_shape(collected, histogram, stats, kept_elsewhere=lambda r
     (histogram, stats["max_distance_to_kept"]) equal shape_reference on these rows."""
     fp_of = {r.id: r.fingerprint for r in collected}
     assert [r.kept_fp for r in collected] == [None if kept_elsewhere(r) else fp_of[r.cluster_id] for r in collected]
-    sizes, chaining = shape_reference([(r.id, r.cluster_id, r.is_duplicate, r.fingerprint) for r in collected])
-    assert histogram == sizes
+    sizes, chaining, exact = shape_reference([(r.id, r.cluster_id, r.is_duplicate, r.fingerprint) for r in collected])
+    assert histogram == sizes and stats["exact_duplicates"] == exact
     assert stats["max_distance_to_kept"] == {str(d): chaining[d] for d in sorted(chaining)}

@@ -499,6 +499,22 @@ def test_paths_of_other_file_systems_are_left_to_the_read_stage(tmp_path, monkey
             assert load_config(["--input", "/no/such/crawl", "--output", "x"]).input == "/no/such/crawl"
 
 
+def test_exact_and_near_duplicates_add_up_when_one_fingerprint_is_kept_twice(spark, tmp_path):
+    """Old code: exact duplicates were the pages with a fingerprint less the distinct fingerprints, which assumed
+    every repeat of a fingerprint is removed. "Hello World" and "World Hello" have one fingerprint and one
+    signature (the same words) but short texts that are not similar, so verified mode keeps both: the report
+    said 0 duplicates, 1 exact and -1 near."""
+    rows = [{"id": 1, "text": "Hello World"}, {"id": 2, "text": "World Hello"},
+            {"id": 3, "text": "Hello World"}, {"id": 4, "text": "Hello World!"}]
+    with open(tmp_path / "in.jsonl", "w") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in rows)
+    report = run_job(spark, "--input", tmp_path / "in.jsonl", "--output", tmp_path / "out")
+    got = read_clusters(tmp_path / "out")
+    assert got["fingerprint"].nunique() == 1 and not got.loc[got["id"] == 2, "is_duplicate"].any()
+    assert report["duplicates"] == got["is_duplicate"].sum() == 2  # 3 and 4, copies of 1
+    assert (report["exact_duplicates"], report["near_duplicates"]) == (2, 0)
+
+
 def test_unreadable_config_files_are_clear_errors(tmp_path):
     """Old code: a config file in another encoding (a GBK comment) or a directory given as --config ended in a
     UnicodeDecodeError or IsADirectoryError traceback (exit 1)."""

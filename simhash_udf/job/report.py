@@ -36,7 +36,7 @@ def dedup_report(cfg: DedupConfig, fp: Fingerprinted, short: ShortText, found: C
     histogram = found.histogram
     input_rows = fp.stats["input_rows"]
     duplicates = input_rows - kept_rows
-    exact = fp.stats["fingerprinted"] - near["distinct_fingerprints"]
+    exact = near.pop("exact_duplicates")  # star.cluster_shape: copies of the kept page's or a fellow's fingerprint
     return {
         "simhash_dedup_version": __version__,
         "fingerprint_version": fingerprint_version(cfg, fp),

@@ -414,7 +414,7 @@ def _near_duplicate_clusters(
         if cluster_mode != "verified":  # the signature goes into clusters/ with its page
             clusters = clusters.join(page_cols.select("id", "signature"), "id")
         clusters = keep(clusters)
-        histogram, chaining = cluster_shape(clusters)
+        histogram, chaining, exact = cluster_shape(clusters)
         counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
     stats = {
         "distinct_fingerprints": n_distinct,
@@ -438,6 +438,7 @@ def _near_duplicate_clusters(
                              "expected_chance_comparisons": bands.expected_chance_comparisons(n_search)}
                             if use_bands else None),
         "max_distance_to_kept": {str(d): chaining[d] for d in sorted(chaining)},
+        "exact_duplicates": exact,
     }
     if history is not None:
         stats["history_rows"] = n_history

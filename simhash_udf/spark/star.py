@@ -40,12 +40,18 @@ def resolve_clusters(docs: DataFrame, roots: DataFrame) -> DataFrame:
     )
 
 
-def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int]]:
-    """The clusters' sizes and their chaining, in one Spark action: {size: clusters}, and {distance: clusters}
-    where distance is, for each cluster with duplicates, the largest Hamming distance between a member's
-    fingerprint and its kept page's. Transitive closure can join pages far more than k apart through a chain
-    of near pairs; this shows how far it went. Clusters whose kept page is not among these rows (an earlier
-    run's, with --history) are left out of the distances.
+def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], int]:
+    """The clusters' sizes, their chaining and the exact duplicates, in one Spark action: {size: clusters},
+    {distance: clusters} where distance is, for each cluster with duplicates, the largest Hamming distance between
+    a member's fingerprint and its kept page's, and the number of duplicates that are exact copies by fingerprint.
+    Transitive closure can join pages far more than k apart through a chain of near pairs; the distances show how
+    far it went. Clusters whose kept page is not among these rows (an earlier run's, with --history) are left out
+    of the distances.
+
+    Exact duplicates: in each cluster, the duplicates that share their fingerprint with the kept page, and of
+    each other fingerprint all duplicates but one. (Before: pages with a fingerprint less distinct fingerprints,
+    which assumed every repeat of a fingerprint is removed; verified mode keeps two pages of one fingerprint
+    whose texts differ, "Hello World" and "World Hello", and the report then had -1 near duplicates.)
 
     clusters: (cluster_id, is_duplicate, fingerprint, kept_fp), kept_fp the kept page's fingerprint on every
     row, null when the kept page is not among the rows (every resolve adds it: resolve_clusters, star_clusters,
@@ -53,22 +59,28 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int]]:
     are found through fingerprints), so only the duplicates are grouped by cluster, and the clusters of one page
     are the kept pages left over. (Every page grouped by cluster, with the kept page's fingerprint found by a
     window, took ~24 core-seconds at 10M pages, of which the duplicates are ~7%.)"""
-    # one aggregation: each duplicate's cluster, and the kept pages as one group (keyed null, so that each map
-    # task sends one row of it) whose count is the kept pages
+    # first each duplicate's cluster and fingerprint, and the kept pages as one group (keyed null, so that each
+    # map task sends one row of it) whose count is the kept pages; then by cluster
     dup = F.col("is_duplicate")
-    per_cluster = clusters.groupBy(F.when(dup, F.col("cluster_id")).alias("c")).agg(
+    per_fingerprint = clusters.groupBy(F.when(dup, F.col("cluster_id")).alias("c"),
+                                       F.when(dup, F.col("fingerprint")).alias("f")).agg(
         F.count(F.lit(1)).alias("rows"), F.max(F.col("kept_fp").isNotNull().cast("int")).alias("kept_here"),
-        F.max(F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp")))).alias("d"))
+        F.max(F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp")))).alias("d"),
+        F.max((F.col("fingerprint") == F.col("kept_fp")).cast("int")).alias("same"))
+    per_cluster = per_fingerprint.groupBy("c").agg(
+        F.sum("rows").alias("rows"), F.max("kept_here").alias("kept_here"), F.max("d").alias("d"),
+        F.sum(F.when(F.col("f").isNotNull(), F.col("rows") - 1 + F.coalesce(F.col("same"), F.lit(0)))).alias("exact"))
     of_dups = F.col("c").isNotNull()
     rows = per_cluster.groupBy(F.when(of_dups, F.col("rows") + F.col("kept_here")).alias("size"),
                                F.when(of_dups, F.col("d")).alias("d")).agg(
         F.count(F.lit(1)).alias("n"), F.sum(F.when(of_dups, F.col("kept_here"))).alias("kept_here"),
-        F.sum(F.when(~of_dups, F.col("rows"))).alias("kept_pages")).collect()
+        F.sum(F.when(~of_dups, F.col("rows"))).alias("kept_pages"), F.sum("exact").alias("exact")).collect()
     kept_pages = sum(int(r["kept_pages"] or 0) for r in rows if r["size"] is None)
+    exact = sum(int(r["exact"] or 0) for r in rows)
     rows = [r for r in rows if r["size"] is not None]
     # a kept page whose cluster has no duplicate among the rows is a cluster of one
     alone = kept_pages - sum(int(r["kept_here"]) for r in rows)
-    return _shape_of_groups(rows + ([{"size": 1, "d": None, "n": alone}] if alone else []))
+    return (*_shape_of_groups(rows + ([{"size": 1, "d": None, "n": alone}] if alone else [])), exact)
 
 
 def _shape_of_groups(rows) -> tuple[dict[int, int], dict[int, int]]:
