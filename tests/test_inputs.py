@@ -48,6 +48,21 @@ def test_invalid_utf8_in_json_is_replaced_and_counted(spark, tmp_path):
     assert report["bad_rows"]["invalid_utf8_replaced"] == 1
 
 
+def test_csv_files_whose_header_differs_are_refused(spark, tmp_path):
+    """Old code: Spark took the columns by position and dropped every file's first line unchecked, so a file
+    with its columns in another order had its text read as ids (and its ids fingerprinted), and a part file
+    without a header lost its first row; both silently."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("id,text\n1,first page\n2,second page\n")
+    (tmp_path / "in" / "b.csv").write_text("text,id\nthird page,3\n")
+    with pytest.raises(DedupError, match=r"b\.csv"):
+        job(spark, "--input", tmp_path / "in", "--output", tmp_path / "out")
+    (tmp_path / "in" / "b.csv").write_text("3,third page\n4,fourth page\n")  # a part without a header
+    with pytest.raises(DedupError, match=r"b\.csv"):
+        job(spark, "--input", tmp_path / "in", "--output", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_csv_row_with_wrong_field_count_names_the_file(spark, tmp_path):
     (tmp_path / "a.csv").write_text('id,text\n1,"a page,\nwith a quoted newline"\n2,another page\n')
     pd.read_csv(tmp_path / "a.csv")  # the good file is valid CSV

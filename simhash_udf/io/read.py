@@ -294,8 +294,11 @@ def read_csv(spark: SparkSession, info: InputFiles) -> DataFrame:
     schema = spark.read.options(inferSchema=True, **options).csv(info.spark_path).schema
     if not [f for f in schema.fields if f.name not in info.partition_keys]:
         raise EmptyInput(f"input {info.path} holds no CSV header or rows ({info.files} files, all empty)")
-    rows = spark.read.options(columnNameOfCorruptRecord=CORRUPT, mode="PERMISSIVE", **options).schema(
-        _with_corrupt_column(schema)).csv(info.spark_path)
+    # enforceSchema off: every file's header is checked against the columns (Spark's default takes them by
+    # position and drops each file's first line unchecked, so a file with its columns in another order had its
+    # text read as ids, and a part file without a header lost its first row)
+    rows = spark.read.options(columnNameOfCorruptRecord=CORRUPT, mode="PERMISSIVE", enforceSchema=False,
+                              **options).schema(_with_corrupt_column(schema)).csv(info.spark_path)
     return rows.select("*", F.input_file_name().alias(SOURCE_FILE))
 
 
