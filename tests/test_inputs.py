@@ -48,6 +48,21 @@ def test_invalid_utf8_in_json_is_replaced_and_counted(spark, tmp_path):
     assert report["bad_rows"]["invalid_utf8_replaced"] == 1
 
 
+def test_parquet_files_with_different_columns_keep_every_column(spark, tmp_path):
+    """Old code: Spark took the schema of one file's footer, so a column that only some files have (added during
+    the day) was missing from kept/ for every row; now the schemas are merged, and files that disagree on a
+    column's type are refused."""
+    (tmp_path / "in").mkdir()
+    pd.DataFrame({"id": [1, 2], "text": ["first page here", "second page here"]}).to_parquet(tmp_path / "in" / "a.parquet")
+    pd.DataFrame({"id": [3], "text": ["third page here"], "lang": ["en"]}).to_parquet(tmp_path / "in" / "b.parquet")
+    job(spark, "--input", tmp_path / "in", "--output", tmp_path / "out")
+    kept = pd.read_parquet(tmp_path / "out" / "kept").sort_values("id")
+    assert list(kept["id"]) == [1, 2, 3] and list(kept["lang"].fillna("-")) == ["-", "-", "en"]
+    pd.DataFrame({"id": ["4"], "text": ["fourth page"]}).to_parquet(tmp_path / "in" / "c.parquet")
+    with pytest.raises(DedupError, match=r"Parquet files of input .* do not agree on their columns' types"):
+        job(spark, "--input", tmp_path / "in", "--output", tmp_path / "out2")
+
+
 def test_csv_files_whose_header_differs_are_refused(spark, tmp_path):
     """Old code: Spark took the columns by position and dropped every file's first line unchecked, so a file
     with its columns in another order had its text read as ids (and its ids fingerprinted), and a part file

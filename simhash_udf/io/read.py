@@ -230,7 +230,18 @@ def read_files(spark: SparkSession, info: InputFiles, fmt: str) -> DataFrame:
     reader = spark.read.options(**info.reader_options)
     path = info.spark_path
     if fmt in ("parquet", "fingerprints"):
-        return reader.parquet(path)
+        # the schema of all files' footers (Spark's default takes one file's: a column added during the day was
+        # missing from kept/ for every row, silently); files that disagree on a column's type are refused
+        try:
+            return reader.option("mergeSchema", True).parquet(path)
+        except Exception as exc:
+            text = str(exc)
+            if "CANNOT_MERGE_SCHEMAS" not in text:
+                raise input_error(exc) or exc from None  # a footer that cannot be read names its file
+            why = next((ln.split("] ", 1)[-1].strip() for ln in text.splitlines() if "CANNOT_MERGE" in ln), "")
+            raise DedupError(f"the Parquet files of input {info.path} do not agree on their columns' types ({why[:200]}): "
+                             "make them agree upstream (cast the column in every file), or read the files "
+                             "separately") from None
     if fmt == "json":
         return read_json_lines(spark, info)
     if fmt == "csv":
