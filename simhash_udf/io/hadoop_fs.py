@@ -74,6 +74,15 @@ class HadoopFS:
             raise
         return bool(st.isDirectory()), int(st.getModificationTime())
 
+    def nearest_existing(self, path: str | None) -> tuple[str, bool] | None:
+        """(path, is_dir) of the first of `path` and its ancestors that exists; None when none does."""
+        while path is not None:
+            status = self.status(path)
+            if status is not None:
+                return path, status[0]
+            path = self.parent(path)
+        return None
+
     def list(self, path: str) -> list[tuple[str, bool]]:
         """(name, is_dir) of the entries of a directory; [] when it does not exist."""
         try:

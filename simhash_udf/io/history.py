@@ -160,7 +160,7 @@ class History:
     def stage(self, rows: DataFrame, version: str, bands=None) -> None:
         """Write this run's rows (id, fingerprint, signature, cluster_id, is_duplicate, kept_run_date) beside
         the history, and with the band search on (bands: SignatureBands) their band index."""
-        self._claim_staging()
+        self.claim_staging()
         rows.write.parquet(self.staging)
         if bands is not None and bands.bands > 0:
             staged = self.spark.read.parquet(escape_glob(self.staging))  # the rows as written, not their lineage again
@@ -176,12 +176,8 @@ class History:
         the date without rows (before: it was deleted first). A kill in between leaves the date without rows
         and the output without this run (published after the history): the day is run again, and the next
         run removes what is aside (remove_stale_staging)."""
-        target = self._Path(self.partition)
-        aside = self._Path(self.staging + REPLACED)
-        replaced = self.fs.exists(target)
-        if replaced and not self.fs.rename(target, aside):
-            raise DedupError(f"could not move the earlier attempt's {self.partition} aside: check permissions on the "
-                             "history")
+        target, aside = self._Path(self.partition), self._Path(self.staging + REPLACED)
+        replaced = self._move_earlier_attempt_aside()
         if self.fs.exists(target) or not self.fs.rename(self._Path(self.staging), target):
             # (a partition there again: another run of the same date published meanwhile; a rename onto it
             # would nest this run's rows inside it)
@@ -215,17 +211,11 @@ class History:
         computation."""
         from .hadoop_fs import HadoopFS
 
-        fs = HadoopFS.for_spark(self.spark, self.path)
-        path = self.path
-        while path is not None:
-            status = fs.status(path)
-            if status is not None:
-                if not status[0]:
-                    where = "is a file" if path == self.path else f"cannot be created: {path} is a file"
-                    raise DedupError(f"--history {self.path} {where}, not a directory: choose a directory for the "
-                                     "history (the job creates it)")
-                return
-            path = fs.parent(path)
+        found = HadoopFS.for_spark(self.spark, self.path).nearest_existing(self.path)
+        if found is not None and not found[1]:
+            where = "is a file" if found[0] == self.path else f"cannot be created: {found[0]} is a file"
+            raise DedupError(f"--history {self.path} {where}, not a directory: choose a directory for the history "
+                             "(the job creates it)")
 
     def claim_staging(self) -> None:
         """Create the owner file of this run's staging directory (once): done at the start of a run, so that a
@@ -247,20 +237,24 @@ class History:
             raise DedupError(f"cannot write into --history {self.path} ({why}): check the path and its permissions") from None
         self._staging_owner = owner
 
-    _claim_staging = claim_staging
-
     def remove_date(self) -> bool:
         """Remove this date's partition (an earlier attempt's rows), as publish replaces it: for a re-run of the
         date whose input turned out empty (--allow-empty), so that the history holds what the date's output
         holds. Returns whether there was one."""
+        if not self._move_earlier_attempt_aside():
+            return False
+        self.fs.delete(self._Path(self.staging + REPLACED), True)
+        return True
+
+    def _move_earlier_attempt_aside(self) -> bool:
+        """Rename this date's partition, if there is one, to the staging directory's name + REPLACED (owned by
+        this run's owner file); returns whether there was one."""
         target = self._Path(self.partition)
         if not self.fs.exists(target):
             return False
-        aside = self._Path(self.staging + REPLACED)
-        if not self.fs.rename(target, aside):
+        if not self.fs.rename(target, self._Path(self.staging + REPLACED)):
             raise DedupError(f"could not move the earlier attempt's {self.partition} aside: check permissions on the "
                              "history")
-        self.fs.delete(aside, True)
         return True
 
     def _release_staging(self) -> None:

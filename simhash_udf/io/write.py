@@ -89,9 +89,11 @@ class OutputDir:
         with or without --overwrite: replacing DIR deletes everything under it."""
         jvm, conf = self.fs._jvm, self.fs._conf
         out = self.fs.qualified(self.path)
-        guarded = [("input", "--input", input_root(jvm, conf, input_path), input_path)]
+        crawl = input_root(jvm, conf, input_path)
+        guarded = [("input", "--input", crawl, input_path)]
         if history:
-            guarded.append(("history", "--history", qualified_path(jvm, conf, history), history))
+            history_q = qualified_path(jvm, conf, history)
+            guarded.append(("history", "--history", history_q, history))
         for what, option, other, given in guarded:
             how = relation(out, other)
             if how is None:
@@ -103,13 +105,11 @@ class OutputDir:
             }[how]
             raise DedupError(f"--output {self.path} {why}: choose an --output outside the {what} (for example a "
                              f"sibling directory), or change {option} (resolved: output {out}, {what} {other})")
-        if history:  # the input's reader would read the history's rows as pages, or a publish replace input files
-            kept, crawl = guarded[1][2], guarded[0][2]
-            how = relation(kept, crawl)
-            if how is not None:
-                why = {"equals": "is", "contains": "contains", "inside": "lies inside"}[how]
-                raise DedupError(f"--history {history} {why} the input {input_path}: choose a --history outside the "
-                                 f"input (for example a sibling directory) (resolved: history {kept}, input {crawl})")
+        how = relation(history_q, crawl) if history else None
+        if how is not None:  # the input's reader would read the history's rows as pages, a publish replace input files
+            why = {"equals": "is", "contains": "contains", "inside": "lies inside"}[how]
+            raise DedupError(f"--history {history} {why} the input {input_path}: choose a --history outside the "
+                             f"input (for example a sibling directory) (resolved: history {history_q}, input {crawl})")
 
     def is_finished(self) -> bool:
         return self.fs.exists(self.path + "/_SUCCESS")
@@ -150,15 +150,10 @@ class OutputDir:
 
     def _check_parent(self) -> None:
         """DIR does not exist: the nearest existing ancestor must be a directory (not a regular file)."""
-        parent = self.fs.parent(self.path)
-        while parent is not None:
-            status = self.fs.status(parent)
-            if status is not None:
-                if not status[0]:
-                    raise DedupError(f"output {self.path} cannot be created: {parent} is a file, not a directory; "
-                                     "choose an --output under a directory")
-                return
-            parent = self.fs.parent(parent)
+        found = self.fs.nearest_existing(self.fs.parent(self.path))
+        if found is not None and not found[1]:
+            raise DedupError(f"output {self.path} cannot be created: {found[0]} is a file, not a directory; "
+                             "choose an --output under a directory")
 
     # --- ownership ---------------------------------------------------------------------------------------
 
