@@ -61,6 +61,58 @@ def test_a_cut_record_is_flagged_never_dropped(layout, cut):
         assert 0 < len(cut_row[3]) < len(LONG) and LONG.startswith(cut_row[3])
 
 
+def lf_wet_bytes(pages, missing_length=None):
+    """A WET file whose lines end in LF alone (a file converted by a text tool); record `missing_length` has
+    no Content-Length."""
+    records = [b"WARC/1.0\nWARC-Type: warcinfo\nWARC-Record-ID: <urn:uuid:info>\nContent-Length: 15\n\nsoftware: test\n\n\n"]
+    for i, (url, body) in enumerate(pages):
+        length = b"" if i == missing_length else b"Content-Length: %d\n" % len(body)
+        records.append(b"WARC/1.0\nWARC-Type: conversion\nWARC-Record-ID: <urn:uuid:%d>\nWARC-Target-URI: %s\n"
+                       b"WARC-Date: 2026-01-01T00:00:00Z\n%s\n%s\n\n" % (i, url.encode(), length, body))
+    return records
+
+
+def compressed(records, layout):
+    plain = b"".join(records)
+    return {"gzip members": b"".join(gzip.compress(r) for r in records), "plain": plain,
+            "one gzip member": gzip.compress(plain), "bzip2": bz2.compress(plain)}[layout]
+
+
+@pytest.mark.parametrize("layout", ["gzip members", "plain", "one gzip member", "bzip2"])
+@pytest.mark.parametrize("cut", [0, 40])
+def test_a_file_with_lf_line_endings_is_read_whole(layout, cut):
+    """fastwarc sees the first header of such a file as cut by its end: the file was one truncated record and
+    every page of it was lost. Read by warcio, every page is a row; a cut still flags the last one."""
+    pages = PAGES + [("https://x.example/3", "第三页的正文".encode())]
+    data = compressed(lf_wet_bytes(pages), layout)
+    rows = list(wet_records("f.wet", data[: len(data) - cut]))
+    complete = [r for r in rows if not r[5]]
+    assert [r[1] for r in complete] == [u for u, _ in pages[: len(complete)]]
+    assert [r[3] for r in complete] == [b for _, b in pages[: len(complete)]]
+    if layout != "bzip2":  # (bzip2 loses its whole cut block)
+        assert len(complete) == 3 - (cut > 0)
+    assert len(rows) - len(complete) == (cut > 0)
+    assert all(r[0] == f"<urn:uuid:{i}>" for i, r in enumerate(complete))
+
+
+@pytest.mark.parametrize("layout", ["gzip members", "plain", "one gzip member", "bzip2"])
+@pytest.mark.parametrize("missing", [0, 2])
+def test_a_complete_header_without_content_length_is_refused_not_a_cut(layout, missing):
+    """WARC requires Content-Length: without it the end of the record's body is unknown. Only the end of the
+    file inside a header is a cut; a complete header without it stopped the file's reading as if cut (the
+    pages after it lost, counted as one cut record). Now the file is refused, naming the record."""
+    pages = PAGES + [("https://x.example/3", b"a third page")]
+    data = wet_bytes(pages, gzip_members=False).replace(b"Content-Length: %d\r\n" % len(pages[missing][1]), b"", 1)
+    records = [b"WARC/1.0" + r for r in data.split(b"WARC/1.0")[1:]]
+    assert b"".join(records) == data and len(records) == 4
+    with pytest.raises(ValueError, match=r"f\.wet is not a readable WARC/WET file: record <urn:uuid:[-0-9a-f]+> "
+                                         "has a complete header without Content-Length"):
+        list(wet_records("f.wet", compressed(records, layout)))
+    lf = compressed(lf_wet_bytes(pages, missing_length=missing), layout)
+    with pytest.raises(ValueError, match=rf"record <urn:uuid:{missing}> has a complete header without Content-Length"):
+        list(wet_records("f.wet", lf))
+
+
 def test_fastwarc_and_warcio_read_the_same_pages():
     from simhash_udf.io.wet import warcio_records
 

@@ -9,17 +9,25 @@ Truncation: a WET file cut off mid-record (an interrupted download) is recognise
   whose gzip member is cut): gzip files, one member per record as Common Crawl writes them, are decompressed
   by fastwarc and the last record's member once more here (_gzip_rows); bzip2 and zstd files are
   decompressed here (Decompressed);
-- a record whose body is shorter than its Content-Length is cut.
+- a record whose body is shorter than its Content-Length is cut, and so is a record header without
+  Content-Length that the end of the file cuts (no blank line after it). A complete header without
+  Content-Length is not a cut: the file is refused (where its body ends is unknown, and treating it as a cut
+  would lose every later page of the file).
 Either way the cut record becomes a row with `truncated_record` true, its text the bytes present (null if the
 cut is inside its header; its id is then the WARC-Record-ID if that header line arrived, else
 `FILE#cut@OFFSET`). The pipeline fingerprints no cut page: it is a cluster of its own, counted in
 report.json -> bad_rows.truncated_records. Bytes that are not WARC (not at the cut) stop the job with the
 file's name.
+
+Line endings: WARC's header lines end in CRLF; fastwarc cannot parse a file whose lines end in LF alone (a
+file converted by a text tool) and would see its first header as cut. Such files (first line `WARC/...\n`)
+are parsed by warcio, which reads both.
 """
 from __future__ import annotations
 
 import bz2
 import io
+import re
 import zlib
 from datetime import datetime, timezone
 from typing import Callable, Iterator
@@ -139,30 +147,49 @@ def fastwarc_records(stream, native_gzip: bool = False) -> Iterator[tuple]:
 
 
 def warcio_records(stream, native_gzip: bool = False) -> Iterator[tuple]:
-    """The same from warcio (the parser before fastwarc; scripts/bench_wet.py compares the two). warcio always
-    reads gzip itself and has no stream offsets."""
+    """The same from warcio (the parser before fastwarc, used for files with LF line endings, which fastwarc
+    cannot parse; scripts/bench_wet.py compares the two). warcio always reads gzip itself."""
     from warcio.archiveiterator import ArchiveIterator
 
-    for record in ArchiveIterator(stream, check_digests=False):
+    records = ArchiveIterator(stream, check_digests=False)
+    for record in records:
         headers = record.rec_headers
         length = headers.get_header("Content-Length")
+        body = record.content_stream().read()
         yield (record.rec_type == "conversion", headers.get_header("WARC-Record-ID"),
                headers.get_header("WARC-Target-URI"), _iso_date(headers.get_header("WARC-Date")),
-               record.content_stream().read(), int(length) if length is not None else None, None)
+               body, int(length) if length is not None else None, records.get_record_offset())
 
 
-def _plain_rows(path: str, stream, records: Callable, cut: Callable[[], bool]) -> Iterator[tuple]:
+_BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+
+
+def _refuse_header_without_length(path: str, data: Callable[[], bytes], pos: int | None, rid: str | None) -> None:
+    """A record header without Content-Length is a cut only if the file ends inside it (no blank line after
+    its start in the decompressed bytes, which `data()` gives once more; this path is rare); else NotWarc."""
+    if pos is not None and _BLANK_LINE.search(data(), pos):
+        raise NotWarc(f"{path} is not a readable WARC/WET file: record {rid or '(no WARC-Record-ID)'} has a complete "
+                      "header without Content-Length, so the end of its body and every later record of the file "
+                      "are unknown")
+
+
+def _plain_rows(path: str, stream, records: Callable, cut: Callable[[], bool],
+                data: Callable[[], bytes]) -> Iterator[tuple]:
     """Rows of an uncompressed WARC stream; `cut()` tells whether the stream is known to end inside a record
-    (else a record is cut only if its body is shorter than its Content-Length or its header has none)."""
+    (else a record is cut only if its body is shorter than its Content-Length or the file ends inside its
+    header); `data()` gives the stream's bytes once more (_refuse_header_without_length)."""
     cut_record = False
     try:
-        for is_conversion, rid, url, date, body, length, _ in records(stream):
-            if length is None:  # a header without Content-Length: a header cut by the end of the file
+        for is_conversion, rid, url, date, body, length, pos in records(stream):
+            if length is None:  # a header without Content-Length: a header cut by the end of the file, or refused
+                _refuse_header_without_length(path, data, pos, rid)
                 yield (rid or f"{path}#cut@{stream.tell()}", url, date, None, path, True)
                 return
             cut_record = len(body) < length
             if is_conversion:  # a cut record of another type (warcinfo, ...) is not a page
                 yield rid, url, date, body, path, cut_record
+    except NotWarc:
+        raise
     except Exception as exc:  # fastwarc: OSError, warcio: ArchiveLoadFailed, zlib.error, EOFError, ...
         if not cut():
             raise NotWarc(f"{path} is not a readable WARC/WET file: {exc}") from exc
@@ -189,7 +216,7 @@ def _gzip_rows(path: str, content: bytes, records: Callable) -> Iterator[tuple]:
         held = None
     if content.startswith(b"\x1f\x8b", start):  # the last record's member starts here
         tail = Decompressed(content[start:], "gzip")
-        yield from _plain_rows(path, tail, records, lambda: tail.cut)
+        yield from _plain_rows(path, tail, records, lambda: tail.cut, lambda: Decompressed(content[start:], "gzip").read())
         return
     whole = Decompressed(content, "gzip")  # records share a member: the offset is not a record's start
     if held is not None:
@@ -199,7 +226,8 @@ def _gzip_rows(path: str, content: bytes, records: Callable) -> Iterator[tuple]:
             yield held
             return
         whole = Decompressed(content, "gzip")
-    for i, row in enumerate(_plain_rows(path, whole, records, lambda: whole.cut)):
+    for i, row in enumerate(_plain_rows(path, whole, records, lambda: whole.cut,
+                                        lambda: Decompressed(content, "gzip").read())):
         if i >= done:
             yield row
 
@@ -208,13 +236,26 @@ def wet_records(path: str, content: bytes, records: Callable = fastwarc_records)
     """(id, url, date, text bytes, file, truncated_record) for every conversion record of one WET file, and one
     row for a record cut off by the end of the file (module docstring)."""
     kind = compression_of(path, content)
+    if records is fastwarc_records and _lf_line_endings(content, kind):
+        records = warcio_records
     if kind == "gzip" and records is fastwarc_records:
         yield from _gzip_rows(path, content, records)
     elif kind is None:
-        yield from _plain_rows(path, io.BytesIO(content), records, lambda: False)
+        yield from _plain_rows(path, io.BytesIO(content), records, lambda: False, lambda: content)
     else:
         stream = Decompressed(content, kind)
-        yield from _plain_rows(path, stream, records, lambda: stream.cut)
+        yield from _plain_rows(path, stream, records, lambda: stream.cut, lambda: Decompressed(content, kind).read())
+
+
+def _lf_line_endings(content: bytes, kind: str | None) -> bool:
+    """Whether the file's first line (`WARC/1.x`) ends in LF alone. Decompressed lazily: a few bytes are enough
+    (a bzip2 block's worth); a stream that cannot be decompressed is left to the parser, which names the file."""
+    try:
+        head = content[:64] if kind is None else Decompressed(content, kind).read(64)
+    except Exception:  # zlib.error, OSError, zstandard.ZstdError, EOFError
+        return False
+    end = head.find(b"\n")
+    return end > 0 and head.startswith(b"WARC/") and head[end - 1:end] != b"\r"
 
 
 def parse_file_batches(batches: Iterator[pa.RecordBatch], carried: list[str],
