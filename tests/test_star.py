@@ -87,3 +87,19 @@ def test_cluster_shape_equals_its_definition(spark, pages, members):
     df = spark.createDataFrame([(*r, base.get(r[1])) for r in rows],
                                "id long, cluster_id long, is_duplicate boolean, fingerprint long, kept_fp long")
     assert cluster_shape(df.repartition(3)) == shape_reference(rows)
+
+
+def test_an_id_that_comes_back_on_a_later_day_is_two_clusters(spark):
+    """With --history and ids such as URLs, today's kept page u1 and an earlier run's u1 (a different page of
+    the same URL) are two clusters; grouped by cluster_id alone the report made them one of three pages."""
+    from simhash_udf.spark.star import cluster_shape
+
+    rows = [("u1", "u1", False, 0b1, 0b1, "2026-11-27"),  # today's u1, kept
+            ("u3", "u1", True, 0b11, 0b1, "2026-11-27"),  # a near copy of it
+            ("u2", "u1", True, 0b1100, None, "2026-11-26"),  # a copy of yesterday's u1 (kept in the history)
+            ("u4", "u4", False, 0b10000, 0b10000, "2026-11-27")]
+    df = spark.createDataFrame(rows, "id string, cluster_id string, is_duplicate boolean, fingerprint long, "
+                                     "kept_fp long, kept_run_date string")
+    shape = cluster_shape(df.repartition(2))
+    assert shape == ({2: 1, 1: 2}, {1: 1}, 0)
+    assert shape == shape_reference([((i, d), (c, d), dup, fp) for i, c, dup, fp, _, d in rows])

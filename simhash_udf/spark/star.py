@@ -53,7 +53,7 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], 
     which assumed every repeat of a fingerprint is removed; verified mode keeps two pages of one fingerprint
     whose texts differ, "Hello World" and "World Hello", and the report then had -1 near duplicates.)
 
-    clusters: (cluster_id, is_duplicate, fingerprint, kept_fp), kept_fp the kept page's fingerprint on every
+    clusters: (cluster_id, is_duplicate, fingerprint, kept_fp[, kept_run_date]), kept_fp the kept page's fingerprint on every
     row, null when the kept page is not among the rows (every resolve adds it: resolve_clusters, star_clusters,
     stages.resolve_verified, history.attach_history). A kept page with duplicates has a fingerprint (duplicates
     are found through fingerprints), so only the duplicates are grouped by cluster, and the clusters of one page
@@ -62,7 +62,10 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], 
     # first each duplicate's cluster and fingerprint, and the kept pages as one group (keyed null, so that each
     # map task sends one row of it) whose count is the kept pages; then by cluster
     dup = F.col("is_duplicate")
-    per_fingerprint = clusters.groupBy(F.when(dup, F.col("cluster_id")).alias("c"),
+    # with --history a cluster is its kept page's id and run: ids such as URLs come back on later days, and
+    # today's page u1 and an earlier run's u1 are two clusters
+    cluster = F.struct("cluster_id", "kept_run_date") if "kept_run_date" in clusters.columns else F.col("cluster_id")
+    per_fingerprint = clusters.groupBy(F.when(dup, cluster).alias("c"),
                                        F.when(dup, F.col("fingerprint")).alias("f")).agg(
         F.count(F.lit(1)).alias("rows"), F.max(F.col("kept_fp").isNotNull().cast("int")).alias("kept_here"),
         F.max(F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp")))).alias("d"),
