@@ -245,3 +245,28 @@ def test_unreadable_inputs_are_clear_errors(spark, tmp_path, case, message):
     with pytest.raises(DedupError, match=message):
         job(spark, "--input", path, "--output", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("exception", ["java.nio.file.AccessDeniedException",
+                                       "org.apache.hadoop.security.AccessControlException"])
+def test_a_directory_the_user_may_not_list_is_a_clear_error(spark, exception):
+    """Listing an input directory the job's user may not read (`chmod 000` on a subdirectory, run as a user
+    other than root) raised AccessDeniedException on the driver, and the job ended in a traceback (exit 1);
+    HDFS raises AccessControlException. This suite runs as root, which reads every directory, so the JVM throws
+    the exception itself here (scala.util.Failure.get); the run as another user is in the closing note."""
+    from py4j.protocol import Py4JJavaError
+
+    from simhash_udf.io.read import input_error
+
+    jvm = spark.sparkContext._jvm
+    if exception.startswith("java.nio"):
+        error = jvm.java.nio.file.AccessDeniedException("/crawl/2026-11-27/b", None, "Permission denied")
+    else:
+        error = jvm.org.apache.hadoop.security.AccessControlException(
+            "Permission denied: user=etl, access=READ_EXECUTE, inode=\"/crawl/2026-11-27/b\":root:root:drwx------")
+    with pytest.raises(Py4JJavaError) as thrown:
+        jvm.scala.util.Failure(error).get()
+    clear = input_error(thrown.value)
+    assert clear is not None, "a traceback, not a message"
+    assert str(clear).startswith("permission denied: ") and "/crawl/2026-11-27/b" in str(clear)
+    assert "give the user this job runs as access to it" in str(clear) and "\n" not in str(clear)

@@ -363,11 +363,15 @@ def load_input(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFra
 
 _FAILED_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)")
 _NOT_WARC = re.compile(r"NotWarc: (\S+) is not a readable WARC/WET file: ([^\n]*)")
+# a directory the job's user may not list (Hadoop's local file system, HDFS)
+_DENIED = re.compile(r"(?:java\.nio\.file\.AccessDeniedException|org\.apache\.hadoop\.security\.AccessControlException"
+                     r"|java\.io\.IOException: Permission denied): ([^\n]{0,300})")
 
 
 def input_error(exc: BaseException) -> DedupError | None:
     """A Spark failure to read one input file (truncated Parquet, a bad gzip stream, a broken WET file, a
-    codec without its native library) as a clear error that names the file; None for any other failure."""
+    codec without its native library, a file or directory the job's user may not read) as a clear error that
+    names the file; None for any other failure."""
     if isinstance(exc, DedupError):
         return None
     text = str(exc)
@@ -379,12 +383,17 @@ def input_error(exc: BaseException) -> DedupError | None:
         return DedupError("reading .zst input needs Hadoop's native zstd library, which this Spark does not have: "
                           "recompress the files as .gz or .bz2, or install Hadoop's native libraries (libhadoop)")
     match = _FAILED_FILE.search(text)
-    if not match:
-        return None
-    path = match.group(1)
-    cause = next((ln.split(": ", 1)[-1] for ln in text.splitlines() if ln.startswith("Caused by:")), "")
-    return DedupError(f"input file {path} cannot be read ({cause[:200] or 'corrupt or of another format'}): "
-                      "replace or remove it, or fix --input-format")
+    if match:
+        path = match.group(1)
+        cause = next((ln.split(": ", 1)[-1] for ln in text.splitlines() if ln.startswith("Caused by:")), "")
+        advice = ("give the user this job runs as read access to it, or remove it from the input"
+                  if "Permission denied" in cause else "replace or remove it, or fix --input-format")
+        return DedupError(f"input file {path} cannot be read ({cause[:200] or 'corrupt or of another format'}): {advice}")
+    match = _DENIED.search(text)
+    if match:  # listing the input (the driver) or a path of the output or history
+        return DedupError(f"permission denied: {match.group(1).strip()}: give the user this job runs as access to it "
+                          "(read for --input, write for --output and --history), or choose other paths")
+    return None
 
 
 # Types an id can have: clusters/ and the history store it, group and compare it (cluster_id is an id).
