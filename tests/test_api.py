@@ -51,8 +51,55 @@ def test_transformer_errors_name_the_param(spark):
         SimHashFingerprint(outputCol="text").transform(df)
     with pytest.raises(DedupError, match="signature"):
         near_duplicates(df.withColumn("fingerprint", F.lit(1).cast("long")), fingerprint_col="fingerprint")
-    with pytest.raises(DedupError, match="DedupConfig"):
+    with pytest.raises(DedupError, match="unknown setting 'no_such_option'"):
         near_duplicates(df, no_such_option=1)
+    # values the job refuses (they gave one fingerprint for every page, or null ones, or a silent mix)
+    for params, name in [({"tokenizer": "char", "charNgram": 0}, "charNgram"), ({"wordNgram": -1}, "wordNgram"),
+                         ({"maxTextChars": 0}, "maxTextChars"), ({"tokenizer": "char", "stopWords": True}, "stopWords")]:
+        with pytest.raises(ValueError, match=name):
+            SimHashFingerprint(**params).transform(df)
+    with pytest.raises(ValueError, match="both 'fp'"):
+        SimHashFingerprint(outputCol="fp", signatureCol="fp").transform(df)
+    with pytest.raises(ValueError, match="needs no fit: use SimHashFingerprint"):
+        SimHashFingerprintEstimator(weighting="binary").fit(df)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"k": "3"}, "k must be int"), ({"k": 3.0}, "k must be int"), ({"k": True}, "k must be int"),
+    ({"min_similarity": "0.8"}, "min_similarity must be float"),
+    ({"keep": "earliest:nope"}, "column 'nope' is not in the input"),
+])
+def test_near_duplicates_checks_options_and_columns_as_the_job_does(spark, options, message):
+    """Wrong types ended in a TypeError (or k=True ran as k=1), a missing keep column in an AnalysisException."""
+    df = spark.createDataFrame([(1, "a b c")], "id int, text string")
+    with pytest.raises(DedupError, match=message):
+        near_duplicates(df, **options)
+
+
+def test_near_duplicates_takes_columns_from_its_config_and_ignores_other_fingerprint_columns(spark):
+    """config=DedupConfig(id_col=..., text_col=...) was overridden by the keyword defaults ("id", "text"): with
+    an `id` column beside `doc_id` the wrong ids were used. An input that has `fingerprint`, `n_features` and
+    `signature` columns (clusters/ of a run, a page table) was ambiguous for the Transformer and for
+    fingerprint_col; an int text column was fingerprinted as text."""
+    from simhash_udf.job.config import DedupConfig
+
+    text = "一段足够长的中文文本，用来测试近似重复的检测是否正确。" * 3
+    df = spark.createDataFrame([(10, 1, text), (20, 2, text + "!"), (30, 3, "something else entirely, in English")],
+                               "doc_id long, id long, body string")
+    result = near_duplicates(df, config=DedupConfig(id_col="doc_id", text_col="body"), shuffle_partitions=2)
+    assert {r.id: r.cluster_id for r in result.clusters.collect()} == {10: 10, 20: 10, 30: 30}
+    result.unpersist()
+    with pytest.raises(DedupError, match="column 'text' has type int, not string or binary"):
+        near_duplicates(spark.createDataFrame([(1, 5)], "id int, text int"))
+    clashing = df.select("doc_id", "body", F.lit(7).cast("long").alias("fingerprint"), F.lit(0).alias("n_features"),
+                         F.lit(b"x").alias("signature"))
+    out = SimHashFingerprint(inputCol="body", outputCol="fp_new", signatureCol="sig_new").transform(clashing)
+    assert out.columns == ["doc_id", "body", "fingerprint", "n_features", "signature", "fp_new", "sig_new"]
+    rows = out.orderBy("doc_id").collect()
+    assert [r.fingerprint for r in rows] == [7, 7, 7] and rows[0].fp_new == rows[1].fp_new != rows[2].fp_new
+    found = near_duplicates(out, id_col="doc_id", fingerprint_col="fp_new", min_similarity=0)
+    assert {r.id: r.cluster_id for r in found.clusters.collect()} == {10: 10, 20: 10, 30: 30}
+    found.unpersist()
 
 
 def test_near_duplicates_leaves_the_session_as_it_was(spark):

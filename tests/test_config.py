@@ -59,6 +59,10 @@ def test_every_field_is_an_option_and_files_and_flags_override_in_order(tmp_path
     ("[search]\nkk = 5\n", "unknown setting 'kk'"),
     ('[search]\nk = "six"\n', "k must be int"),
     ("[search\n", "not valid TOML"),
+    # the run's own paths and --plan are the command line's (a `plan` in a file made every run exit 0 unrun)
+    ("[search]\nplan = 100\n", r"plan is given on the command line only \(--plan\)"),
+    ('[input]\ninput = "/other/day"\n', r"input is given on the command line only"),
+    ('output = "/x"\n', r"output is given on the command line only"),
 ])
 def test_bad_settings_files_say_what_to_change(tmp_path, text, message):
     conf = tmp_path / "bad.toml"
@@ -96,3 +100,22 @@ def test_operations_table_lists_every_option_with_its_default():
             field = flag[2:].replace("-", "_")
             if listed[flag] and field in fields and not isinstance(fields[field], bool):
                 assert listed[flag] == str(fields[field]), (flag, listed[flag], fields[field])
+
+
+@pytest.mark.parametrize("flag, value, most", [
+    ("--arrow-batch-mb", "4096", "2,047"), ("--arrow-batch-size", "3000000000", "2,147,483,647"),
+    ("--shuffle-partitions", "3000000000", "2,147,483,647"), ("--max-text-chars", "3000000000", "2,147,483,647"),
+    ("--input-partitions", "3000000000", "2,147,483,647")])
+def test_values_spark_cannot_take_are_refused_before_it_starts(flag, value, most):
+    """Spark takes these as 32-bit ints (the batch size in bytes): larger values ended in a traceback inside
+    Spark (exit 1) after the run had started."""
+    with pytest.raises(DedupError, match=rf"{flag} must be at most {most} \(got "):
+        load_config(ARGS + [flag, value])
+    load_config(ARGS + [flag, most.replace(",", "")])  # the bound itself is accepted
+
+
+def test_a_toml_date_is_a_run_date(tmp_path):
+    conf = tmp_path / "day.toml"
+    conf.write_text("[history]\nrun_date = 2026-11-27\n")  # unquoted: a TOML date, was "must be str"
+    cfg = load_config(ARGS + ["--config", str(conf), "--history", str(tmp_path / "h")])
+    assert cfg.run_date == "2026-11-27"

@@ -15,9 +15,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..errors import DedupError
-from ..io.read import check_ids
+from ..io.read import check_columns, check_ids
 from ..spark.session import scoped_settings
-from .config import DedupConfig
+from .config import DedupConfig, apply_settings
 from .pipeline import job_settings
 from .report import dedup_report
 from .stages import StageTimer, _persist, fingerprint_stage, near_duplicate_clusters, short_text_stage
@@ -40,21 +40,23 @@ def local_checkpoint(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
-def near_duplicates(df: DataFrame, *, id_col: str = "id", text_col: str | None = "text",
+def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str | None = None,
                     fingerprint_col: str | None = None, config: DedupConfig | None = None,
                     **options) -> NearDuplicates:
     """Cluster the rows of df and keep one per cluster, as the job does.
 
     df: id_col and text_col (string or binary), or id_col and fingerprint_col (bigint, e.g. from
     SimHashFingerprint or an earlier run's clusters/) plus a `signature` column unless min_similarity=0.
-    options: any DedupConfig field (k=3, min_similarity=0.8, cluster_mode="verified", keep="id", ...).
+    id_col and text_col default to the config's (DedupConfig: "id", "text").
+    options: any DedupConfig field (k=3, min_similarity=0.8, cluster_mode="verified", keep="id", ...), type-checked
+    as the job's settings are. An empty df gives empty results (allow_empty is the job's).
     """
-    base = config or DedupConfig()
-    fmt = "fingerprints" if fingerprint_col else "auto"
-    try:
-        cfg = dataclasses.replace(base, id_col=id_col, text_col=text_col or "", input_format=fmt, **options)
-    except TypeError as exc:
-        raise DedupError(f"near_duplicates: {exc}: options are DedupConfig's fields") from None
+    cfg = dataclasses.replace(config or DedupConfig())
+    apply_settings(cfg, options, "near_duplicates")  # unknown names and wrong types (k="3", k=True) refused by name
+    id_col = id_col or cfg.id_col
+    text_col = text_col if text_col is not None else cfg.text_col
+    cfg.id_col, cfg.text_col = id_col, text_col or ""
+    cfg.input_format = "fingerprints" if fingerprint_col else "auto"
     cfg.check_options()
     if cfg.history:
         raise DedupError("near_duplicates: history is a job feature (files by run date); use the job for it")
@@ -65,7 +67,14 @@ def near_duplicates(df: DataFrame, *, id_col: str = "id", text_col: str | None =
     if fingerprint_col and cfg.verify is not None and "signature" not in df.columns:
         raise DedupError("near_duplicates: verification needs a `signature` column next to the fingerprints "
                          "(SimHashFingerprint(signatureCol='signature')), or pass min_similarity=0")
-    raw = df.withColumnRenamed(fingerprint_col, "fingerprint") if fingerprint_col else df
+    raw = df
+    if fingerprint_col and fingerprint_col != "fingerprint":  # another `fingerprint` column would be ambiguous
+        raw = df.drop("fingerprint").withColumnRenamed(fingerprint_col, "fingerprint")
+    extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
+    if fingerprint_col:  # the job's column checks (read_stage): the keep column, the id's and the text's types
+        check_columns(raw, id_col, "fingerprint", extra, text_types=("bigint",))
+    else:
+        check_columns(raw, id_col, text_col, extra)
     check_ids(raw, id_col)
     result = NearDuplicates(None, None, {})
     timer = StageTimer()

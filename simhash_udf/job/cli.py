@@ -1,4 +1,4 @@
-"""Command line: `spark-submit jobs/dedup_job.py ...`, `python -m simhash_udf.cli ...` or `simhash-dedup ...`.
+"""Command line: `spark-submit jobs/dedup_job.py ...`, `python -m simhash_udf.job.cli ...` or `simhash-dedup ...`.
 
 Exit codes: 0 done; 2 a problem the user can fix (the message says what to change); 143 stopped by SIGTERM
 (the output left as it was); anything else a bug (with its traceback)."""

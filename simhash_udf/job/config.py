@@ -25,6 +25,7 @@ from ..errors import DedupError
 from ..io.history import check_run_date
 
 CLUSTER_MODES = ("verified", "transitive", "star")
+INT_MAX = 2**31 - 1  # Spark's int settings and arguments
 INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")
 SECTIONS = ("input", "features", "search", "short_text", "output", "history", "spark")
 # The shipped defaults file (package data: also in the wheel and the executor zip); conf/default.toml is the
@@ -59,7 +60,7 @@ class DedupConfig:
     tokenizer: str = option(_FEATURES.tokenizer, "features", "auto: jieba for Han runs, words elsewhere; jieba; word; "
                             "char", choices=TOKENIZERS)
     segmenter: str = option(_FEATURES.segmenter, "features", "jieba (reference, pure Python) or rjieba (jieba-rs: same "
-                            "dictionary and results, ~10x faster)", choices=SEGMENTERS)
+                            "dictionary and results, ~20x faster)", choices=SEGMENTERS)
     weighting: str = option(_FEATURES.weighting, "features", "binary, tf, tfidf (jieba's idf), tfidf-corpus (idf of "
                             "this input: one extra pass)", choices=WEIGHTINGS)
     char_ngram: int = option(_FEATURES.char_ngram, "features", "n for tokenizer char")
@@ -216,6 +217,11 @@ class DedupConfig:
         for name in ("shuffle_partitions", "input_partitions"):
             if getattr(self, name) < 0:
                 raise bad(f"--{name.replace('_', '-')} must be 0 or more (got {getattr(self, name)})")
+        # Spark takes these as 32-bit ints (arrow_batch_mb in bytes): larger values failed inside Spark
+        for name, most in (("max_text_chars", INT_MAX), ("input_partitions", INT_MAX), ("arrow_batch_size", INT_MAX),
+                           ("shuffle_partitions", INT_MAX), ("arrow_batch_mb", INT_MAX >> 20)):
+            if getattr(self, name) > most:
+                raise bad(f"--{name.replace('_', '-')} must be at most {most:,} (got {getattr(self, name):,})")
         try:
             plan_tables(self.k, self.blocks) if self.blocks else check_k(self.k)
             self.short_text.check()
@@ -285,14 +291,21 @@ def local_path(path: str) -> str:
 _FIELDS = {f.name: f for f in dataclasses.fields(DedupConfig)}
 
 
-def _apply(cfg: DedupConfig, values: dict, source: str) -> None:
+def apply_settings(cfg: DedupConfig, values: dict, source: str, file: bool = False) -> None:
+    """Set values by name, type-checked; file: from a settings file, where the run's own paths and --plan
+    (command line only: toml=False) are refused (a `plan` in a file made every run print a plan and exit 0)."""
     for key, value in values.items():
         name = key.replace("-", "_")
         if name not in _FIELDS:
             raise DedupError(f"{source}: unknown setting {key!r}; known settings: {', '.join(sorted(_FIELDS))}")
+        if file and not _FIELDS[name].metadata["toml"]:
+            raise DedupError(f"{source}: {key} is given on the command line only (--{name.replace('_', '-')}), "
+                             "not in a settings file: remove it from the file")
         expected = type(_FIELDS[name].default)
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
+        if expected is str and isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+            value = value.isoformat()  # a TOML date (run_date = 2026-11-27)
         if expected is int and isinstance(value, bool) or not isinstance(value, expected):
             raise DedupError(f"{source}: {key} must be {expected.__name__}, got {value!r}")
         setattr(cfg, name, value)
@@ -391,13 +404,13 @@ def load_config(argv: list[str] | None = None, shipped: bool = True) -> DedupCon
     if shipped:
         source = f"{__package__}/{DEFAULT_CONF}"
         try:
-            _apply(cfg, flatten_sections(tomllib.loads(shipped_defaults()), source), source)
+            apply_settings(cfg, flatten_sections(tomllib.loads(shipped_defaults()), source), source)
         except tomllib.TOMLDecodeError as exc:
             raise DedupError(f"{source} (the shipped defaults) is not valid TOML: {exc}") from None
     if args.config:
-        _apply(cfg, read_toml(args.config), args.config)
+        apply_settings(cfg, read_toml(args.config), args.config, file=True)
     overrides = {k: v for k, v in vars(args).items() if v is not None and k != "config"}
-    _apply(cfg, overrides, "command line")
+    apply_settings(cfg, overrides, "command line")
     return cfg.validate()
 
 

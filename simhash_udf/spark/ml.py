@@ -62,9 +62,18 @@ class _FingerprintParams(HasInputCol, HasOutputCol):
         for name, allowed in (("tokenizer", TOKENIZERS), ("segmenter", SEGMENTERS), ("weighting", WEIGHTINGS)):
             if g(name) not in allowed:
                 raise ValueError(f"{type(self).__name__}: {name}={g(name)!r} is not one of {', '.join(allowed)}")
-        if (g("weighting") == "tfidf-corpus") != (idf is not None):
+        if g("weighting") == "tfidf-corpus" and idf is None:
             raise ValueError("weighting 'tfidf-corpus' needs the corpus pass: use SimHashFingerprintEstimator and "
                              "its fitted model")
+        if g("weighting") != "tfidf-corpus" and idf is not None:
+            raise ValueError(f"SimHashFingerprintEstimator fits the idf of weighting 'tfidf-corpus'; weighting "
+                             f"{g('weighting')!r} needs no fit: use SimHashFingerprint")
+        for name in ("charNgram", "wordNgram", "maxTextChars"):  # as the job's options (DedupConfig.check_options)
+            if not 1 <= g(name) <= 2**31 - 1:
+                raise ValueError(f"{type(self).__name__}: {name}={g(name)} must be at least 1 (and below 2**31)")
+        if g("stopWords") and g("tokenizer") == "char":
+            raise ValueError(f"{type(self).__name__}: stopWords removes word tokens; it does not apply to tokenizer "
+                             "'char' (drop one of them)")
         return FeatureSpec(g("tokenizer"), g("weighting"), g("charNgram"), g("wordNgram"), g("segmenter"),
                            g("stopWords"), idf)
 
@@ -77,11 +86,17 @@ class _FingerprintParams(HasInputCol, HasOutputCol):
         taken = [c for c in (out_col, sig_col) if c and c in df.columns]
         if taken:
             raise ValueError(f"{type(self).__name__}: output column(s) {taken} already exist: choose other names")
-        prepared = df.withColumn(_TEXT, prepared_text(df, text_col, self.getOrDefault("maxTextChars")))
+        if out_col == sig_col:
+            raise ValueError(f"{type(self).__name__}: outputCol and signatureCol are both {out_col!r}: choose two names")
+        # the input's columns under names of their own while the Arrow pass adds `fingerprint`, `n_features` and
+        # `signature` (an input with such columns, e.g. clusters/, was ambiguous), their own names put back after
+        inner = [f"__simhash_in{i}" for i in range(len(df.columns))]
+        prepared = df.select(*[F.col("`" + c.replace("`", "``") + "`").alias(n) for c, n in zip(df.columns, inner)],
+                             prepared_text(df, text_col, self.getOrDefault("maxTextChars")).alias(_TEXT))
         fields = [f for f in prepared.schema.fields if f.name != _TEXT]
         schema = StructType(fields + FINGERPRINT_FIELDS + (SIGNATURE_FIELDS if signature else []))
         out = prepared.mapInArrow(lambda b: fingerprint_record_batches(b, _TEXT, spec, None, signature), schema)
-        renamed = [F.col(c) for c in df.columns] + [F.col("fingerprint").alias(out_col)]
+        renamed = [F.col(n).alias(c) for c, n in zip(df.columns, inner)] + [F.col("fingerprint").alias(out_col)]
         if signature:
             renamed.append(F.col("signature").alias(sig_col))
         return out.select(*renamed)
