@@ -107,12 +107,15 @@ def test_near_duplicates_leaves_the_session_as_it_was(spark):
     text = "一段足够长的中文文本，用来测试近似重复的检测是否正确。" * 3
     df = spark.createDataFrame([(1, text), (2, text + "!"), (3, "something else entirely, in English")],
                                "id long, text string")
+    cached_rdds = set(spark.sparkContext._jsc.getPersistentRDDs().keySet())
     result = near_duplicates(df, shuffle_partitions=2, arrow_batch_size=7)
     rows = {r.id: (r.cluster_id, r.is_duplicate) for r in result.clusters.collect()}
     assert rows == {1: (1, False), 2: (1, True), 3: (3, False)}
     assert sorted(r.id for r in result.kept.collect()) == [1, 3]
     assert result.report["duplicates"] == 1 and result.report["input_rows"] == 3
+    assert result.checkpoints  # the component rounds' local checkpoints (persisted RDDs) ...
     result.unpersist()
+    assert set(spark.sparkContext._jsc.getPersistentRDDs().keySet()) <= cached_rdds  # ... are freed with the rest
     assert {k: spark.conf.get(k, None) for k in SESSION_SETTINGS} == before
 
 

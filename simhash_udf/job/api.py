@@ -29,15 +29,22 @@ class NearDuplicates:
     kept: DataFrame  # the input rows that are kept (one per cluster), all their columns
     report: dict  # counts, bad rows, pair statistics, seconds per stage (as in the job's report.json)
     persisted: list[DataFrame] = field(default_factory=list, repr=False)
+    checkpoints: list[DataFrame] = field(default_factory=list, repr=False)  # the component rounds' (local)
 
     def unpersist(self) -> None:
+        """Free the cached results and the component rounds' local checkpoints (their blocks stayed until
+        Spark's cleaner collected them); the results cannot be used afterwards."""
         for df in self.persisted:
             df.unpersist()
+        for df in self.checkpoints:
+            df._jdf.queryExecution().logical().rdd().unpersist(False)  # a LogicalRDD over the checkpointed blocks
         self.persisted.clear()
+        self.checkpoints.clear()
 
-
-def local_checkpoint(df: DataFrame) -> DataFrame:
-    return df.localCheckpoint(eager=True)
+    def local_checkpoint(self, df: DataFrame) -> DataFrame:
+        """A component round's checkpoint: in the executors' block managers (no checkpoint directory)."""
+        self.checkpoints.append(df.localCheckpoint(eager=True))
+        return self.checkpoints[-1]
 
 
 def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str | None = None,
@@ -88,7 +95,7 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
         short = short_text_stage(fp.docs, cfg, keep, timer)
         found = near_duplicate_clusters(
             fp.docs, k=cfg.k, blocks=cfg.blocks, max_rounds=cfg.max_component_rounds, timer=timer, keep=keep,
-            checkpoint=local_checkpoint, cluster_mode=cfg.cluster_mode, short_edges=short.edges, verify=cfg.verify,
+            checkpoint=result.local_checkpoint, cluster_mode=cfg.cluster_mode, short_edges=short.edges, verify=cfg.verify,
             bands=cfg.bands, n_pages=fp.stats["input_rows"])
         kept_rows = sum(found.histogram.values())
         result.report = {**dedup_report(cfg, fp, short, found, kept_rows), "seconds": timer.seconds}
