@@ -1,7 +1,7 @@
 """Our job against two other near-duplicate detectors on the same generated corpus, in one process:
 
   a. ours: the whole simhash-dedup job (`pipeline.run`, default settings: 64-bit SimHash, binary weights,
-     k = 6, short-text mode on);
+     k = 3, signature bands, verified at 0.8, short-text mode on);
   b. the `simhash` package from PyPI (pure Python, single-threaded): `Simhash(text)` with its default
      features, `SimhashIndex(objs, k=3)`, then `get_near_dups` for every document;
   c. Spark ML MinHash LSH: character 5-gram shingles of the normalised text, HashingTF (binary, 2^20
@@ -56,7 +56,7 @@ from simhash_udf.spark.session import get_spark  # noqa: E402
 
 ROWS_PER_ORIGINAL = 1.8  # make_sample_corpus: 40% of the originals get 1-3 variants, i.e. 0.8 on average
 DEFAULT_ORIGINALS = 55_556  # ~100,000 documents
-K = 3  # Hamming distance for both SimHash systems
+K = 3  # the simhash package's Hamming distance (ours runs at its defaults: k = 3 today)
 LSH_NGRAM = 5
 LSH_FEATURES = 1 << 20
 LSH_DISTANCE = 0.2  # Jaccard distance threshold: similarity >= 0.8

@@ -91,7 +91,7 @@ def jvm_threads() -> collections.Counter:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pages", type=int, default=200)
+    ap.add_argument("--pages", type=int, default=200, help="originals of the sample corpus (~1.8 rows each: 200 -> ~366)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--java-options", default="", help="the driver JVM's options (spark.driver.extraJavaOptions)")
     ap.add_argument("--conf", action="append", default=[], help="KEY=VALUE, a setting of the new session")

@@ -1,6 +1,7 @@
 """How the near-duplicate stages grow with N: synthetic fingerprints with ~10% planted near-duplicate
 groups, run through the real job (--input-format fingerprints, local mode), one size after another in
-one process. Prints seconds per stage, rows exploded, pairs compared, peak memory and t(N)/t(N/10).
+one process, after an untimed run on --warm-up fingerprints. Prints seconds per stage, rows exploded, pairs
+compared, the JVM's peak memory so far and t(N)/t(N/10).
 
 Beside the job, on the same distinct fingerprints, the single-core C++ peer `find_all` of simhash-cpp (the
 library in PyPI's simhash-py 0.4.0, scripts/_peer_find_all.py; built with g++ on first use into
@@ -164,6 +165,8 @@ def main() -> None:
     ap.add_argument("--dup-share", type=float, default=0.1)
     ap.add_argument("--far-share", type=float, default=0.3, help="share of the copies with a random fingerprint "
                     "(found by the signature bands only)")
+    ap.add_argument("--warm-up", type=int, default=20_000, help="fingerprints of an untimed run before the sizes "
+                    "(0: none; the first size then pays for the JVM's first run)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--job-args", default="", help="more job options, e.g. '--min-similarity 0'")
     ap.add_argument("--peer-cache", default=os.path.join(ROOT, ".cache", "peers"), help="where the peer is built")
@@ -189,6 +192,13 @@ def main() -> None:
     spark = get_spark("bench-scale")
     spark.sparkContext.setLogLevel("ERROR")
     results, compared, to_compare = [], [], []
+    if args.warm_up:  # untimed: a new JVM's first run is ~1.5x slower (20k fingerprints: 23.6 s, then 10.3 and 9.9 s)
+        ids, fps, group, sigs = synthetic_fingerprints(args.warm_up, args.k, args.dup_share, far_share=args.far_share)
+        warm = os.path.join(work, "warm-up.parquet")
+        pq.write_table(pa.table({"id": ids, "fingerprint": fps, "group": group,
+                                 "signature": to_arrow(sigs, np.ones(args.warm_up, dtype=bool))}), warm)
+        run(load_config(["--input", warm, "--input-format", "fingerprints", "--output", os.path.join(work, "out_warm-up"),
+                         "--k", str(args.k), "--overwrite", *args.job_args.split()]), spark)
     for n in sizes:
         t0 = time.perf_counter()
         ids, fps, group, sigs = synthetic_fingerprints(n, args.k, args.dup_share, far_share=args.far_share)
@@ -251,7 +261,7 @@ def main() -> None:
 
     stages = list(dict.fromkeys(s for r in results for s in r["seconds"]))
     print("\n| N | " + " | ".join(stages) + " | total s | tables | rows exploded | pairs compared | pairs accepted "
-          "| pairs verified | rounds | planted groups split | mixed clusters | expected chance pairs | JVM peak MB |")
+          "| pairs verified | rounds | planted groups split | mixed clusters | expected chance pairs | JVM peak MB so far |")
     print("|" + "---|" * (len(stages) + 12))
     for r in results:
         print(f"| {r['n']:,} | " + " | ".join(f"{r['seconds'].get(s, 0):.1f}" for s in stages)

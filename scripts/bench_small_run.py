@@ -5,7 +5,7 @@ total_seconds: from the session's start of the run to its end, i.e. after the JV
 stage seconds, and the Spark jobs the run started (from the event log of one more, untimed run per code: writing
 the event log costs a cold run ~1 s, so the timed runs write none).
 
-    python scripts/bench_small_run.py                         # 200 pages, 3 runs
+    python scripts/bench_small_run.py                         # 200 originals (~366 pages), 3 runs
     git worktree add /tmp/before ceaf7dc && python scripts/bench_small_run.py --compare /tmp/before
     python scripts/bench_small_run.py --java-options          # also with the short-run JVM options and a class archive
 """
@@ -68,7 +68,8 @@ def one_run(code: str, sample: str, work: str, extra: list[str], event_log: bool
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--pages", type=int, default=200)
+    ap.add_argument("--pages", type=int, default=200, help="originals of the sample corpus (with their copies ~1.8x "
+                    "as many rows: 200 -> ~366)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--compare", nargs="*", default=[], help="other checkouts to run beside this one")
     ap.add_argument("--submit-args", default="", help="more spark-submit arguments for every run, e.g. "
@@ -79,7 +80,8 @@ def main() -> None:
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="bench-small-")
     sample = os.path.join(work, "sample.parquet")
-    pd.DataFrame(make_sample_corpus(args.pages, seed=3)).to_parquet(sample)
+    rows = make_sample_corpus(args.pages, seed=3)  # --pages originals and their copies (~1.8 rows an original)
+    pd.DataFrame(rows).to_parquet(sample)
     common = shlex.split(args.submit_args)
     variants = {code: (code, common) for code in [ROOT, *args.compare]}
     if args.java_options:
@@ -96,7 +98,8 @@ def main() -> None:
             print(f"run {i + 1}, {name}: {results[name][-1]}", flush=True)
     jobs = {name: one_run(code, sample, os.path.join(work, "run"), extra, event_log=True)["spark_jobs"]
             for name, (code, extra) in variants.items()}
-    print(f"\n{args.pages} pages, local[2], best of {args.runs} (Spark jobs: one more run with the event log):\n")
+    print(f"\n{args.pages} originals of the sample ({len(rows)} pages with their copies), local[2], best of {args.runs} "
+          "(Spark jobs: one more run with the event log):\n")
     print("| code | wall s (spark-submit) | job s (report total_seconds) | stages s | Spark jobs |")
     print("|---|---|---|---|---|")
     best = {}

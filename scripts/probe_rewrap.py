@@ -1,15 +1,17 @@
 """Chinese pages wrapped at two widths (the hard line breaks inside their sentences moved): how often the two
-copies are within k = 6 and verify (signature similarity >= 0.7), with the simhash_udf on the path.
+copies are within k (default 3, the job's) and verify (signature similarity >= --min-similarity, default 0.8),
+with the simhash_udf on the path. The signature bands (the job's second candidate source) are not probed:
+a pair farther than k apart can still be found by them.
 
-    python scripts/probe_rewrap.py work/man/docs.parquet     (a corpus of scripts/make_corpus.py)
+    python scripts/probe_rewrap.py work/man/docs.parquet [--k 3] [--min-similarity 0.8]
 
 An earlier checkout can be measured the same way (PYTHONPATH=that checkout); its old flat layout is tried
 first, because an editable install of this one would also answer simhash_udf.core.* imports.
 """
 from __future__ import annotations
 
+import argparse
 import re
-import sys
 
 import numpy as np
 import pandas as pd
@@ -39,7 +41,7 @@ def wrap(text: str, width: int) -> str:
     return "".join(out)
 
 
-def main(path: str) -> None:
+def main(path: str, k: int = 3, min_similarity: float = 0.8) -> None:
     docs = pd.read_parquet(path)
     zh = [t for t in docs.text if t and len(t) >= 500 and len(HAN.findall(t)) > 0.3 * len(t)]
     n = len(zh)
@@ -48,10 +50,15 @@ def main(path: str) -> None:
     dist = np.array([bin((int(fps[i]) ^ int(fps[i + n])) & (2**64 - 1)).count("1") for i in range(n)])
     sim = np.array([similarity(sigs[i], sigs[i + n], SignatureSpec().bits) for i in range(n)])
     print(f"fingerprint version {FeatureSpec().version()}")
-    print(f"{n} Chinese pages of 500+ characters wrapped at 30 and at 37 characters: within k = 6 "
-          f"{np.mean(dist <= 6):.3f}, signatures verify (>= 0.7) {np.mean(sim >= 0.7):.3f}, "
-          f"found (both) {np.mean((dist <= 6) & (sim >= 0.7)):.3f}; median distance {np.median(dist):.0f}")
+    print(f"{n} Chinese pages of 500+ characters wrapped at 30 and at 37 characters: within k = {k} "
+          f"{np.mean(dist <= k):.3f}, signatures verify (>= {min_similarity}) {np.mean(sim >= min_similarity):.3f}, "
+          f"found (both) {np.mean((dist <= k) & (sim >= min_similarity)):.3f}; median distance {np.median(dist):.0f}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("docs", help="a corpus's docs.parquet (scripts/make_corpus.py)")
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--min-similarity", type=float, default=0.8)
+    args = ap.parse_args()
+    main(args.docs, args.k, args.min_similarity)

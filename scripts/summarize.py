@@ -1,7 +1,8 @@
 """Print a short summary of a finished run: documents in, kept, duplicates, and the largest clusters
-with two example members each. Usage: python scripts/summarize.py OUTPUT_DIR INPUT_JSONL [TRUTH]"""
+with two example members each; with the sample's planted groups (a `group` column in the input), how many
+planted copies were found. Usage: python scripts/summarize.py OUTPUT_DIR INPUT_JSONL"""
+import argparse
 import json
-import sys
 
 import pandas as pd
 
@@ -43,4 +44,8 @@ def main(out_dir: str, input_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    ap = argparse.ArgumentParser(description=__doc__.split(";")[0])
+    ap.add_argument("output_dir", help="a finished run's output directory (report.json, clusters/)")
+    ap.add_argument("input_jsonl", help="the run's input, JSON Lines with id and text (and group)")
+    args = ap.parse_args()
+    main(args.output_dir, args.input_jsonl)

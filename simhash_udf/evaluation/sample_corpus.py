@@ -17,7 +17,7 @@ About 40% of the originals get 1 to 3 near-duplicate variants on other domains:
 Each row carries ``group`` (the id of the original it was derived from; an original's own id) and
 ``variant`` as ground truth.
 
-CLI: ``python -m simhash_udf.sample_corpus OUT_PATH [--originals N] [--seed S] [--format jsonl|parquet]``.
+CLI: ``python -m simhash_udf.evaluation.sample_corpus OUT_PATH [--originals N] [--seed S] [--format jsonl|parquet]``.
 """
 from __future__ import annotations
 
@@ -521,7 +521,7 @@ def write_sample_corpus(path: str, n_originals: int = 120, seed: int = 7, fmt: s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m simhash_udf.sample_corpus",
+        prog="python -m simhash_udf.evaluation.sample_corpus",
         description="Write a deterministic sample crawl (Chinese and English pages with planted near-duplicates).")
     parser.add_argument("out_path", metavar="OUT_PATH")
     parser.add_argument("--originals", type=int, default=120, help="number of original pages (default 120)")
