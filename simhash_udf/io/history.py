@@ -176,7 +176,7 @@ class History:
         the date without rows (before: it was deleted first). A kill in between leaves the date without rows
         and the output without this run (published after the history): the day is run again, and the next
         run removes what is aside (remove_stale_staging)."""
-        target, aside = self._Path(self.partition), self._Path(self.staging + REPLACED)
+        target, aside = self._Path(self.partition), self._replaced()
         replaced = self._move_earlier_attempt_aside()
         if self.fs.exists(target) or not self.fs.rename(self._Path(self.staging), target):
             # (a partition there again: another run of the same date published meanwhile; a rename onto it
@@ -243,8 +243,12 @@ class History:
         holds. Returns whether there was one."""
         if not self._move_earlier_attempt_aside():
             return False
-        self.fs.delete(self._Path(self.staging + REPLACED), True)
+        self.fs.delete(self._replaced(), True)
         return True
+
+    def _replaced(self):
+        """Where an earlier attempt's partition is moved aside: the staging directory's name + REPLACED."""
+        return self._Path(self.staging + REPLACED)
 
     def _move_earlier_attempt_aside(self) -> bool:
         """Rename this date's partition, if there is one, to the staging directory's name + REPLACED (owned by
@@ -252,7 +256,7 @@ class History:
         target = self._Path(self.partition)
         if not self.fs.exists(target):
             return False
-        if not self.fs.rename(target, self._Path(self.staging + REPLACED)):
+        if not self.fs.rename(target, self._replaced()):
             raise DedupError(f"could not move the earlier attempt's {self.partition} aside: check permissions on the "
                              "history")
         return True

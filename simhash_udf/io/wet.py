@@ -80,9 +80,11 @@ def _decompressor(kind: str):
 
 class Decompressed:
     """A read(n) stream of the decompressed bytes of all members of `content`; `cut` is true once the input
-    ended inside a member, and `size` counts the bytes delivered."""
+    ended inside a member, and `size` counts the bytes delivered. getvalue() decompresses them all once more
+    (as io.BytesIO's: the rare check of _refuse_header_without_length)."""
 
     def __init__(self, content: bytes, kind: str):
+        self._content, self._kind = content, kind
         self._chunks = self._decompress(memoryview(content), kind)
         self._chunk, self._offset = b"", 0
         self.cut = False
@@ -124,6 +126,9 @@ class Decompressed:
     def tell(self) -> int:  # fastwarc asks for the stream position
         return self.size
 
+    def getvalue(self) -> bytes:
+        return Decompressed(self._content, self._kind).read()
+
 
 def _iso_date(value: str | None) -> datetime | None:
     try:
@@ -164,25 +169,25 @@ def warcio_records(stream, native_gzip: bool = False) -> Iterator[tuple]:
 _BLANK_LINE = re.compile(rb"\r?\n\r?\n")
 
 
-def _refuse_header_without_length(path: str, data: Callable[[], bytes], pos: int | None, rid: str | None) -> None:
+def _refuse_header_without_length(path: str, stream, pos: int | None, rid: str | None) -> None:
     """A record header without Content-Length is a cut only if the file ends inside it (no blank line after
-    its start in the decompressed bytes, which `data()` gives once more; this path is rare); else NotWarc."""
-    if pos is not None and _BLANK_LINE.search(data(), pos):
+    its start in the decompressed bytes, which stream.getvalue() gives once more; this path is rare); else
+    NotWarc."""
+    if pos is not None and _BLANK_LINE.search(stream.getvalue(), pos):
         raise NotWarc(f"{path} is not a readable WARC/WET file: record {rid or '(no WARC-Record-ID)'} has a complete "
                       "header without Content-Length, so the end of its body and every later record of the file "
                       "are unknown")
 
 
-def _plain_rows(path: str, stream, records: Callable, cut: Callable[[], bool],
-                data: Callable[[], bytes]) -> Iterator[tuple]:
-    """Rows of an uncompressed WARC stream; `cut()` tells whether the stream is known to end inside a record
-    (else a record is cut only if its body is shorter than its Content-Length or the file ends inside its
-    header); `data()` gives the stream's bytes once more (_refuse_header_without_length)."""
+def _plain_rows(path: str, stream, records: Callable, cut: Callable[[], bool]) -> Iterator[tuple]:
+    """Rows of an uncompressed WARC stream (io.BytesIO or Decompressed); `cut()` tells whether the stream is
+    known to end inside a record (else a record is cut only if its body is shorter than its Content-Length or
+    the file ends inside its header)."""
     cut_record = False
     try:
         for is_conversion, rid, url, date, body, length, pos in records(stream):
             if length is None:  # a header without Content-Length: a header cut by the end of the file, or refused
-                _refuse_header_without_length(path, data, pos, rid)
+                _refuse_header_without_length(path, stream, pos, rid)
                 yield (rid or f"{path}#cut@{stream.tell()}", url, date, None, path, True)
                 return
             cut_record = len(body) < length
@@ -216,7 +221,7 @@ def _gzip_rows(path: str, content: bytes, records: Callable) -> Iterator[tuple]:
         held = None
     if content.startswith(b"\x1f\x8b", start):  # the last record's member starts here
         tail = Decompressed(content[start:], "gzip")
-        yield from _plain_rows(path, tail, records, lambda: tail.cut, lambda: Decompressed(content[start:], "gzip").read())
+        yield from _plain_rows(path, tail, records, lambda: tail.cut)
         return
     whole = Decompressed(content, "gzip")  # records share a member: the offset is not a record's start
     if held is not None:
@@ -226,8 +231,7 @@ def _gzip_rows(path: str, content: bytes, records: Callable) -> Iterator[tuple]:
             yield held
             return
         whole = Decompressed(content, "gzip")
-    for i, row in enumerate(_plain_rows(path, whole, records, lambda: whole.cut,
-                                        lambda: Decompressed(content, "gzip").read())):
+    for i, row in enumerate(_plain_rows(path, whole, records, lambda: whole.cut)):
         if i >= done:
             yield row
 
@@ -241,10 +245,10 @@ def wet_records(path: str, content: bytes, records: Callable = fastwarc_records)
     if kind == "gzip" and records is fastwarc_records:
         yield from _gzip_rows(path, content, records)
     elif kind is None:
-        yield from _plain_rows(path, io.BytesIO(content), records, lambda: False, lambda: content)
+        yield from _plain_rows(path, io.BytesIO(content), records, lambda: False)
     else:
         stream = Decompressed(content, kind)
-        yield from _plain_rows(path, stream, records, lambda: stream.cut, lambda: Decompressed(content, kind).read())
+        yield from _plain_rows(path, stream, records, lambda: stream.cut)
 
 
 def _lf_line_endings(content: bytes, kind: str | None) -> bool:

@@ -15,10 +15,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..errors import DedupError
-from ..io.read import check_columns, check_ids
+from ..io.read import check_ids
 from ..spark.session import scoped_settings
 from .config import DedupConfig, apply_settings
-from .pipeline import job_settings
+from .pipeline import check_input_columns, job_settings
 from .report import dedup_report
 from .stages import StageTimer, _persist, fingerprint_stage, near_duplicate_clusters, short_text_stage
 
@@ -77,11 +77,7 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
     raw = df
     if fingerprint_col and fingerprint_col != "fingerprint":  # another `fingerprint` column would be ambiguous
         raw = df.drop("fingerprint").withColumnRenamed(fingerprint_col, "fingerprint")
-    extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
-    if fingerprint_col:  # the job's column checks (read_stage): the keep column, the id's and the text's types
-        check_columns(raw, id_col, "fingerprint", extra, text_types=("bigint",))
-    else:
-        check_columns(raw, id_col, text_col, extra)
+    check_input_columns(raw, cfg)  # the job's: the keep column, the id's and the text's types
     check_ids(raw, id_col)
     result = NearDuplicates(None, None, {})
     timer = StageTimer()

@@ -168,15 +168,11 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
                                  "or pass --allow-empty to write an empty, finished output") from None
             raise
         raw = loaded.df
-        extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
-        if cfg.input_format == "fingerprints":
-            check_columns(raw, cfg.id_col, "fingerprint", extra, text_types=("bigint",))
-            if cfg.verify is not None and "signature" not in raw.columns:
-                raise DedupError(
-                    f"input {cfg.input} has no signature column, which verification needs (clusters/ of this "
-                    "version has one): pass --min-similarity 0 to cluster by fingerprint distance alone")
-        else:
-            check_columns(raw, cfg.id_col, cfg.text_col, extra)
+        check_input_columns(raw, cfg)
+        if cfg.input_format == "fingerprints" and cfg.verify is not None and "signature" not in raw.columns:
+            raise DedupError(
+                f"input {cfg.input} has no signature column, which verification needs (clusters/ of this "
+                "version has one): pass --min-similarity 0 to cluster by fingerprint distance alone")
         if history is not None:  # before anything is written
             history.check_id_type(cfg.id_col, raw.schema[cfg.id_col].dataType.simpleString())
         parts = raw.rdd.getNumPartitions()
@@ -188,6 +184,16 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
         check_ids(raw, cfg.id_col)
         counts.update(rows=loaded.rows, files=loaded.files.files, columns=len(raw.columns), partitions=split or parts)
     return loaded
+
+
+def check_input_columns(raw: DataFrame, cfg: DedupConfig) -> None:
+    """The id column, the text column (`fingerprint` for stored fingerprints) and the keep column exist and have
+    usable types (the job's read stage and the Python API)."""
+    extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
+    if cfg.input_format == "fingerprints":
+        check_columns(raw, cfg.id_col, "fingerprint", extra, text_types=("bigint",))
+    else:
+        check_columns(raw, cfg.id_col, cfg.text_col, extra)
 
 
 def input_split(partitions: int, cores: int, requested: int = 0, rows: int = 0, batch: int = 1,
