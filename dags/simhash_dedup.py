@@ -130,6 +130,13 @@ class DedupSparkSubmitOperator(SparkSubmitOperator):
         super().render_template_fields(context, jinja_env)
         self.conf = {**ops.spark_conf(context["params"]), **(self.conf or {})}  # a conf= given here would win
 
+    def on_kill(self) -> None:
+        """A timeout or a killed task: the job's driver is told first (SIGTERM), so that it cancels its Spark
+        jobs, removes its staging directory and releases its lock; then the provider's kill (SIGKILL of
+        spark-submit, and the cluster's kill of the application where it tracks one)."""
+        ops.stop_driver(getattr(getattr(self, "_hook", None), "_submit_sp", None), self.application)
+        super().on_kill()
+
 
 MAX_ACTIVE_RUNS = 31
 

@@ -17,6 +17,7 @@ import os
 import re
 import shlex
 import subprocess
+import threading
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -249,3 +250,66 @@ def log_failure(context) -> None:
 def failure_callback():
     spec = os.environ.get(ON_FAILURE_ENV, "").strip()
     return load_callable(spec) if spec else log_failure
+
+
+# How long the dedup task's on_kill waits for the job to clean up after its SIGTERM before the provider's kill
+# (SIGKILL of spark-submit). Below Airflow's killed_task_cleanup_time (60 s), after which the task's own
+# process is killed.
+KILL_GRACE_SECONDS = 45
+
+
+def stop_driver(submit: subprocess.Popen | None, application: str, grace_seconds: float = KILL_GRACE_SECONDS) -> bool:
+    """The dedup task's on_kill, before the provider's: SIGTERM to the job's Python driver when it runs here, a
+    child of spark-submit (client mode), then wait up to grace_seconds for spark-submit to exit. The provider
+    kills spark-submit with SIGKILL; its Python driver, a child of that JVM, then cannot remove its staging
+    directory or release its lock (the next run removes them) and cannot cancel its Spark jobs. Told by SIGTERM,
+    the job cancels its jobs, cleans up and exits 143, and spark-submit exits with it. spark-submit's output is
+    read meanwhile: the task no longer reads its pipe, and a full pipe would stall the driver's cleanup.
+    Returns whether spark-submit has exited (False: no driver found here, e.g. cluster mode, or it took too long;
+    the provider's kill follows either way)."""
+    if submit is None or submit.poll() is not None:
+        return submit is not None
+    import psutil  # an Airflow dependency: only the DAG's on_kill calls this
+
+    name = os.path.basename(application)
+    drivers = []
+    try:
+        for child in psutil.Process(submit.pid).children(recursive=True):
+            try:
+                if any(os.path.basename(arg) == name for arg in child.cmdline()[1:]):
+                    drivers.append(child)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+    except psutil.NoSuchProcess:
+        return submit.poll() is not None
+    if not drivers:
+        log.warning("simhash_dedup: no driver process of %s under spark-submit (pid %d): killing spark-submit",
+                    name, submit.pid)
+        return False
+    for driver in drivers:
+        log.warning("simhash_dedup: SIGTERM to the job's driver (pid %d): it stops and removes its staging directory",
+                    driver.pid)
+        driver.terminate()
+    if submit.stdout is not None:
+        threading.Thread(target=_drain, args=(submit.stdout.fileno(),), name="spark-submit-output", daemon=True).start()
+    try:
+        code = submit.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        log.warning("simhash_dedup: spark-submit still runs %.0f s after the driver's SIGTERM", grace_seconds)
+        return False
+    log.warning("simhash_dedup: spark-submit exited with %s after the driver's SIGTERM", code)
+    return True
+
+
+def _drain(fd: int) -> None:
+    """spark-submit's output while the task is being killed, to the task log (os.read: not through the pipe's
+    file object, whose lock the interrupted task may hold)."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        for line in chunk.decode("utf-8", "replace").splitlines():
+            log.info("spark-submit: %s", line)

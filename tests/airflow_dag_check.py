@@ -123,6 +123,62 @@ def parse_cli(line):
     return {"ok": args.func.__name__ if hasattr(args.func, "__name__") else str(args.func)}
 
 
+def kill(case):
+    """The dedup task run on a real spark-submit (local mode) and killed as Airflow kills it (on_kill, as at a
+    timeout) once the job holds its output's lock: spark-submit's exit code, what is left beside DIR and in the
+    history, DIR's report, and whether a process of the job's application still runs."""
+    import glob
+    import os
+    import threading
+    import time
+
+    import psutil
+
+    task, ctx = rendered("dedup", case["params"])
+    task._conn_id, task.py_files, task.application = case["conn_id"], None, case["application"]
+    out_dir = f"{case['params']['dedup_root']}/{day}"
+    app = os.path.basename(case["application"])
+    result = {}
+
+    def kill_when_locked():  # on_kill from another thread: the task's own thread runs execute (Airflow checks that)
+        deadline = time.time() + 300
+        while not os.path.exists(out_dir + ".__lock"):
+            if time.time() > deadline or "execute" in result:
+                return
+            time.sleep(0.1)
+        time.sleep(case.get("kill_after_lock_seconds", 2))
+        # the job's processes under this task's spark-submit (the other Airflow version's check runs beside it)
+        result["drivers"] = []
+        for p in psutil.Process(task._hook._submit_sp.pid).children(recursive=True):
+            try:
+                if any(os.path.basename(a) == app for a in p.cmdline()[1:]):
+                    result["drivers"].append(p)
+            except psutil.Error:  # a short-lived child that has gone
+                continue
+        result["kill_started"] = time.time()
+        task.on_kill()
+
+    killer = threading.Thread(target=kill_when_locked, daemon=True)
+    killer.start()
+    try:
+        task.execute(ctx)
+        result["execute"] = "returned"
+    except Exception as e:  # noqa: BLE001 - the failed task's exception, reported
+        result["execute"], result["message"] = type(e).__name__, str(e)[-2000:]
+    killer.join(120)
+    if "kill_started" not in result:
+        return {"never_killed": result}
+    started = result["kill_started"]
+    return {"returncode": task._hook._submit_sp.returncode, "kill_seconds": round(time.time() - started, 1),
+            "execute": result.get("execute"), "message": result.get("message"),
+            "left": sorted(os.path.basename(p) for p in glob.glob(out_dir + ".__*")),
+            "history_left": sorted(os.path.basename(p) for p in glob.glob(
+                f"{case['params']['dedup_root']}/history/_staging-*")),
+            "report": open(os.path.join(out_dir, "report.json")).read(),
+            "drivers": len(result["drivers"]),
+            "drivers_left": [p.pid for p in result["drivers"] if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]}
+
+
 if dag is not None:
     run_after = day_start(day) + timedelta(days=1, hours=1)
     interval = scheduler_timetable(dag.timetable).infer_manual_data_interval(run_after=run_after)
@@ -144,6 +200,7 @@ if dag is not None:
         pokes=[outcome(lambda c=c: poke(c)) for c in spec.get("pokes", [])],
         gates=[outcome(lambda c=c: gate(c)) for c in spec.get("gates", [])],
         callbacks=outcome(callbacks) if spec.get("callbacks") else None,
+        kills=[outcome(lambda c=c: kill(c)) for c in spec.get("kills", [])],
     )
 out["other_folders"] = {}
 for name, folder in spec.get("other_folders", {}).items():

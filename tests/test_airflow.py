@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -90,6 +91,11 @@ def day(tmp_path_factory):
     crawl, dedup = base / "crawl", base / "dedup"
     (crawl / DAY).mkdir(parents=True)
     (crawl / DAY / "pages.jsonl").write_text(json.dumps({"id": 1, "text": "a page"}) + "\n")
+    kill_crawl = base / "kill-crawl"  # the day the kill check's job runs on
+    (kill_crawl / DAY).mkdir(parents=True)
+    (kill_crawl / DAY / "pages.jsonl").write_text("".join(
+        json.dumps({"id": i, "text": f"page {i} of the crawl, about topic {i % 7} and item {i * 31 % 101}"}) + "\n"
+        for i in range(300)))
     report = write_day_output(dedup / DAY)
     write_day_output(base / "unfinished" / DAY, finished=False)
     write_day_output(base / "empty" / DAY, input_rows=0, kept=0, duplicates=0, exact_duplicates=0, near_duplicates=0)
@@ -100,7 +106,8 @@ def day(tmp_path_factory):
         "def record(context):\n"
         "    with open(os.environ['ALERTS_FILE'], 'a') as f:\n"
         "        f.write(json.dumps({'ds': context['ds'], 'error': str(context['exception'])}) + '\\n')\n")
-    return {"base": base, "crawl": str(crawl), "dedup": str(dedup), "report": report, "hooks": str(hooks)}
+    return {"base": base, "crawl": str(crawl), "kill_crawl": str(kill_crawl), "dedup": str(dedup), "report": report,
+            "hooks": str(hooks)}
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +150,16 @@ def checks(airflow_pythons, day):
     procs = {}
     for version, python in airflow_pythons.items():
         env = airflow_env(base, version, SIMHASH_DEDUP_ON_FAILURE="crawl_alerts:record", PYTHONPATH=day["hooks"],
-                          ALERTS_FILE=str(base / f"alerts-{version}.jsonl"))
-        procs[version] = start_check(python, spec, base / f"spec-{version}.json", env)
+                          ALERTS_FILE=str(base / f"alerts-{version}.jsonl"),
+                          # the kill check's spark-submit and driver: the job's environment, Spark in local mode
+                          PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+                          PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+                          AIRFLOW_CONN_SPARK_LOCAL=json.dumps({"conn_type": "spark", "host": "local[2]"}))
+        kill_root = base / f"kill-dedup-{version}"
+        write_day_output(kill_root / DAY, note="the earlier run")  # DIR must stay as it was
+        spec_v = dict(spec, kills=[{"params": {"crawl_root": day["kill_crawl"], "dedup_root": str(kill_root)},
+                                    "conn_id": "spark_local", "application": os.path.join(ROOT, "jobs", "dedup_job.py")}])
+        procs[version] = start_check(python, spec_v, base / f"spec-{version}.json", env)
     return {version: finish_check(proc) for version, proc in procs.items()}
 
 
@@ -186,6 +201,23 @@ def test_spark_submit_command_with_settings_from_params(checks, day, version):
     # a manual run of the day (logical date the next day on Airflow 2, none on Airflow 3) runs the day of its
     # data interval (before: the input and output of the next day, or a failed render)
     assert checks[version]["manual_commands"] == [default, default]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_killed_task_stops_the_job_cleanly(checks, day, version):
+    """Airflow's on_kill (a timeout, a task marked failed): the provider SIGKILLs spark-submit, whose Python
+    driver then could not clean up (lock and staging left beside DIR for the next run, jobs not cancelled). The
+    DAG's operator first sends the driver SIGTERM: the job stops, cleans up and exits 143."""
+    (killed,) = checks[version]["kills"]
+    assert "ok" in killed, killed
+    killed = killed["ok"]
+    shown = {k: v for k, v in killed.items() if k != "message"}  # spark-submit's output: in the message
+    assert killed.get("returncode") == 143, shown
+    assert killed["execute"] == "AirflowException"  # the task fails (and is retried by Airflow as any failure)
+    assert killed["drivers"] == 1 and killed["drivers_left"] == [], shown  # the driver was found and has ended
+    assert killed["left"] == [] and killed["history_left"] == [], shown  # no lock, no staging
+    assert json.loads(killed["report"])["note"] == "the earlier run"
+    assert killed["kill_seconds"] < 45
 
 
 @pytest.mark.parametrize("version", VERSIONS)
