@@ -1,6 +1,7 @@
 """What the simhash_dedup Airflow DAG does around spark-submit, in plain Python with no Airflow import: the check
 that the day's input is there, the gate on the day's result, the Spark settings built from the DAG params and
-the failure callback. Kept apart from dags/simhash_dedup.py so the same code runs on Airflow 2.x and 3.x and is
+the failure callback, and the dedup task's on_kill (stop_driver; psutil, which Airflow brings, is imported there
+only). Kept apart from dags/simhash_dedup.py so the same code runs on Airflow 2.x and 3.x and is
 unit-tested in the job's own environment (tests/test_dag_ops.py) without an Airflow installation.
 
 Paths: a plain path or a file: URI is checked on the local disk of the Airflow worker (os.path); any other
