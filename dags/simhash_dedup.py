@@ -2,8 +2,9 @@
 Loads on Airflow 2.x (2.11, with apache-airflow-providers-apache-spark >= 6) and 3.x.
 
 Three tasks a day (the day <ds> is the data interval that just ended, {{ data_interval_start | ds }}):
-  wait_for_input  the day's input CRAWL_ROOT/<ds>/ (and its marker file, if one is named) exists; waits until the
-                  day's end + input_wait_hours, then fails at once with what to do (no retries)
+  wait_for_input  the day's input CRAWL_ROOT/<ds>/ has its marker file, if one is named, or else exists and has not
+                  changed for input_quiet_minutes; waits until the day's end + input_wait_hours, then fails at once
+                  with what to do (no retries)
   dedup           spark-submit jobs/dedup_job.py on it, writing DEDUP_ROOT/<ds>/ and appending the day to the
                   history DEDUP_ROOT/history (run_date=<ds>)
   check_result    reads DEDUP_ROOT/<ds>/report.json; fails with the numbers when the run read 0 rows or its
@@ -67,6 +68,10 @@ PARAMS = {
     "input_marker": Param(ops.param_default("input_marker", ""), type="string",
                           description="file the crawler writes last into the day's directory (e.g. _SUCCESS); "
                                       "empty: the directory itself"),
+    "input_quiet_minutes": Param(ops.param_default("input_quiet_minutes", 30.0, float), type="number", minimum=0,
+                                 maximum=1440,
+                                 description="without an input_marker: the day's directory counts as complete once "
+                                             "nothing in it has changed for this long (0: as soon as it exists)"),
     "input_wait_hours": Param(ops.param_default("input_wait_hours", 6.0, float), type="number", minimum=0, maximum=48,
                               description="how long after the day's end its input may still come"),
     "min_duplicate_rate": Param(ops.param_default("min_duplicate_rate", 0.0, float), type="number", minimum=0, maximum=1,
@@ -99,11 +104,14 @@ OUTPUT_ASSET = (Asset(name="simhash_dedup_output", uri=asset_uri(_DEDUP_ROOT)) i
                 else Dataset(asset_uri(_DEDUP_ROOT)))
 
 
-def wait_for_input(input_path: str, marker: str, wait_hours: str, data_interval_end=None) -> bool:
-    """PythonSensor callable: True when the day's input is there; after its deadline a failure without retries."""
+def wait_for_input(input_path: str, marker: str, wait_hours: str, quiet_minutes: str = "0",
+                   data_interval_end=None) -> bool:
+    """PythonSensor callable: True when the day's input is there (and, without a marker, has stopped changing);
+    after its deadline a failure without retries."""
     now = datetime.now(timezone.utc)
     try:
-        return ops.check_input(input_path, marker or None, ops.input_deadline(data_interval_end, float(wait_hours), now), now)
+        return ops.check_input(input_path, marker or None, ops.input_deadline(data_interval_end, float(wait_hours), now),
+                               now, float(quiet_minutes))
     except ops.InputMissing as e:
         raise AirflowFailException(str(e)) from e
 
@@ -167,7 +175,7 @@ with DAG(
         task_id="wait_for_input",
         python_callable=wait_for_input,
         op_kwargs={"input_path": INPUT, "marker": "{{ params.input_marker }}",
-                   "wait_hours": "{{ params.input_wait_hours }}"},
+                   "wait_hours": "{{ params.input_wait_hours }}", "quiet_minutes": "{{ params.input_quiet_minutes }}"},
         mode="reschedule",  # frees the worker slot between looks
         poke_interval=timedelta(minutes=10),
         timeout=timedelta(hours=49),  # a backstop only: the callable fails at its own deadline (input_wait_hours <= 48)

@@ -19,7 +19,7 @@ import re
 import shlex
 import subprocess
 import threading
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
@@ -30,8 +30,8 @@ COMMAND_TIMEOUT_S = 300
 
 
 class InputMissing(Exception):
-    """The day's input is still not there at its deadline: fail now, without retries (waiting longer is the
-    operator's decision, see the message)."""
+    """The day's input is still not there at its deadline, or still being written: fail now, without retries
+    (waiting longer is the operator's decision, see the message)."""
 
 
 class ResultRejected(Exception):
@@ -126,13 +126,68 @@ def input_deadline(data_interval_end: datetime | None, wait_hours: float, now: d
     return (data_interval_end or now) + timedelta(hours=float(wait_hours))
 
 
-def check_input(input_path: str, marker: str | None, deadline: datetime, now: datetime) -> bool:
-    """True when the day's input (and its marker file, if one is named) exists; False while it may still come;
-    InputMissing once the deadline has passed, with what to do."""
+def newest_change(path: str) -> datetime:
+    """When anything in the directory `path` (itself, its files and subdirectories) last changed: the newest
+    modification time, UTC. Local paths by os.walk; others through the Hadoop client (hadoop_newest_change)."""
+    local = local_path(path)
+    if local is None:
+        return hadoop_newest_change(path)
+    newest = os.stat(local).st_mtime
+    for folder, dirs, files in os.walk(local):
+        for name in dirs + files:
+            try:
+                newest = max(newest, os.lstat(os.path.join(folder, name)).st_mtime)
+            except FileNotFoundError:  # removed while listed
+                continue
+    return datetime.fromtimestamp(newest, timezone.utc)
+
+
+def hadoop_newest_change(path: str) -> datetime:
+    """newest_change by the Hadoop client: `-stat %Y` of the directory (milliseconds) and `-ls -R` of its contents,
+    which FsShell prints to the minute in the worker's time zone (taken as the end of that minute, so that a
+    change never looks older than it is)."""
+    stat = _hadoop_fs(["-stat", "%Y"], path)
+    if stat.returncode != 0 or not stat.stdout.strip().isdigit():
+        raise PathCheckError(f"cannot stat {path}: {shlex.join(hadoop_fs_command())} -stat exited {stat.returncode}: "
+                             f"{(stat.stderr or stat.stdout).strip()[-2000:]}")
+    times = [datetime.fromtimestamp(int(stat.stdout.strip()) / 1000, timezone.utc)]
+    listing = _hadoop_fs(["-ls", "-R"], path)
+    if listing.returncode != 0:
+        raise PathCheckError(f"cannot list {path}: {shlex.join(hadoop_fs_command())} -ls -R exited "
+                             f"{listing.returncode}: {listing.stderr.strip()[-2000:]}")
+    for m in _LS_TIME.finditer(listing.stdout):
+        times.append(datetime.strptime(m.group(1), "%Y-%m-%d %H:%M").astimezone(timezone.utc) + timedelta(minutes=1))
+    return max(times)
+
+
+# a line of `-ls -R`: permissions, replication, owner, group, size, date time, path
+_LS_TIME = re.compile(r"^[-dl][rwxXsStT-]{9}\S*\s+\S+\s+\S+\s+\S+\s+\d+\s+(\d{4}-\d\d-\d\d \d\d:\d\d)\s", re.M)
+
+
+def check_input(input_path: str, marker: str | None, deadline: datetime, now: datetime,
+                quiet_minutes: float = 0) -> bool:
+    """True when the day's input is there: its marker file, if one is named; otherwise the directory, once nothing
+    in it has changed for `quiet_minutes` (a crawler still writing into it would otherwise have its later pages
+    miss the day's run). False while it may still come or change; InputMissing once the deadline has passed, with
+    what to do."""
     target = join(input_path, marker) if marker else input_path
     if path_exists(target):
-        log.info("input ready: %s", target)
-        return True
+        if marker or quiet_minutes <= 0:
+            log.info("input ready: %s", target)
+            return True
+        changed = newest_change(input_path)
+        if now - changed >= timedelta(minutes=float(quiet_minutes)):
+            log.info("input ready: %s (last change %s)", target, changed.isoformat())
+            return True
+        if now < deadline:
+            log.info("input %s changed at %s: waiting until nothing in it has changed for %s minutes (until %s at the "
+                     "latest)", target, changed.isoformat(), quiet_minutes, deadline.isoformat())
+            return False
+        raise InputMissing(
+            f"input {target} was still being written at the deadline {deadline.isoformat()} (last change "
+            f"{changed.isoformat()}, less than input_quiet_minutes={quiet_minutes} ago). Set the DAG param "
+            "input_marker to the file the crawler writes last into the day's directory (e.g. _SUCCESS), or wait until "
+            "the day is complete, then clear this task with its downstream tasks.")
     if now < deadline:
         log.info("input not there yet: %s (waiting until %s)", target, deadline.isoformat())
         return False

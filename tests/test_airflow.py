@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -91,6 +92,11 @@ def day(tmp_path_factory):
     crawl, dedup = base / "crawl", base / "dedup"
     (crawl / DAY).mkdir(parents=True)
     (crawl / DAY / "pages.jsonl").write_text(json.dumps({"id": 1, "text": "a page"}) + "\n")
+    an_hour_ago = time.time() - 3600  # a complete day: nothing in it changed for longer than input_quiet_minutes
+    for path in (crawl / DAY / "pages.jsonl", crawl / DAY):
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    (base / "crawling" / DAY).mkdir(parents=True)  # a day the crawler is still writing into
+    (base / "crawling" / DAY / "pages.jsonl").write_text(json.dumps({"id": 1, "text": "a page"}) + "\n")
     kill_crawl = base / "kill-crawl"  # the day the kill check's job runs on
     (kill_crawl / DAY).mkdir(parents=True)
     (kill_crawl / DAY / "pages.jsonl").write_text("".join(
@@ -131,6 +137,9 @@ def checks(airflow_pythons, day):
             {"params": {"crawl_root": missing}, "data_interval_end": "2000-01-01T00:00:00+00:00"},
             {"params": {"crawl_root": day["crawl"], "input_marker": "_CRAWL_DONE"},
              "data_interval_end": "2099-01-01T00:00:00+00:00"},
+            {"params": {"crawl_root": str(base / "crawling")}, "data_interval_end": "2099-01-01T00:00:00+00:00"},
+            {"params": {"crawl_root": str(base / "crawling")}, "data_interval_end": "2000-01-01T00:00:00+00:00"},
+            {"params": {"crawl_root": str(base / "crawling"), "input_quiet_minutes": 0}},
         ],
         "gates": [
             {"params": {"dedup_root": day["dedup"]}},
@@ -222,10 +231,14 @@ def test_a_killed_task_stops_the_job_cleanly(checks, day, version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_input_sensor_finds_waits_for_or_gives_up_on_the_day(checks, day, version):
-    present, not_yet, past_deadline, no_marker = checks[version]["pokes"]
+    present, not_yet, past_deadline, no_marker, writing, writing_past_deadline, no_quiet = checks[version]["pokes"]
     assert present == {"ok": True} and not_yet == {"ok": False} and no_marker == {"ok": False}
     assert past_deadline["error"] == "AirflowFailException"  # fails without retries
     assert f"no-crawl/{DAY} does not exist" in past_deadline["message"] and "depends_on_past" in past_deadline["message"]
+    # without a marker, a directory changed within input_quiet_minutes (default 30) is not complete yet
+    assert writing == {"ok": False} and no_quiet == {"ok": True}
+    assert writing_past_deadline["error"] == "AirflowFailException"
+    assert "still being written" in writing_past_deadline["message"] and "input_marker" in writing_past_deadline["message"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

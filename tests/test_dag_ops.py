@@ -66,6 +66,52 @@ def test_a_day_long_past_fails_at_the_first_look():
     assert ops.input_deadline(None, 2, NOW) == NOW + timedelta(hours=2)  # no data interval: wait from now
 
 
+def written_at(folder, when, *names):
+    """Set the modification time of `folder`, everything under it (or only `names` inside it) to `when`."""
+    t = when.timestamp()
+    paths = [os.path.join(folder, n) for n in names] or [
+        os.path.join(d, n) for d, dirs, files in os.walk(folder) for n in dirs + files] + [str(folder)]
+    for path in paths:
+        os.utime(path, (t, t))
+
+
+def crawl_day(tmp_path):
+    """A day's directory as a crawler leaves it: two files and a subdirectory with one more."""
+    day = tmp_path / "2026-11-21"
+    (day / "part-b").mkdir(parents=True)
+    (day / "part-a.jsonl").write_text('{"id": 1, "text": "a page"}\n')
+    (day / "part-b" / "pages.jsonl").write_text('{"id": 2, "text": "another page"}\n')
+    return day
+
+
+def test_without_a_marker_the_day_counts_once_nothing_in_it_has_changed_for_a_while(tmp_path):
+    """Before: the sensor passed as soon as the day's directory existed, so pages the crawler wrote into it after
+    that were never in the day's run."""
+    day = crawl_day(tmp_path)
+    path, later = str(day), ops.input_deadline(DAY_END, 6, NOW)
+    written_at(day, NOW - timedelta(minutes=10))
+    assert ops.check_input(path, None, later, NOW, quiet_minutes=30) is False  # written 10 minutes ago
+    assert ops.check_input(path, None, later, NOW, quiet_minutes=0) is True  # 0: as soon as it exists
+    written_at(day, NOW - timedelta(minutes=40))
+    assert ops.check_input(path, None, later, NOW, quiet_minutes=30) is True
+    # a file written deep inside counts, and so does a file removed (its directory changed)
+    written_at(day, NOW - timedelta(minutes=5), "part-b/pages.jsonl")
+    assert ops.check_input(path, None, later, NOW, quiet_minutes=30) is False
+    written_at(day, NOW - timedelta(minutes=40))
+    (day / "part-b" / "pages.jsonl").unlink()
+    written_at(day, NOW - timedelta(minutes=3), "part-b")
+    assert ops.check_input(path, None, later, NOW, quiet_minutes=30) is False
+    assert ops.newest_change(path) == NOW - timedelta(minutes=3)
+    # a named marker decides alone
+    (day / "_SUCCESS").touch()
+    written_at(day, NOW - timedelta(minutes=1))
+    assert ops.check_input(path, "_SUCCESS", later, NOW, quiet_minutes=30) is True
+    # still changing at the deadline: a failure that says what to do
+    with pytest.raises(ops.InputMissing) as e:
+        ops.check_input(path, None, NOW - timedelta(minutes=1), NOW, quiet_minutes=30)
+    assert "still being written" in str(e.value) and "input_marker" in str(e.value)
+
+
 @pytest.fixture(scope="module")
 def hadoop_fs(tmp_path_factory):
     """SIMHASH_DEDUP_HADOOP_FS for the real Hadoop client (FsShell) from pyspark's jars: only the jars it needs and
@@ -91,6 +137,23 @@ def test_other_file_systems_go_through_the_hadoop_client(hadoop_fs, tmp_path, mo
     # the client exits 1 for "no such path" and for its own failures: the message tells them apart
     with pytest.raises(ops.PathCheckError, match="No FileSystem for scheme"):
         ops.path_exists("nosuchfs://crawl/2026-11-21")
+
+
+def test_the_hadoop_client_finds_the_newest_change_inside_a_directory(hadoop_fs, tmp_path, monkeypatch):
+    """Other file systems: the directory's own time (-stat) and its contents' (-ls -R, to the minute: read as the
+    end of that minute), through the real client on a file: URI."""
+    monkeypatch.setenv(ops.HADOOP_FS_ENV, hadoop_fs)
+    day = crawl_day(tmp_path)
+    uri = f"file://{day}"
+    written_at(day, NOW - timedelta(minutes=40))
+    assert ops.hadoop_newest_change(uri) == NOW - timedelta(minutes=40) + timedelta(minutes=1)
+    written_at(day, NOW - timedelta(minutes=5, seconds=30), "part-b/pages.jsonl")  # deep inside
+    assert ops.hadoop_newest_change(uri) == NOW - timedelta(minutes=5)
+    written_at(day, NOW - timedelta(minutes=40))
+    written_at(day, NOW - timedelta(minutes=2, seconds=10), "")  # the directory itself (a file removed)
+    assert ops.hadoop_newest_change(uri) == NOW - timedelta(minutes=2, seconds=10)
+    with pytest.raises(ops.PathCheckError, match="cannot stat"):
+        ops.hadoop_newest_change(f"file://{tmp_path}/nothing")
 
 
 def test_launcher_noise_of_the_hadoop_client_is_not_a_failure(tmp_path, monkeypatch):
