@@ -6,7 +6,8 @@ Three tasks a day (the day <ds> is the data interval that just ended, {{ data_in
                   changed for input_quiet_minutes; waits until the day's end + input_wait_hours, then fails at once
                   with what to do (no retries)
   dedup           spark-submit jobs/dedup_job.py on it, writing DEDUP_ROOT/<ds>/ and appending the day to the
-                  history DEDUP_ROOT/history (run_date=<ds>)
+                  history DEDUP_ROOT/history (run_date=<ds>); killed (timeout, marked failed), it first sends
+                  the job's driver SIGTERM so that the job cleans up, then spark-submit is killed
   check_result    reads DEDUP_ROOT/<ds>/report.json; fails with the numbers when the run read 0 rows or its
                   duplicate rate is outside [min_duplicate_rate, max_duplicate_rate]; otherwise hands the summary
                   downstream as XCom (return_value) and as the extra of an event of the Asset (Airflow 2: Dataset)
