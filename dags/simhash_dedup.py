@@ -143,8 +143,10 @@ class DedupSparkSubmitOperator(SparkSubmitOperator):
         """A timeout or a killed task: the job's driver is told first (SIGTERM), so that it cancels its Spark
         jobs, removes its staging directory and releases its lock; then the provider's kill (SIGKILL of
         spark-submit, and the cluster's kill of the application where it tracks one)."""
-        ops.stop_driver(getattr(getattr(self, "_hook", None), "_submit_sp", None), self.application)
-        super().on_kill()
+        try:
+            ops.stop_driver(getattr(getattr(self, "_hook", None), "_submit_sp", None), self.application)
+        finally:  # whatever happened there, spark-submit is killed
+            super().on_kill()
 
 
 MAX_ACTIVE_RUNS = 31

@@ -345,7 +345,10 @@ def stop_driver(submit: subprocess.Popen | None, application: str, grace_seconds
     for driver in drivers:
         log.warning("simhash_dedup: SIGTERM to the job's driver (pid %d): it stops and removes its staging directory",
                     driver.pid)
-        driver.terminate()
+        try:
+            driver.terminate()
+        except psutil.NoSuchProcess:  # it ended meanwhile
+            continue
     if submit.stdout is not None:
         threading.Thread(target=_drain, args=(submit.stdout.fileno(),), name="spark-submit-output", daemon=True).start()
     try:
