@@ -97,12 +97,17 @@ def hadoop_path_exists(path: str) -> bool:
                          f"{proc.returncode}: {proc.stderr.strip()[-2000:]}")
 
 
-def hadoop_read_text(path: str) -> str:
-    proc = _hadoop_fs(["-cat"], path)
+def _hadoop_fs_output(args: list[str], path: str, verb: str) -> str:
+    """The client's output of `args PATH`; PathCheckError ("cannot VERB PATH: ...") when it fails."""
+    proc = _hadoop_fs(args, path)
     if proc.returncode != 0:
-        raise PathCheckError(f"cannot read {path}: {shlex.join(hadoop_fs_command())} -cat exited "
+        raise PathCheckError(f"cannot {verb} {path}: {shlex.join(hadoop_fs_command())} {shlex.join(args)} exited "
                              f"{proc.returncode}: {proc.stderr.strip()[-2000:]}")
     return proc.stdout
+
+
+def hadoop_read_text(path: str) -> str:
+    return _hadoop_fs_output(["-cat"], path, "read")
 
 
 def path_exists(path: str) -> bool:
@@ -146,16 +151,11 @@ def hadoop_newest_change(path: str) -> datetime:
     """newest_change by the Hadoop client: `-stat %Y` of the directory (milliseconds) and `-ls -R` of its contents,
     which FsShell prints to the minute in the worker's time zone (taken as the end of that minute, so that a
     change never looks older than it is)."""
-    stat = _hadoop_fs(["-stat", "%Y"], path)
-    if stat.returncode != 0 or not stat.stdout.strip().isdigit():
-        raise PathCheckError(f"cannot stat {path}: {shlex.join(hadoop_fs_command())} -stat exited {stat.returncode}: "
-                             f"{(stat.stderr or stat.stdout).strip()[-2000:]}")
-    times = [datetime.fromtimestamp(int(stat.stdout.strip()) / 1000, timezone.utc)]
-    listing = _hadoop_fs(["-ls", "-R"], path)
-    if listing.returncode != 0:
-        raise PathCheckError(f"cannot list {path}: {shlex.join(hadoop_fs_command())} -ls -R exited "
-                             f"{listing.returncode}: {listing.stderr.strip()[-2000:]}")
-    for m in _LS_TIME.finditer(listing.stdout):
+    stat = _hadoop_fs_output(["-stat", "%Y"], path, "stat").strip()
+    if not stat.isdigit():
+        raise PathCheckError(f"cannot stat {path}: {shlex.join(hadoop_fs_command())} -stat %Y printed {stat[-2000:]!r}")
+    times = [datetime.fromtimestamp(int(stat) / 1000, timezone.utc)]
+    for m in _LS_TIME.finditer(_hadoop_fs_output(["-ls", "-R"], path, "list")):
         times.append(datetime.strptime(m.group(1), "%Y-%m-%d %H:%M").astimezone(timezone.utc) + timedelta(minutes=1))
     return max(times)
 
@@ -327,20 +327,13 @@ def stop_driver(submit: subprocess.Popen | None, application: str, grace_seconds
         return submit is not None
     import psutil  # an Airflow dependency: only the DAG's on_kill calls this
 
-    name = os.path.basename(application)
-    drivers = []
     try:
-        for child in psutil.Process(submit.pid).children(recursive=True):
-            try:
-                if any(os.path.basename(arg) == name for arg in child.cmdline()[1:]):
-                    drivers.append(child)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
+        drivers = driver_processes(submit.pid, application)
     except psutil.NoSuchProcess:
         return submit.poll() is not None
     if not drivers:
         log.warning("simhash_dedup: no driver process of %s under spark-submit (pid %d): killing spark-submit",
-                    name, submit.pid)
+                    os.path.basename(application), submit.pid)
         return False
     for driver in drivers:
         log.warning("simhash_dedup: SIGTERM to the job's driver (pid %d): it stops and removes its staging directory",
@@ -358,6 +351,21 @@ def stop_driver(submit: subprocess.Popen | None, application: str, grace_seconds
         return False
     log.warning("simhash_dedup: spark-submit exited with %s after the driver's SIGTERM", code)
     return True
+
+
+def driver_processes(submit_pid: int, application: str) -> list:
+    """The psutil processes under spark-submit (pid submit_pid) that run `application`: its Python driver in
+    client mode, none in cluster mode. psutil.NoSuchProcess when spark-submit has gone."""
+    import psutil
+
+    name, found = os.path.basename(application), []
+    for child in psutil.Process(submit_pid).children(recursive=True):
+        try:
+            if any(os.path.basename(arg) == name for arg in child.cmdline()[1:]):
+                found.append(child)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):  # a short-lived child that has gone
+            continue
+    return found
 
 
 def _drain(fd: int) -> None:

@@ -133,11 +133,11 @@ def kill(case):
     import time
 
     import psutil
+    import simhash_dedup_ops as ops  # the DAG folder is on sys.path once the DAG is loaded
 
     task, ctx = rendered("dedup", case["params"])
     task._conn_id, task.py_files, task.application = case["conn_id"], None, case["application"]
     out_dir = f"{case['params']['dedup_root']}/{day}"
-    app = os.path.basename(case["application"])
     result = {}
 
     def kill_when_locked():  # on_kill from another thread: the task's own thread runs execute (Airflow checks that)
@@ -148,13 +148,7 @@ def kill(case):
             time.sleep(0.1)
         time.sleep(case.get("kill_after_lock_seconds", 2))
         # the job's processes under this task's spark-submit (the other Airflow version's check runs beside it)
-        result["drivers"] = []
-        for p in psutil.Process(task._hook._submit_sp.pid).children(recursive=True):
-            try:
-                if any(os.path.basename(a) == app for a in p.cmdline()[1:]):
-                    result["drivers"].append(p)
-            except psutil.Error:  # a short-lived child that has gone
-                continue
+        result["drivers"] = ops.driver_processes(task._hook._submit_sp.pid, case["application"])
         result["kill_started"] = time.time()
         task.on_kill()
 
