@@ -35,7 +35,7 @@ def test_plan_at_a_billion_pages():
     r = sizing.plan_report(10**9, DedupConfig(k=6, signature_bands=0))
     plan = choose_plan(10**9, 6)
     assert (r["tables"], r["blocks"]) == (len(plan.tables), plan.m) == (84, 9)
-    assert r["block_rows"] == 84 * 10**9 and r["bytes_shuffled_by_blocks"] == 20 * 84 * 10**9  # 20 bytes a packed row
+    assert r["block_rows"] == 84 * 10**9 and r["bytes_shuffled_by_blocks"] == 16 * 84 * 10**9  # 16 bytes a packed row
     assert r["expected_comparisons"] == pytest.approx(plan_cost(10**9, plan)["expected_comparisons"])
     assert r["chance_pairs_uniform"] == pytest.approx(2.26e6, rel=0.01)
     d = sizing.plan_report(10**9, DedupConfig())

@@ -18,9 +18,10 @@ import numpy as np
 
 BITS = 64  # fingerprint width
 MAX_K = 10
-# bytes of one row of a key-group search as shuffled packed (spark/packed_groups.py): key (int64), member
-# fingerprint (int64), table or band index (int32); job/sizing.py prices the shuffle with it
-PACKED_ROW_BYTES = 8 + 8 + 4
+# bytes of one row of a key-group search as shuffled packed (spark/packed_groups.py): key (int64) and member
+# fingerprint (int64); the table or band index goes as runs (a few bytes a packed value); job/sizing.py prices
+# the shuffle with it
+PACKED_ROW_BYTES = 8 + 8
 MAX_TABLES = 512
 MAX_BLOCKS = 20  # the first-shared-table lookup has 2^m entries (2 MB at m = 20)
 
