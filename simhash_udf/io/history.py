@@ -109,6 +109,26 @@ class History:
                 "start a new --history directory for ids of the new type"
             )
 
+    def text_ids_as_stored(self, df: DataFrame, id_col: str) -> DataFrame:
+        """df with its text ids cast to the history's id type, when the history has another: CSV ids are read
+        as text since 2026-11-27, and a history written by earlier CSV runs holds them typed (bigint for
+        1, 2, ...). Cast only if every id reads back as written (not 007 for a bigint); else the run stops
+        with examples. Any other df is returned as it is (check_id_type then compares the types)."""
+        stored = self.stored_id_type()
+        if stored in (None, "string") or df.schema[id_col].dataType.simpleString() != "string":
+            return df
+        ident = F.col(id_col)
+        typed = F.expr(f"try_cast(`{id_col.replace('`', '``')}` AS {stored})")
+        bad = df.where(ident.isNotNull() & (typed.isNull() | (typed.cast("string") != ident))).select(ident).limit(3)
+        examples = [r[0] for r in bad.collect()]
+        if examples:
+            raise DedupError(
+                f"history {self.path} holds ids of type {stored} (CSV ids were typed by runs before 2026-11-27; "
+                f"they are now read as written), and this run's ids such as {', '.join(map(repr, examples))} "
+                f"are not {stored} as written: start a new --history directory for text ids, or write the ids "
+                f"as the history's {stored} values")
+        return df.withColumn(id_col, typed)
+
     def check_version(self, version: str) -> None:
         stored = self.stored_version()
         if stored is not None and stored != version:

@@ -224,9 +224,9 @@ def detect_format(info: InputFiles, requested: str = "auto") -> str:
                      "pass --input-format parquet|json|csv|text|wet")
 
 
-def read_files(spark: SparkSession, info: InputFiles, fmt: str) -> DataFrame:
+def read_files(spark: SparkSession, info: InputFiles, fmt: str, typed: tuple[str, ...] = ()) -> DataFrame:
     """The input as Spark reads it; JSON Lines and CSV still with the corrupt-record and source-file columns
-    (refuse_corrupt drops them once the rows are cached)."""
+    (refuse_corrupt drops them once the rows are cached). typed: CSV columns whose type is inferred (read_csv)."""
     reader = spark.read.options(**info.reader_options)
     path = info.spark_path
     if fmt in ("parquet", "fingerprints"):
@@ -245,7 +245,7 @@ def read_files(spark: SparkSession, info: InputFiles, fmt: str) -> DataFrame:
     if fmt == "json":
         return read_json_lines(spark, info)
     if fmt == "csv":
-        return read_csv(spark, info)
+        return read_csv(spark, info, typed)
     if fmt == "text":
         # One document per file: the id is the file's path.
         return reader.text(path, wholetext=True).select(
@@ -297,14 +297,21 @@ def read_json_lines(spark: SparkSession, info: InputFiles) -> DataFrame:
     return parsed.select("_r.*", *info.partition_keys, SOURCE_FILE)
 
 
-def read_csv(spark: SparkSession, info: InputFiles) -> DataFrame:
-    """CSV with a header; quoted fields may span lines. The types are inferred in a first pass, then rows
-    are read with Spark's corrupt-record column, so a row with more or fewer fields than the header is
+def read_csv(spark: SparkSession, info: InputFiles, typed: tuple[str, ...] = ()) -> DataFrame:
+    """CSV with a header; quoted fields may span lines. Every column is read as text, as written: with types
+    inferred, an id such as 007 became 7 (and no longer matched the user's own 007) and a 20-digit number a
+    double, in clusters/ and kept/ alike. Columns named in `typed` (the --keep earliest column) get the type
+    Spark infers from every file (one more pass), so that they order as numbers or times, not as text. The
+    rows are read with Spark's corrupt-record column, so a row with more or fewer fields than the header is
     caught instead of being padded or cut silently."""
     options = dict(header=True, multiLine=True, escape='"', **info.reader_options)
-    schema = spark.read.options(inferSchema=True, **options).csv(info.spark_path).schema
+    schema = spark.read.options(**options).csv(info.spark_path).schema  # the header: every column a string
     if not [f for f in schema.fields if f.name not in info.partition_keys]:
         raise EmptyInput(f"input {info.path} holds no CSV header or rows ({info.files} files, all empty)")
+    wanted = [f.name for f in schema.fields if f.name in typed and f.name not in info.partition_keys]
+    if wanted:
+        inferred = spark.read.options(inferSchema=True, **options).csv(info.spark_path).schema
+        schema = StructType([inferred[f.name] if f.name in wanted else f for f in schema.fields])
     # enforceSchema off: every file's header is checked against the columns (Spark's default takes them by
     # position and drops each file's first line unchecked, so a file with its columns in another order had its
     # text read as ids, and a part file without a header lost its first row)
@@ -339,15 +346,17 @@ class LoadedInput:
     largest_partition: int = 0  # rows of the read partition that holds the most
 
 
-def load_input(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFrame], DataFrame]) -> LoadedInput:
+def load_input(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFrame], DataFrame],
+               typed: tuple[str, ...] = ()) -> LoadedInput:
     """List, read and count the input, parsing each file once: JSON Lines, CSV and WET rows are cached
     (keep: persisted MEMORY_AND_DISK by the pipeline) and counted in one pass, which also checks them; the id
-    check, the fingerprints and kept/ then read the cache. Raises EmptyInput for 0 rows."""
+    check, the fingerprints and kept/ then read the cache. Raises EmptyInput for 0 rows. typed: CSV columns
+    read with an inferred type instead of as text (read_csv)."""
     info = list_input(spark, path)
     if not info.files:
         raise EmptyInput(f"input {path} holds no data files (only hidden ones such as _SUCCESS, or none)")
     fmt = detect_format(info, fmt)
-    df = read_files(spark, info, fmt)
+    df = read_files(spark, info, fmt, typed)
     if fmt in PARSED_FORMATS:
         df = keep(df)
     # rows per read partition, in the pass that counts them: a Parquet file of one row group is read as

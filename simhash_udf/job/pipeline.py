@@ -161,7 +161,10 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
     """Stage 1: the input's rows, their columns and ids checked (raises EmptyInput for --allow-empty)."""
     with timer("read") as counts:
         try:
-            loaded = load_input(spark, cfg.input, cfg.input_format, keep)
+            # the --keep earliest column orders by its type: a CSV column's is inferred (the others, and the ids,
+            # are read as text)
+            typed = tuple(c for c in cfg.keep.split(":", 1)[1:] if cfg.keep.startswith("earliest:") and c != cfg.id_col)
+            loaded = load_input(spark, cfg.input, cfg.input_format, keep, typed)
         except EmptyInput as empty:
             if not cfg.allow_empty:
                 raise DedupError(f"{empty}: check that the input is complete (a missing day, a wrong --input), "
@@ -174,6 +177,8 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
                 f"input {cfg.input} has no signature column, which verification needs (clusters/ of this "
                 "version has one): pass --min-similarity 0 to cluster by fingerprint distance alone")
         if history is not None:  # before anything is written
+            if loaded.fmt == "csv":  # a history of CSV ids typed by runs before they were read as text
+                loaded.df = raw = history.text_ids_as_stored(raw, cfg.id_col)
             history.check_id_type(cfg.id_col, raw.schema[cfg.id_col].dataType.simpleString())
         parts = raw.rdd.getNumPartitions()
         split = input_split(parts, spark.sparkContext.defaultParallelism, cfg.input_partitions,
