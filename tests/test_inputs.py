@@ -84,49 +84,43 @@ CSV_PAGES = ["first page about apples, pears and the orchards of the northern va
 
 def test_csv_values_are_read_as_written(spark, tmp_path):
     """CSV columns are text: before, types were inferred, ids 007 and 7 both became 7 (the run stopped on
-    repeated ids) and a 20-digit number became a double, in clusters/ and kept/."""
+    repeated ids) and a 20-digit number became a double, in clusters/ and kept/. The --keep earliest column
+    alone is typed (inferred), so that 9 comes before 10 (as text, 10 would)."""
     import pyarrow.parquet as pq
 
-    (tmp_path / "a.csv").write_text("id,text,zip,big\n"
-                                    f'007,"{CSV_PAGES[0]}",01234,12345678901234567891\n'
-                                    f'7,"{CSV_PAGES[1]}",00042,12345678901234567892\n')
-    job(spark, "--input", tmp_path / "a.csv", "--output", tmp_path / "out")
-    clusters = pq.read_table(tmp_path / "out" / "clusters")
-    assert str(clusters.schema.field("id").type) == "string" and sorted(clusters["id"].to_pylist()) == ["007", "7"]
-    kept = pq.read_table(tmp_path / "out" / "kept").to_pandas().sort_values("id")
-    assert list(kept["id"]) == ["007", "7"] and list(kept["zip"]) == ["01234", "00042"]
-    assert list(kept["big"]) == ["12345678901234567891", "12345678901234567892"]
-
-
-def test_csv_keep_earliest_orders_its_column_by_its_type(spark, tmp_path):
-    """The --keep earliest column of a CSV input is typed (inferred), so 9 comes before 10; the other columns
-    stay text."""
-    import pyarrow.parquet as pq
-
-    (tmp_path / "a.csv").write_text("id,text,crawled\n"
-                                    f'a,"{CSV_PAGES[0]}",10\nb,"{CSV_PAGES[0]}",9\nc,"{CSV_PAGES[1]}",11\n')
+    (tmp_path / "a.csv").write_text("id,text,zip,big,crawled\n"
+                                    f'007,"{CSV_PAGES[0]}",01234,12345678901234567891,10\n'
+                                    f'7,"{CSV_PAGES[0]}",00042,12345678901234567892,9\n'
+                                    f'x,"{CSV_PAGES[1]}",00007,00000000000000000001,11\n')
     job(spark, "--input", tmp_path / "a.csv", "--output", tmp_path / "out", "--keep", "earliest:crawled")
-    clusters = pq.read_table(tmp_path / "out" / "clusters").to_pandas().set_index("id")
-    assert clusters.loc["a", "cluster_id"] == "b" and clusters.loc["a", "is_duplicate"]
-    assert not clusters.loc["b", "is_duplicate"] and not clusters.loc["c", "is_duplicate"]
+    clusters = pq.read_table(tmp_path / "out" / "clusters")
+    assert str(clusters.schema.field("id").type) == "string"
+    by_id = clusters.to_pandas().set_index("id")
+    assert sorted(by_id.index) == ["007", "7", "x"]
+    assert by_id.loc["007", "cluster_id"] == "7" and by_id.loc["007", "is_duplicate"]
+    assert not by_id.loc["7", "is_duplicate"] and not by_id.loc["x", "is_duplicate"]
     kept = pq.read_table(tmp_path / "out" / "kept")
-    assert kept.schema.field("crawled").type == "int32" and sorted(kept["id"].to_pylist()) == ["b", "c"]
+    assert kept.schema.field("crawled").type == "int32"
+    kept = kept.to_pandas().sort_values("id")
+    assert list(kept["id"]) == ["7", "x"] and list(kept["zip"]) == ["00042", "00007"]
+    assert list(kept["big"]) == ["12345678901234567892", "00000000000000000001"]
 
 
 def test_csv_ids_against_a_history_of_typed_ids(spark, tmp_path):
-    """A history written by runs whose CSV ids were typed (bigint) goes on: today's text ids are cast to its
-    type when each reads back as written, and the run stops, naming one, when an id such as 007 does not."""
+    """A history whose ids earlier CSV runs stored typed (its pinned id type bigint, as such a run left it)
+    goes on: today's text ids are cast to its type when each reads back as written, and the run stops, naming
+    one, when an id such as 007 does not."""
     import pyarrow.parquet as pq
 
+    from simhash_udf.io.history import ID_TYPE_FILE
+
     hist = tmp_path / "history"
-    pd.DataFrame({"id": [1, 2], "text": CSV_PAGES}).to_parquet(tmp_path / "day1.parquet")
-    job(spark, "--input", tmp_path / "day1.parquet", "--output", tmp_path / "out1", "--history", hist,
-        "--run-date", "2026-03-01")
-    (tmp_path / "day2.csv").write_text(f'id,text\n3,"{CSV_PAGES[0]}"\n4,"a page of its own about trains"\n')
+    hist.mkdir()
+    (hist / ID_TYPE_FILE).write_text("bigint\n")
+    (tmp_path / "day2.csv").write_text(f'id,text\n3,"{CSV_PAGES[0]}"\n4,"{CSV_PAGES[1]}"\n')
     job(spark, "--input", tmp_path / "day2.csv", "--output", tmp_path / "out2", "--history", hist,
         "--run-date", "2026-03-02")
-    clusters = pq.read_table(tmp_path / "out2" / "clusters").to_pandas().set_index("id")
-    assert clusters.index.dtype == "int64" and clusters.loc[3, "cluster_id"] == 1 and clusters.loc[3, "is_duplicate"]
+    assert str(pq.read_table(tmp_path / "out2" / "clusters").schema.field("id").type) == "int64"
     (tmp_path / "day3.csv").write_text(f'id,text\n5,"{CSV_PAGES[1]}"\n007,"a page of its own about buses"\n')
     with pytest.raises(DedupError, match=r"ids such as '007' are not bigint as written: start a new --history"):
         job(spark, "--input", tmp_path / "day3.csv", "--output", tmp_path / "out3", "--history", hist,
