@@ -163,7 +163,8 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
         try:
             # the --keep earliest column orders by its type: a CSV column's is inferred (the others, and the ids,
             # are read as text)
-            typed = tuple(c for c in cfg.keep.split(":", 1)[1:] if cfg.keep.startswith("earliest:") and c != cfg.id_col)
+            keep_col = cfg.keep.split(":", 1)[1] if cfg.keep.startswith("earliest:") else None
+            typed = (keep_col,) if keep_col not in (None, cfg.id_col) else ()
             loaded = load_input(spark, cfg.input, cfg.input_format, keep, typed)
         except EmptyInput as empty:
             if not cfg.allow_empty:

@@ -6,8 +6,8 @@ and ~100 million band rows. Shuffled and sorted as Spark rows and handed to Pyth
 ~0.3 microseconds of JVM work, which set the time of the table walk (10^7 fingerprints: 24 s, of which the
 shuffle, the sort and the Arrow conversion took all but a few seconds). Here each map task computes its rows
 in numpy and packs, for each shuffle partition, its rows into one binary value (keys and members as
-little-endian arrays, the tags as runs). Spark shuffles these few large values by a column whose hash sends each to its
-partition, and each reduce task unpacks them, sorts by key in numpy and hands the groups to a walk
+little-endian arrays, the tags as runs). Spark shuffles these few large values by a column whose hash sends
+each to its partition, and each reduce task unpacks them, sorts by key in numpy and hands the groups to a walk
 (the same walk functions as before: core/candidates.py, core/bands.py). The partition of a row is a function
 of its key alone, so every group is whole in one task, and the groups are the ones a shuffle by key forms."""
 from __future__ import annotations
@@ -74,8 +74,9 @@ def packed_batch(keys: np.ndarray, members: np.ndarray, tags: np.ndarray, partit
 
     A value's rows are ordered by tag, so the tags go as runs (a table's or band's rows of one batch are
     one run): the row count and run count (int32), the keys and members (int64), then each run's tag and
-    length (int32). 16 bytes a row instead of 20 with a tag a row (10M fingerprints: 1.7 GB of band rows
-    shuffled); the order of rows within a value does not matter, the reduce side sorts them by key."""
+    length (int32). 16 bytes a row instead of 20 with a tag a row (10M fingerprints: 2.0 -> 1.6 GB of band
+    rows; the candidate search 34.7 -> 30.7 s); the order of rows within a value does not matter, the reduce
+    side sorts them by key."""
     n = len(keys)
     if not n:
         return pa.RecordBatch.from_arrays([pa.array([], pa.int64()), pa.array([], pa.binary())], schema=_PACKED_ARROW)
