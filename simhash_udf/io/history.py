@@ -118,7 +118,7 @@ class History:
         if stored in (None, "string") or df.schema[id_col].dataType.simpleString() != "string":
             return df
         ident = F.col(id_col)
-        typed = F.expr(f"try_cast(`{id_col.replace('`', '``')}` AS {stored})")
+        typed = ident.try_cast(stored)
         bad = df.where(ident.isNotNull() & (typed.isNull() | (typed.cast("string") != ident))).select(ident).limit(3)
         examples = [r[0] for r in bad.collect()]
         if examples:

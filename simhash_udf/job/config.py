@@ -135,6 +135,11 @@ class DedupConfig:
             return None
         return SignatureBands(self.signature_bands, self.band_bins, self.signature)
 
+    @property
+    def keep_column(self) -> str | None:
+        """The column of --keep earliest:COLUMN; None for the other policies."""
+        return self.keep.split(":", 1)[1] if self.keep.startswith("earliest:") else None
+
     def fingerprint_version(self) -> str:
         """The feature definition and the signature's: what stored fingerprints and signatures depend on."""
         return f"{self.features.version()}+{self.signature.version()}"

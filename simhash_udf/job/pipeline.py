@@ -163,8 +163,7 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
         try:
             # the --keep earliest column orders by its type: a CSV column's is inferred (the others, and the ids,
             # are read as text)
-            keep_col = cfg.keep.split(":", 1)[1] if cfg.keep.startswith("earliest:") else None
-            typed = (keep_col,) if keep_col not in (None, cfg.id_col) else ()
+            typed = (cfg.keep_column,) if cfg.keep_column not in (None, cfg.id_col) else ()
             loaded = load_input(spark, cfg.input, cfg.input_format, keep, typed)
         except EmptyInput as empty:
             if not cfg.allow_empty:
@@ -195,7 +194,7 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, k
 def check_input_columns(raw: DataFrame, cfg: DedupConfig) -> None:
     """The id column, the text column (`fingerprint` for stored fingerprints) and the keep column exist and have
     usable types (the job's read stage and the Python API)."""
-    extra = [cfg.keep.split(":", 1)[1]] if cfg.keep.startswith("earliest:") else []
+    extra = [cfg.keep_column] if cfg.keep_column else []
     if cfg.input_format == "fingerprints":
         check_columns(raw, cfg.id_col, "fingerprint", extra, text_types=("bigint",))
     else:
