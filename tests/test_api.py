@@ -2,7 +2,10 @@
 a notebook's session left as it was."""
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -194,6 +197,50 @@ def _notebook_steps(spark, work, settings):
     by_text.unpersist()
     assert spark.range(5).count() == 5
     assert settings() == before, (settings(), before)
+
+
+SMALL_RUN_PROBE = """
+import json, sys
+from simhash_udf.spark.session import small_run_conf
+print(json.dumps([small_run_conf(path) for path in sys.argv[1:]]))
+"""
+
+
+def test_a_small_local_input_gets_the_short_run_jvm_options(tmp_path):
+    """A local run that starts its own JVM (python -m simhash_udf.job.cli) gives it the short-run options when
+    the input is local and at most SMALL_RUN_BYTES; not for a larger or non-local input, not under
+    spark-submit (the JVM runs already), not for another master, and never over the caller's own choice
+    (SIMHASH_DEDUP_JAVA_OPTIONS, even empty, or a spark-defaults.conf that names the driver's options).
+    Asked in a Python without Spark, as the CLI asks before it starts the JVM."""
+    from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS, SMALL_RUN_BYTES
+
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    small.write_text('{"id": 1, "text": "a page"}\n')
+    with open(large, "wb") as fh:  # sparse: the size without the disk
+        fh.truncate(SMALL_RUN_BYTES + 1)
+    paths = [str(small), str(large), f"file://{small}", "hdfs://nn/crawl/2026-11-21"]
+    base = {k: v for k, v in os.environ.items() if k not in (
+        "SIMHASH_DEDUP_JAVA_OPTIONS", "SIMHASH_DEDUP_MASTER", "PYSPARK_GATEWAY_PORT", "SPARK_CONF_DIR")}
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text("spark.executor.memory 2g\nspark.driver.extraJavaOptions  -Xss4m\n")
+
+    def decide(**env):
+        proc = subprocess.run([sys.executable, "-c", SMALL_RUN_PROBE, *paths], env={**base, **env},
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads(proc.stdout)
+
+    short = {"spark.driver.extraJavaOptions": SHORT_RUN_JAVA_OPTIONS}
+    assert decide() == [short, {}, short, {}]
+    assert decide(SIMHASH_DEDUP_MASTER="local[2]") == [short, {}, short, {}]
+    none = [{}] * len(paths)
+    assert decide(SIMHASH_DEDUP_JAVA_OPTIONS="") == none
+    assert decide(SIMHASH_DEDUP_MASTER="spark://127.0.0.1:7077") == none
+    assert decide(PYSPARK_GATEWAY_PORT="1") == none  # spark-submit's Python
+    assert decide(SPARK_CONF_DIR=str(conf_dir)) == none
+    (conf_dir / "spark-defaults.conf").write_text("spark.executor.memory 2g\n")
+    assert decide(SPARK_CONF_DIR=str(conf_dir)) == [short, {}, short, {}]
 
 
 def test_java_options_for_a_started_jvm_go_before_the_callers(monkeypatch, spark):

@@ -206,6 +206,33 @@ def test_subfolders_and_compressed_files_are_all_read(spark, tmp_path):
     assert sorted(pd.read_parquet(tmp_path / "out" / "clusters")["id"]) == list(range(40))
 
 
+def test_local_input_bytes_are_the_bytes_of_the_files_spark_reads(spark, tmp_path):
+    """The size a local run's JVM options are chosen by (session.small_run_conf) is taken before any JVM starts:
+    it is the bytes of the files Spark's own reader lists (hidden files and folders skipped), a compressed file
+    counted 4x; inputs it cannot size without Spark are None; a tree is not walked past the limit."""
+    from simhash_udf.io.read import local_input_bytes
+
+    root = tmp_path / "crawl"
+    sizes = {"a.jsonl": 100, "b.jsonl.gz": 50, "_SUCCESS": 1000, ".a.jsonl.crc": 12, "_temporary/0/x.jsonl": 5000,
+             "day=1/c.parquet": 30, "sub/.hidden/d.jsonl": 7, "sub/e.jsonl.bz2": 9, "sub/f.jsonl._COPYING_": 11,
+             "odd[1].jsonl": 3}
+    for name, size in sizes.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(os.urandom(size))
+    listed = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(str(root)).select(
+        "path", "length").collect()
+    spark_bytes = sum(r["length"] * (4 if r["path"].endswith((".gz", ".bz2", ".zst")) else 1) for r in listed)
+    assert spark_bytes == 100 + 4 * 50 + 30 + 4 * 9 + 3
+    assert local_input_bytes(str(root), 10**9) == spark_bytes
+    assert local_input_bytes(f"file://{root}", 10**9) == local_input_bytes(f"file:{root}", 10**9) == spark_bytes
+    assert local_input_bytes(f"{root}/?.jsonl*", 10**9) == 300
+    assert local_input_bytes(f"{root}/odd[1].jsonl", 10**9) == 3  # an existing name is literal, as for Spark
+    assert local_input_bytes(f"{root}/sub", 10**9) == 36
+    assert local_input_bytes(str(root), 150) > 150  # stopped at the first folder that passes the limit
+    for elsewhere in (f"{root}/{{a,b}}.jsonl", "hdfs://nn/crawl", "s3a://bucket/crawl", str(tmp_path / "missing")):
+        assert local_input_bytes(elsewhere, 10**9) is None, elsewhere
+
+
 def test_partition_directories_become_columns(spark, tmp_path):
     root = tmp_path / "crawl"
     write_lines(root / "day=2026-01-01" / "a.jsonl", rows_of(0, 3))

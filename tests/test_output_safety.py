@@ -171,12 +171,15 @@ def test_cli_exits_2_and_keeps_the_input_when_output_is_its_parent(tmp_path):
     """The issue's probe, on the command line: `--input /x/crawl --output /x --overwrite` exited 0 with crawl/
     gone."""
     crawl = write_input(str(tmp_path / "x" / "crawl"), 3)
+    env = {k: v for k, v in ENV.items() if k != "SIMHASH_DEDUP_JAVA_OPTIONS"}
     proc = subprocess.run([sys.executable, "-m", "simhash_udf.job.cli", "--input", crawl, "--output", str(tmp_path / "x"),
-                           "--overwrite"], env=ENV, capture_output=True, text=True, timeout=600)
+                           "--overwrite"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert f"error: --output {tmp_path / 'x'} contains the input {crawl}" in proc.stderr
     assert "choose an --output outside the input" in proc.stderr and "Traceback" not in proc.stderr
     assert os.listdir(tmp_path / "x") == ["crawl"] and os.listdir(crawl) == ["pages.jsonl"]
+    # a small local input: the CLI started its JVM with the short-run options (session.small_run_conf)
+    assert f"the driver's JVM starts with {SHORT_RUN_JAVA_OPTIONS}" in proc.stderr
 
 
 def test_foreign_files_are_not_replaced_even_with_overwrite(spark, runs, tmp_path):

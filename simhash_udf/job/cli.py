@@ -27,12 +27,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from pyspark.sql import SparkSession
 
-    from ..spark.session import get_spark
+    from ..spark.session import get_spark, small_run_conf
     from .pipeline import run
 
     callers = SparkSession.getActiveSession()  # called from a notebook or a driver program: not ours to stop
     with termination.handle_sigterm():
-        spark = get_spark()
+        conf = small_run_conf(cfg.input)
+        if conf:
+            logging.getLogger(__name__).info(
+                "a small local input: the driver's JVM starts with %s (the client compiler alone; "
+                "SIMHASH_DEDUP_JAVA_OPTIONS chooses otherwise)", conf["spark.driver.extraJavaOptions"])
+        spark = get_spark(conf=conf)
         try:
             report = run(cfg, spark)
         except BaseException as exc:

@@ -7,11 +7,16 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
-# JVM options for a JVM that lives for one small run (a test's spark-submit, a cluster test's executors): the
-# client compiler only and the parallel collector. Such a JVM spends more CPU compiling and collecting than
-# running tasks; on the 2-core machine the cluster test's run took 117 -> 65 s with them. Not for real runs:
-# the optimising compiler pays off within minutes of work, and the job never sets them itself.
+# JVM options for a JVM that lives for one small run (a local run of a small input, a test's spark-submit, a
+# cluster test's executors): the client compiler only and the parallel collector. Such a JVM spends more CPU
+# compiling and collecting than running tasks; on the 2-core machine the cluster test's run took 117 -> 65 s
+# with them. Not for large runs: the optimising compiler pays off within minutes of work (small_run_conf).
 SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+# The input size up to which a local run that starts its own JVM takes SHORT_RUN_JAVA_OPTIONS. Measured on the
+# 2-core machine, new JVMs, best of 2 (docs/performance.md): 0.9 MB of pages 16.9 -> 13.1 s of job time, 25 MB
+# 22.4 -> 17.6 s, 204 MB 42.3 -> 32.8 s; stored fingerprints, 138 MB (1M) 21.0 -> 20.3 s but 552 MB (4M)
+# 42.7 -> 49.8 s. So: on for inputs up to 128 MB (a compressed file counted 4x).
+SMALL_RUN_BYTES = 128 * 2**20
 
 # JVM option for a large run on few cores (millions of pages): the JIT compiles a method only after 3x the usual
 # invocations. A large run's hot loops reach that at once, while many generated classes that stay lukewarm are
@@ -45,6 +50,41 @@ def with_java_options(conf: dict[str, str] | None) -> dict[str, str]:
     if options:
         conf["spark.driver.extraJavaOptions"] = options
     return conf
+
+
+def small_run_conf(input_path: str) -> dict[str, str]:
+    """The driver's JVM options for a run about to start its own local JVM on a small input: SHORT_RUN_JAVA_OPTIONS
+    when the input is on the local file system and at most SMALL_RUN_BYTES. Nothing (Spark's defaults) under
+    spark-submit or with a session already running (the JVM exists), for a master other than local, when
+    SIMHASH_DEDUP_JAVA_OPTIONS is set (even empty: the caller's choice) or a spark-defaults.conf names
+    spark.driver.extraJavaOptions, and for inputs elsewhere or larger. The options change speed only, never
+    the output."""
+    from ..io.read import local_input_bytes
+
+    if under_spark_submit() or SparkSession.getActiveSession() is not None:
+        return {}
+    if not os.environ.get("SIMHASH_DEDUP_MASTER", "local").startswith("local"):
+        return {}
+    if "SIMHASH_DEDUP_JAVA_OPTIONS" in os.environ or _defaults_name_java_options():
+        return {}
+    size = local_input_bytes(input_path, SMALL_RUN_BYTES)
+    if size is None or size > SMALL_RUN_BYTES:
+        return {}
+    return {"spark.driver.extraJavaOptions": SHORT_RUN_JAVA_OPTIONS}
+
+
+def _defaults_name_java_options() -> bool:
+    """A spark-defaults.conf (SPARK_CONF_DIR, or SPARK_HOME/conf, SPARK_HOME defaulting to pyspark's folder as
+    pyspark's launcher does) sets the driver's JVM options."""
+    import pyspark
+
+    home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
+    folder = os.environ.get("SPARK_CONF_DIR") or os.path.join(home, "conf")
+    try:
+        with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8", errors="replace") as fh:
+            return any(line.split(None, 1)[:1] == ["spark.driver.extraJavaOptions"] for line in fh)
+    except OSError:
+        return False
 
 
 def get_spark(app_name: str = "simhash-dedup", master: str | None = None,
