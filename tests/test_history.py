@@ -17,6 +17,9 @@ from simhash_udf.job.config import load_config
 from simhash_udf.job.pipeline import run
 
 DAYS = ["2026-03-01", "2026-03-02", "2026-03-03"]
+# The incremental fixture's history and outputs are named like globs (a sibling "hist1" is what hist[1] would
+# match): test_glob_characters_in_output_and_history_paths
+HISTORY = "hist[1]"
 K = 3
 # The settings this module's premise was checked for (no page of the sample reaches its cluster only through
 # a later page); pinned so that a change of the job's defaults does not change what is tested here.
@@ -79,10 +82,11 @@ WIDE_KEYS = ["--blocks", "5"]
 @pytest.fixture(scope="module")
 def incremental(spark, days):
     root, _ = days
+    (root / "hist1").mkdir()
     reports = {}
     for day in DAYS:
-        reports[day] = job(spark, "--input", str(root / f"{day}.parquet"), "--output", str(root / f"out-{day}"),
-                           "--history", str(root / "history"), "--run-date", day, "--keep", "earliest:crawl_day",
+        reports[day] = job(spark, "--input", str(root / f"{day}.parquet"), "--output", str(root / f"out[{day}]"),
+                           "--history", str(root / HISTORY), "--run-date", day, "--keep", "earliest:crawl_day",
                            *WIDE_KEYS)
     return reports
 
@@ -107,7 +111,7 @@ def test_each_day_equals_one_run_over_all_days(spark, days, incremental):
     assert (single["is_duplicate"] & (day_of[single.index] != day_of[single["cluster_id"]].to_numpy())).sum() > 10
 
     for day in DAYS:
-        got = clusters(root / f"out-{day}")
+        got = clusters(root / f"out[{day}]")
         expect = single.loc[got.index]
         assert got.index.tolist() == sorted(rows.loc[rows["crawl_day"] == day, "id"])
         pd.testing.assert_frame_equal(got, expect, check_dtype=False)
@@ -115,6 +119,20 @@ def test_each_day_equals_one_run_over_all_days(spark, days, incremental):
     assert later[0] == 0 and later[1] > 0 and later[2] > 0
     kept_total = sum(incremental[d]["kept"] for d in DAYS)
     assert kept_total == int((~single["is_duplicate"]).sum())
+
+
+def test_glob_characters_in_output_and_history_paths(days, incremental):
+    """The incremental fixture's runs write out[DAY] with the history hist[1], beside a folder hist1 that the
+    glob hist[1] matches. Old code: the report stage read the staged kept/ back through Spark's reader, which
+    globs the paths it is given, so an --output named out[1] failed after the whole run (PATH_NOT_FOUND
+    traceback), and the history's reads of a history named like a glob matched nothing or other directories."""
+    root, _ = days
+    for day in DAYS:
+        assert (root / f"out[{day}]" / "_SUCCESS").exists()
+    first, second = incremental[DAYS[0]], incremental[DAYS[1]]
+    assert second["history"]["runs_read"] == 1
+    assert second["history"]["history_rows"] == first["input_rows"] - first["bad_rows"]["no_features"] > 0
+    assert os.listdir(root / "hist1") == []
 
 
 def test_history_search_without_broadcast_gives_the_same_clusters(spark, days, incremental, tmp_path, monkeypatch):
@@ -130,21 +148,21 @@ def test_history_search_without_broadcast_gives_the_same_clusters(spark, days, i
     root, _ = days
     hist = tmp_path / "history"
     index_name = history_module.band_index_name(load_config(PINNED + ["--plan", "1000"]).bands)
-    shutil.copytree(root / "history", hist, ignore=shutil.ignore_patterns(f"run_date={DAYS[-1]}"))
+    shutil.copytree(root / HISTORY, hist, ignore=shutil.ignore_patterns(f"run_date={DAYS[-1]}"))
     for day in DAYS[:-1]:
         shutil.rmtree(hist / f"run_date={day}" / index_name)
     assert sorted(p for p in os.listdir(hist) if p.startswith("run_date=")) == [f"run_date={d}" for d in DAYS[:-1]]
     day = DAYS[-1]
     job(spark, "--input", str(root / f"{day}.parquet"), "--output", str(tmp_path / f"out-{day}"),
         "--history", str(hist), "--run-date", day, "--keep", "earliest:crawl_day")
-    pd.testing.assert_frame_equal(clusters(tmp_path / f"out-{day}"), clusters(root / f"out-{day}"))
+    pd.testing.assert_frame_equal(clusters(tmp_path / f"out-{day}"), clusters(root / f"out[{day}]"))
     assert (hist / f"run_date={day}" / index_name).is_dir()
     assert not any((hist / f"run_date={d}" / index_name).exists() for d in DAYS[:-1])
 
 
 def test_history_layout_and_rerun_is_idempotent(spark, days, incremental):
     root, _ = days
-    hist = root / "history"
+    hist = root / HISTORY
     assert sorted(p for p in os.listdir(hist) if not p.startswith(".")) == [
         "_fingerprint_version", "_id_type", *[f"run_date={d}" for d in DAYS]
     ]
@@ -167,7 +185,7 @@ def test_history_layout_and_rerun_is_idempotent(spark, days, incremental):
     # the output is the same and the day-2 partition is replaced, not appended to.
     job(spark, "--input", str(root / f"{DAYS[1]}.parquet"), "--output", str(root / "out-rerun"),
         "--history", str(hist), "--run-date", DAYS[1], "--keep", "earliest:crawl_day")
-    pd.testing.assert_frame_equal(clusters(root / "out-rerun"), clusters(root / f"out-{DAYS[1]}"))
+    pd.testing.assert_frame_equal(clusters(root / "out-rerun"), clusters(root / f"out[{DAYS[1]}]"))
     assert len(pd.read_parquet(hist)) == len(stored)
     assert not [p for p in os.listdir(hist) if p.startswith("_staging")]
 
@@ -176,9 +194,9 @@ def test_history_of_another_definition_is_refused(spark, days, incremental):
     root, _ = days
     with pytest.raises(DedupError, match="holds fingerprints of version"):
         job(spark, "--input", str(root / f"{DAYS[2]}.parquet"), "--output", str(root / "out-binary"),
-            "--history", str(root / "history"), "--run-date", "2026-03-04", "--weighting", "binary")
+            "--history", str(root / HISTORY), "--run-date", "2026-03-04", "--weighting", "binary")
     assert not os.path.exists(root / "out-binary")
-    assert not os.path.exists(root / "history" / "run_date=2026-03-04")
+    assert not os.path.exists(root / HISTORY / "run_date=2026-03-04")
 
 
 def test_history_of_an_older_version_is_refused(spark, days, tmp_path):
@@ -220,7 +238,7 @@ def test_id_type_is_pinned_and_a_change_refused_before_anything_is_written(spark
     (before: accepted, and every later day failed with a message about merging Parquet schemas). A history
     written before the pin is checked against the type of its first run's rows."""
     root, rows = days
-    hist = root / "history"
+    hist = root / HISTORY
     assert (hist / "_id_type").read_text().strip() == "bigint"
     day4 = rows[rows["crawl_day"] == DAYS[2]].assign(id=lambda d: "page-" + d["id"].astype(str))
     day4.to_parquet(tmp_path / "day4.parquet")

@@ -259,21 +259,6 @@ def test_an_empty_rerun_of_a_day_removes_its_earlier_rows_from_the_history(spark
     assert sorted(os.listdir(history)) == ["_fingerprint_version", "_id_type"]  # no staging, no owner file left
 
 
-def test_glob_characters_in_output_and_history_paths(spark, runs, tmp_path):
-    """Old code: the report stage read the staged kept/ back through Spark's reader, which globs the paths it is
-    given, so an --output named out[1] failed after the whole run (PATH_NOT_FOUND traceback), and the history's
-    reads of a history named like a glob matched nothing or other directories."""
-    history = tmp_path / "hist[1]"
-    (tmp_path / "hist1").mkdir()  # what the glob hist[1] matches
-    reports = [job(spark, "--input", runs[name], "--output", tmp_path / f"out[{day}]", "--history", history,
-                   "--run-date", day) for name, day in (("in_a", "2026-01-05"), ("in_b", "2026-01-06"))]
-    for day in ("2026-01-05", "2026-01-06"):
-        assert (tmp_path / f"out[{day}]" / "_SUCCESS").exists()
-    assert reports[1]["history"]["runs_read"] == 1
-    assert reports[1]["history"]["history_rows"] == reports[0]["input_rows"] - reports[0]["bad_rows"]["no_features"]
-    assert os.listdir(tmp_path / "hist1") == []
-
-
 def test_output_under_a_file_is_a_clear_error(spark, runs, tmp_path):
     """Old code: exit 1 and a Py4JJavaError traceback (ParentNotDirectoryException from setCheckpointDir)."""
     (tmp_path / "afile").write_text("x")
