@@ -79,11 +79,12 @@ def is_hidden(name: str) -> bool:
 
 
 def local_input_bytes(path: str, limit: int) -> int | None:
-    """The bytes of the data files --input names on the local file system, a compressed file counted 4x (what
-    it holds, roughly), without starting Spark; None when the input is not local (another scheme), a brace
-    glob (Hadoop's syntax, not Python's) or not found, and any number above `limit` once the count passes it
-    (a large tree is not walked to its end), and None when a file cannot be sized (a broken link: Spark will say
-    what is wrong). For choices that only change speed (session.small_run_conf)."""
+    """The bytes of the data files --input names on the local file system (hidden ones skipped, as Spark does; a
+    compressed file counted 4x, roughly what it holds), sized without starting Spark. Any number above `limit`
+    once the count passes it (a large tree is not walked to its end). None when the input is not local
+    (another scheme), a brace glob (Hadoop's syntax, not Python's), not found, or holds a file that cannot be
+    sized (a broken link: Spark will say what is wrong). For choices that only change speed
+    (session.small_run_conf)."""
     try:
         return _local_bytes(path, limit)
     except OSError:
