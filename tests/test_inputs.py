@@ -5,6 +5,8 @@ import os
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from simhash_udf.errors import DedupError
 from simhash_udf.job.config import load_config
@@ -349,3 +351,48 @@ def test_a_directory_the_user_may_not_list_is_a_clear_error(spark, exception):
     assert clear is not None, "a traceback, not a message"
     assert str(clear).startswith("permission denied: ") and "/crawl/2026-11-27/b" in str(clear)
     assert "give the user this job runs as access to it" in str(clear) and "\n" not in str(clear)
+
+
+def _prepared_by_definition(value: bytes | None, repaired: str | None, cap: int) -> tuple:
+    """(text, text_null, invalid_utf8, truncated) of one binary text by the definition, given the text with its
+    invalid UTF-8 replaced (`repaired`: Spark's make_valid_utf8, the job's reference for the replacement):
+    invalid bytes and a U+FFFD already there counted, the text cut to `cap` characters and counted when it was
+    longer."""
+    if value is None:
+        return None, True, False, False
+    try:
+        value.decode("utf-8")
+        invalid = "\ufffd" in repaired
+    except UnicodeDecodeError:
+        invalid = True
+    return repaired[:cap], False, invalid, len(repaired) > cap
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(
+    st.none(),
+    st.text(alphabet=st.sampled_from("ab 中文\U0001F600\ufffd"), max_size=12).map(str.encode),
+    st.binary(max_size=12),
+), min_size=1, max_size=40), st.integers(1, 8))
+def test_texts_are_made_valid_and_capped_by_their_definition(spark, values, cap):
+    """prepare_documents (the job's UTF-8 repair, cap and counts before the fingerprints) against plain Python
+    on binary texts: characters of 1 to 4 bytes around the cap (its byte-length shortcut must not skip a text
+    of more characters), invalid bytes, U+FFFD already present, nulls. Spark's own replacement of invalid
+    bytes is the reference for the repaired text (Python's decoder groups some invalid sequences differently)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    from simhash_udf.job.stages import prepare_documents
+
+    table = pa.table({"id": pa.array(range(len(values)), pa.int64()), "text": pa.array(values, pa.binary())})
+    path = f"/tmp/prepared-{os.getpid()}.parquet"
+    pq.write_table(table, path)
+    cfg = load_config(["--input", path, "--output", "/tmp/unused", "--max-text-chars", str(cap)])
+    raw = spark.read.parquet(path)
+    got = prepare_documents(raw, cfg).join(
+        raw.select("id", F.make_valid_utf8(F.col("text").cast("string")).alias("repaired")), "id").orderBy("id").collect()
+    assert len(got) == len(values)
+    for row, value in zip(got, values):
+        expect = _prepared_by_definition(value, row["repaired"], cap)
+        assert (row["text"], row["text_null"], row["invalid_utf8"], row["truncated"]) == expect, (value, row)

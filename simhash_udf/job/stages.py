@@ -98,19 +98,23 @@ def prepare_documents(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
     text = F.col(cfg.text_col)
     if dict(raw.dtypes)[cfg.text_col] == "binary":
         text = text.cast("string")
-    valid = F.make_valid_utf8(text)
+    is_valid = F.is_valid_utf8(text)
+    valid = F.when(is_valid, text).otherwise(F.make_valid_utf8(text))  # one validity scan for valid text
+    # a text of at most max_text_chars bytes has at most as many characters: counted and cut only when longer
+    # (each is a scan of the text; most pages are far below the cap)
+    long = F.octet_length(valid) > cfg.max_text_chars
     cut = F.col("truncated_record") if "truncated_record" in raw.columns else F.lit(False)
     return raw.select(
         F.col(cfg.id_col).alias("id"),
-        F.when(~cut, F.substring(valid, 1, cfg.max_text_chars)).alias("text"),
+        F.when(~cut, F.when(long, F.substring(valid, 1, cfg.max_text_chars)).otherwise(valid)).alias("text"),
         keep_rank(cfg.keep, cfg.id_col, cfg.text_col).alias("rank"),
         text.isNull().alias("text_null"),
         # binary text: invalid UTF-8 is replaced here; string text: the reader replaced it already, so the
         # U+FFFD it left is what can be counted
-        (~F.coalesce(F.is_valid_utf8(text), F.lit(True)) | F.coalesce(valid.contains("\ufffd"), F.lit(False))).alias(
+        (~F.coalesce(is_valid, F.lit(True)) | F.coalesce(valid.contains("\ufffd"), F.lit(False))).alias(
             "invalid_utf8"
         ),
-        (F.coalesce(F.length(valid), F.lit(0)) > cfg.max_text_chars).alias("truncated"),
+        F.coalesce(long & (F.length(valid) > cfg.max_text_chars), F.lit(False)).alias("truncated"),
         cut.alias("truncated_record"),
     )
 
