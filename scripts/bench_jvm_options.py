@@ -1,8 +1,8 @@
-"""Where the short-run JVM options stop paying: the job's local entry point (python -m simhash_udf.job.cli, a new
-JVM each run) on sample corpora of several sizes, with Spark's default JVM options and with
-session.SHORT_RUN_JAVA_OPTIONS (both chosen through SIMHASH_DEDUP_JAVA_OPTIONS, so the job's own choice by size,
-session.small_run_conf, is out of the way), the two taking turns. Prints the best wall and job seconds (report.json
-total_seconds) of each.
+"""Where the short-run JVM options stop paying: the job's local entry point (python -m simhash_udf.job.cli on
+local[2], a new JVM each run: bench_small_run.one_run) on sample corpora of several sizes, with Spark's default
+JVM options and with session.SHORT_RUN_JAVA_OPTIONS (both chosen through SIMHASH_DEDUP_JAVA_OPTIONS, so the
+job's own choice by size, session.small_run_conf, is out of the way), the two taking turns. Prints the best
+wall and job seconds (report.json total_seconds) of each.
 
     python scripts/bench_jvm_options.py                       # 200, 5000 and 40000 originals, 2 runs each
     python scripts/bench_jvm_options.py --originals 200,5000 --runs 3
@@ -10,35 +10,22 @@ total_seconds) of each.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
 import pandas as pd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_small_run import one_run  # noqa: E402
 
 from simhash_udf.evaluation.sample_corpus import make_sample_corpus  # noqa: E402
 from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS  # noqa: E402
 
 VARIANTS = {"default": "", "short-run options": SHORT_RUN_JAVA_OPTIONS}
-
-
-def one_run(sample: str, out: str, java_options: str) -> tuple[float, float]:
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SIMHASH_DEDUP_JAVA_OPTIONS=java_options)
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "simhash_udf.job.cli", "--input", sample, "--output", out,
-                           "--overwrite"], capture_output=True, text=True, env=env, cwd=ROOT)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"the job failed\n{proc.stderr[-3000:]}")
-    with open(os.path.join(out, "report.json")) as fh:
-        return wall, json.load(fh)["total_seconds"]
 
 
 def main() -> None:
@@ -55,12 +42,13 @@ def main() -> None:
         best = {}
         for i in range(args.runs):
             for name, options in VARIANTS.items():  # taking turns
-                wall, job = one_run(sample, os.path.join(work, "out"), options)
+                result = one_run(ROOT, sample, os.path.join(work, "run"), [], local=True, java_options=options)
+                wall, job = result["wall"], result["job"]
                 print(f"{n} originals ({mb:.1f} MB), run {i + 1}, {name}: wall {wall:.1f} s, job {job:.1f} s", flush=True)
                 old = best.get(name, (float("inf"), float("inf")))
                 best[name] = (min(old[0], wall), min(old[1], job))
         table.append((n, mb, best))
-    print(f"\nbest of {args.runs}, new JVMs (python -m simhash_udf.job.cli, local[*]):\n")
+    print(f"\nbest of {args.runs}, new JVMs (python -m simhash_udf.job.cli, local[2]):\n")
     print("| originals | MB | default wall s | default job s | short-run wall s | short-run job s | job default / short |")
     print("|---|---|---|---|---|---|---|")
     for n, mb, best in table:

@@ -43,10 +43,11 @@ def spark_jobs(event_dir: str) -> int:
     return n
 
 
-def one_run(code: str, sample: str, work: str, extra: list[str], event_log: bool = False, local: bool = False) -> dict:
+def one_run(code: str, sample: str, work: str, extra: list[str], event_log: bool = False, local: bool = False,
+            java_options: str | None = None) -> dict:
     """One run in a new JVM: spark-submit jobs/dedup_job.py with `extra` arguments, or (local) the job's own local
-    entry point, `python -m simhash_udf.job.cli` on local[2], which starts its JVM itself (and chooses its JVM
-    options: session.small_run_conf)."""
+    entry point, `python -m simhash_udf.job.cli` on local[2], which starts its JVM itself with `java_options`
+    (SIMHASH_DEDUP_JAVA_OPTIONS), or with None with the options it chooses (session.small_run_conf)."""
     out, events = os.path.join(work, "out"), os.path.join(work, "events")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(events)
@@ -55,6 +56,8 @@ def one_run(code: str, sample: str, work: str, extra: list[str], event_log: bool
     env = dict(os.environ, PYTHONPATH=code, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1")
     env.pop("SIMHASH_DEDUP_JAVA_OPTIONS", None)
+    if java_options is not None:
+        env["SIMHASH_DEDUP_JAVA_OPTIONS"] = java_options
     if local:
         env["SIMHASH_DEDUP_MASTER"] = "local[2]"
         if event_log:

@@ -374,7 +374,7 @@ def _prepared_by_definition(value: bytes | None, repaired: str | None, cap: int)
     st.text(alphabet=st.sampled_from("ab 中文\U0001F600\ufffd"), max_size=12).map(str.encode),
     st.binary(max_size=12),
 ), min_size=1, max_size=40), st.integers(1, 8))
-def test_texts_are_made_valid_and_capped_by_their_definition(spark, values, cap):
+def test_texts_are_made_valid_and_capped_by_their_definition(spark, tmp_path, values, cap):
     """prepare_documents (the job's UTF-8 repair, cap and counts before the fingerprints) against plain Python
     on binary texts: characters of 1 to 4 bytes around the cap (its byte-length shortcut must not skip a text
     of more characters), invalid bytes, U+FFFD already present, nulls. Spark's own replacement of invalid
@@ -386,9 +386,9 @@ def test_texts_are_made_valid_and_capped_by_their_definition(spark, values, cap)
     from simhash_udf.job.stages import prepare_documents
 
     table = pa.table({"id": pa.array(range(len(values)), pa.int64()), "text": pa.array(values, pa.binary())})
-    path = f"/tmp/prepared-{os.getpid()}.parquet"
+    path = str(tmp_path / "texts.parquet")  # one file for every example, rewritten by each
     pq.write_table(table, path)
-    cfg = load_config(["--input", path, "--output", "/tmp/unused", "--max-text-chars", str(cap)])
+    cfg = load_config(["--input", path, "--output", str(tmp_path / "out"), "--max-text-chars", str(cap)])
     raw = spark.read.parquet(path)
     got = prepare_documents(raw, cfg).join(
         raw.select("id", F.make_valid_utf8(F.col("text").cast("string")).alias("repaired")), "id").orderBy("id").collect()

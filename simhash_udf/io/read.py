@@ -9,7 +9,9 @@ The listing happens once on the driver (file names only, no data) and also decid
 """
 from __future__ import annotations
 
+import glob
 import logging
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -92,9 +94,6 @@ def local_input_bytes(path: str, limit: int) -> int | None:
 
 
 def _local_bytes(path: str, limit: int) -> int | None:
-    import glob
-    import os
-
     if path.startswith("file:"):
         path = re.sub(r"^file:(//(?=/))?", "", path)
     elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path):
