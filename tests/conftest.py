@@ -20,6 +20,8 @@ def spark():
     # 2 cores): tests/test_job.py took 211 and 214 s at Spark's defaults, 185 and 185 s with both.
     # A heap of 3g, not the job's half of the RAM: scripts/test.sh runs the test files in parallel processes, each
     # with a session of its own, and three sessions growing towards 12g each had the kernel kill one (24 GiB).
+    # get_spark also turns PySpark's DataFrame debugging off (session.JOB_SESSION_SETTINGS): each Column call of
+    # a test would otherwise walk pytest's deep stack with inspect.stack() (tests/test_job.py 89 -> 81.5 s).
     session = get_spark("simhash-dedup-tests", master="local[2]", conf={
         "spark.driver.memory": "3g",
         "spark.ui.enabled": "false",
@@ -39,7 +41,7 @@ def spark():
 SUBPROCESS_SPARK = {"test_cluster.py", "test_job.py", "test_output_safety.py", "test_report_html.py"}
 AIRFLOW = {"test_airflow.py"}
 # over ~20 s each on the 2-core CI machine (pytest --durations): skip them with -m "not slow"
-SLOW = {"test_executor_killed_mid_job", "test_executors_import_the_shipped_zip", "test_clusters_equal_brute_force_components",
+SLOW = {"test_executor_killed_mid_job", "test_clusters_equal_brute_force_components",
         "test_bad_shapes_converge_in_few_rounds", "test_random_graphs_match_union_find",
         "test_each_day_equals_one_run_over_all_days", "test_groups_cut_across_arrow_batches_stay_exact",
         "test_verified_mode_equals_brute_force_definition", "test_dag_loads_with_the_day_that_just_ended"}

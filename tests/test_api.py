@@ -243,6 +243,35 @@ def test_a_small_local_input_gets_the_short_run_jvm_options(tmp_path):
     assert decide(SPARK_CONF_DIR=str(conf_dir)) == [short, {}, short, {}]
 
 
+def test_sessions_the_job_starts_have_dataframe_debugging_off_unless_the_user_sets_it(monkeypatch, spark, tmp_path):
+    """get_spark starts a session with JOB_SESSION_SETTINGS (the suite's own session shows that they reach it),
+    except a key the caller's conf names, or the user sets: in a spark-defaults.conf for a JVM that pyspark
+    starts; under spark-submit in its JVM's configuration (--conf arrives there as a system property, set here
+    on the suite's JVM)."""
+    from simhash_udf.spark.session import JOB_SESSION_SETTINGS, job_session_conf
+
+    key = "spark.python.sql.dataFrameDebugging.enabled"
+    assert JOB_SESSION_SETTINGS == {key: "false"}
+    assert spark.conf.get(key) == "false"
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert job_session_conf(None) == {key: "false"}
+    assert job_session_conf({"a": "b", key: "true"}) == {"a": "b", key: "true"}
+    (tmp_path / "spark-defaults.conf").write_text(f"spark.executor.memory 2g\n{key} true\n")
+    assert job_session_conf({"a": "b"}) == {"a": "b"}
+
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # spark-submit's Python: its JVM's configuration decides
+    system = spark.sparkContext._jvm.java.lang.System
+    suites = system.getProperty(key)  # get_spark started the suite's JVM with the setting
+    try:
+        system.clearProperty(key)
+        assert job_session_conf({"a": "b"}) == {"a": "b", key: "false"}
+        system.setProperty(key, "true")
+        assert job_session_conf({"a": "b"}) == {"a": "b"}
+    finally:
+        system.clearProperty(key) if suites is None else system.setProperty(key, suites)
+
+
 def test_java_options_for_a_started_jvm_go_before_the_callers(monkeypatch, spark):
     """SIMHASH_DEDUP_JAVA_OPTIONS (e.g. LARGE_RUN_JAVA_OPTIONS) reaches a JVM that get_spark starts, before a
     caller's own options (the later of two equal flags wins), and without it nothing is set, so a

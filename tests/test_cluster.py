@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 
 import pandas as pd
@@ -52,11 +53,11 @@ def read_clusters(out):
     return pd.read_parquet(os.path.join(out, "clusters")).sort_values("id").reset_index(drop=True)
 
 
-def submit_command(cluster, pyfiles, script, *args):
+def submit_command(cluster, pyfiles, python, script, *args):
     return [
         os.path.join(SPARK_HOME, "bin", "spark-submit"), "--master", cluster.url, "--py-files", pyfiles,
         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.executor.memory=1g",
-        "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.ui.enabled=false",
+        "--conf", f"spark.pyspark.python={python}", "--conf", "spark.ui.enabled=false",
         # driver and executors live for one small job: the client compiler and the parallel collector
         # (the kill test took 117 s without them, 65 s with them)
         "--driver-java-options", SHORT_RUN_JAVA_OPTIONS, "--conf", f"spark.executor.extraJavaOptions={SHORT_RUN_JAVA_OPTIONS}",
@@ -64,41 +65,52 @@ def submit_command(cluster, pyfiles, script, *args):
     ]
 
 
-def test_executors_import_the_shipped_zip(cluster, pyfiles, tmp_path):
-    """The code reaches executors the way it does on YARN or Kubernetes: the --py-files zip is first on the
-    Python workers' path (the editable install of this checkout would only be a fallback)."""
-    probe = tmp_path / "probe.py"
-    probe.write_text(
-        "from pyspark.sql import SparkSession\n"
-        "spark = SparkSession.builder.getOrCreate()\n"
-        "def where(_):\n"
-        "    import simhash_udf.core.fingerprint as f\n"
-        "    return f.__file__\n"
-        "paths = spark.sparkContext.parallelize(range(8), 8).map(where).collect()\n"
-        "print('PATHS', sorted(set(paths)))\n"
-    )
-    proc = subprocess.run(submit_command(cluster, pyfiles, str(probe)), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    paths = eval(proc.stdout.split("PATHS", 1)[1].strip())
-    assert paths and all("simhash_udf.zip" in p for p in paths), paths
+@pytest.fixture(scope="module")
+def python_without_checkout(tmp_path_factory):
+    """The Python of the driver and the executors: this environment's packages but not this checkout. `-S`
+    skips `site`, and with it the editable install's .pth file; site-packages comes last on PYTHONPATH
+    (after what Spark puts there). So a Python worker that imports simhash_udf can only have it from the
+    shipped zip, the way it reaches executors on YARN or Kubernetes."""
+    path = tmp_path_factory.mktemp("python") / "python"
+    site = sysconfig.get_paths()["purelib"]
+    path.write_text(f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site}" exec {sys.executable} -S "$@"\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_without_the_zip_this_python_has_no_simhash_udf(python_without_checkout, tmp_path):
+    """The premise of the cluster run below: its Python finds the job's packages, but simhash_udf only where
+    Spark puts the zip (run outside the checkout, with the zip on PYTHONPATH or without)."""
+    def where(*pythonpath):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath))
+        proc = subprocess.run([python_without_checkout, "-c", "import numpy, pyarrow, jieba, mmh3, pyspark\n"
+                               "import simhash_udf.core.fingerprint as f; print(f.__file__)"],
+                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+        return proc.stdout.strip() if proc.returncode == 0 else proc.stderr
+
+    assert "No module named 'simhash_udf'" in where(), where()
+    zipped = build(str(tmp_path / "simhash_udf.zip"))
+    assert where(zipped).startswith(zipped), where(zipped)
 
 
 def executor_logs(cluster):
     return sorted(glob.glob(os.path.join(cluster.root, "worker-*", "app-*", "*", "stderr")))
 
 
-def test_executor_killed_mid_job(cluster, pyfiles, crawl, local_clusters, tmp_path):
+def test_executor_killed_mid_job(cluster, pyfiles, python_without_checkout, crawl, local_clusters, tmp_path):
     """The documented command, spark-submit jobs/dedup_job.py, onto the cluster with the code shipped as the
     zip gives the clusters of local mode, also when one executor JVM is SIGKILLed while the job runs tasks:
-    Spark replaces it and re-runs the lost work. (This is also the suite's test of the spark-submit entry
-    point: a second one in local mode cost ~30 s of a cold JVM for the same command.)
-    (One cluster run proves both: a separate run without a kill cost ~2 minutes of the CI budget.)"""
+    Spark replaces it and re-runs the lost work. Driver and executors run a Python that has simhash_udf from
+    the zip alone (python_without_checkout), so the job's success also shows that the zip reached them.
+    (This is also the suite's test of the spark-submit entry point: a second one in local mode cost ~30 s of
+    a cold JVM for the same command. One cluster run proves all three: a separate run without a kill cost
+    ~2 minutes of the CI budget, and a probe application that listed the workers' module paths ~25 s.)"""
     out = str(tmp_path / "out")
     before = set(executor_logs(cluster))
     log = open(tmp_path / "submit.log", "w+")
     job = subprocess.Popen(
-        submit_command(cluster, pyfiles, os.path.join(ROOT, "jobs", "dedup_job.py"), "--input", crawl,
-                       "--output", out, "--input-partitions", "12", "--shuffle-partitions", "6"),
+        submit_command(cluster, pyfiles, python_without_checkout, os.path.join(ROOT, "jobs", "dedup_job.py"),
+                       "--input", crawl, "--output", out, "--input-partitions", "12", "--shuffle-partitions", "6"),
         stdout=log, stderr=subprocess.STDOUT, text=True,
     )
     killed = None

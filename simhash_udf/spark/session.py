@@ -5,6 +5,7 @@ import os
 import sys
 from contextlib import contextmanager
 
+from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 # JVM options for a JVM that lives for one small run (a local run of a small input, a test's spark-submit, a
@@ -65,7 +66,7 @@ def small_run_conf(input_path: str) -> dict[str, str]:
         return {}
     if not os.environ.get("SIMHASH_DEDUP_MASTER", "local").startswith("local"):
         return {}
-    if "SIMHASH_DEDUP_JAVA_OPTIONS" in os.environ or _defaults_name_java_options():
+    if "SIMHASH_DEDUP_JAVA_OPTIONS" in os.environ or _spark_defaults_name("spark.driver.extraJavaOptions"):
         return {}
     size = local_input_bytes(input_path, SMALL_RUN_BYTES)
     if size is None or size > SMALL_RUN_BYTES:
@@ -73,24 +74,44 @@ def small_run_conf(input_path: str) -> dict[str, str]:
     return {"spark.driver.extraJavaOptions": SHORT_RUN_JAVA_OPTIONS}
 
 
-def _defaults_name_java_options() -> bool:
+def _spark_defaults_name(key: str) -> bool:
     """A spark-defaults.conf (SPARK_CONF_DIR, or SPARK_HOME/conf, SPARK_HOME defaulting to pyspark's folder as
-    pyspark's launcher does) sets the driver's JVM options."""
+    pyspark's launcher does) sets `key`."""
     import pyspark
 
     home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
     folder = os.environ.get("SPARK_CONF_DIR") or os.path.join(home, "conf")
     try:
         with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8", errors="replace") as fh:
-            return any(line.split(None, 1)[:1] == ["spark.driver.extraJavaOptions"] for line in fh)
+            return any(line.split(None, 1)[:1] == [key] for line in fh)
     except OSError:
         return False
 
 
+# Settings of the sessions the job starts, unless the user gives them (job_session_conf).
+# PySpark's DataFrame debugging (a static setting, on by default) records the Python call site of every Column
+# and DataFrame call in the JVM, for the query context of an error message: inspect.stack() and about six py4j
+# round trips a call. A warm run of 60 pages made 11,000 py4j calls with it and 6,000 without;
+# `pytest -n 0 tests/test_job.py` took 89 s with it and 81.5 s without (docs/performance.md). A Python traceback
+# still says where an error came from.
+JOB_SESSION_SETTINGS = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
+
+
+def job_session_conf(conf: dict[str, str] | None) -> dict[str, str]:
+    """conf with JOB_SESSION_SETTINGS for each key that neither conf nor the user sets: under spark-submit its
+    JVM's configuration (--conf, spark-defaults.conf), otherwise a spark-defaults.conf."""
+    conf = dict(conf or {})
+    given = SparkConf() if under_spark_submit() else None
+    for key, value in JOB_SESSION_SETTINGS.items():
+        if key not in conf and not (given.contains(key) if given is not None else _spark_defaults_name(key)):
+            conf[key] = value
+    return conf
+
+
 def get_spark(app_name: str = "simhash-dedup", master: str | None = None,
               conf: dict[str, str] | None = None) -> SparkSession:
-    """The active session as it is (a caller's: never reconfigured), or a new one for the job (with `conf`
-    added to its settings)."""
+    """The active session as it is (a caller's: never reconfigured), or a new one for the job (with `conf` and
+    JOB_SESSION_SETTINGS added to its settings)."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -103,7 +124,7 @@ def get_spark(app_name: str = "simhash-dedup", master: str | None = None,
         # Local mode runs everything in the driver JVM: Spark's default of 1g is too small past ~10^6 pages.
         builder = builder.config("spark.driver.memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()))
         conf = with_java_options(conf)
-    for key, value in (conf or {}).items():
+    for key, value in job_session_conf(conf).items():
         builder = builder.config(key, value)
     spark = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate()
     sc = spark.sparkContext
