@@ -20,8 +20,8 @@ def spark():
     # 2 cores): tests/test_job.py took 211 and 214 s at Spark's defaults, 185 and 185 s with both.
     # A heap of 3g, not the job's half of the RAM: scripts/test.sh runs the test files in parallel processes, each
     # with a session of its own, and three sessions growing towards 12g each had the kernel kill one (24 GiB).
-    # get_spark also turns PySpark's DataFrame debugging off (session.JOB_SESSION_SETTINGS): each Column call of
-    # a test would otherwise walk pytest's deep stack with inspect.stack() (tests/test_job.py 89 -> 81.5 s).
+    # get_spark also turns PySpark's DataFrame debugging off (session.JOB_SESSION_SETTINGS): in one process
+    # tests/test_job.py took 89 -> 81.5 s; in scripts/test.sh's two busy processes no change beyond noise.
     session = get_spark("simhash-dedup-tests", master="local[2]", conf={
         "spark.driver.memory": "3g",
         "spark.ui.enabled": "false",

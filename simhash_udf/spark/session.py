@@ -92,8 +92,9 @@ def _spark_defaults_name(key: str) -> bool:
 # PySpark's DataFrame debugging (a static setting, on by default) records the Python call site of every Column
 # and DataFrame call in the JVM, for the query context of an error message: inspect.stack() and about six py4j
 # round trips a call. A warm run of 60 pages made 11,000 py4j calls with it and 6,000 without;
-# `pytest -n 0 tests/test_job.py` took 89 s with it and 81.5 s without (docs/performance.md). A Python traceback
-# still says where an error came from.
+# `pytest -n 0 tests/test_job.py` took 89 s with it and 81.5 s without, where one process waits on the JVM; a
+# one-off spark-submit run is dominated by the JVM's cold start and did not change (docs/performance.md). A
+# Python traceback still says where an error came from.
 JOB_SESSION_SETTINGS = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
 
 
