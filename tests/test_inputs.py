@@ -230,7 +230,7 @@ def test_local_input_bytes_are_the_bytes_of_the_files_spark_reads(spark, tmp_pat
     assert local_input_bytes(f"{root}/?.jsonl*", 10**9) == 300
     assert local_input_bytes(f"{root}/odd[1].jsonl", 10**9) == 3  # an existing name is literal, as for Spark
     assert local_input_bytes(f"{root}/sub", 10**9) == 36
-    assert local_input_bytes(str(root), 150) > 150  # stopped at the first folder that passes the limit
+    assert local_input_bytes(str(root), 150) > 150  # stopped at the first file that passes the limit
     for elsewhere in (f"{root}/{{a,b}}.jsonl", "hdfs://nn/crawl", "s3a://bucket/crawl", str(tmp_path / "missing")):
         assert local_input_bytes(elsewhere, 10**9) is None, elsewhere
     (root / "sub" / "gone.jsonl").symlink_to(tmp_path / "nowhere")  # cannot be sized: no size, no error

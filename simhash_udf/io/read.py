@@ -107,23 +107,23 @@ def _local_bytes(path: str, limit: int) -> int | None:
     if not roots:
         return None
     total = 0
-
-    def add(file: str) -> None:
-        nonlocal total
+    for file in _data_files(roots):
         size = os.path.getsize(file)
         total += 4 * size if file.endswith(COMPRESSIONS) else size
+        if total > limit:
+            return total
+    return total
 
+
+def _data_files(roots: list[str]):
+    """The files under roots that Spark's reader would read (hidden files and folders skipped), lazily."""
     for root in roots:
         if not os.path.isdir(root):
-            add(root)
+            yield root
+            continue
         for folder, dirs, files in os.walk(root):
             dirs[:] = [d for d in dirs if not is_hidden(d)]
-            for name in files:
-                if not is_hidden(name):
-                    add(os.path.join(folder, name))
-            if total > limit:
-                return total
-    return total
+            yield from (os.path.join(folder, name) for name in files if not is_hidden(name))
 
 
 def file_system(spark: SparkSession, path: str):
