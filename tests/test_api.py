@@ -272,6 +272,61 @@ def test_sessions_the_job_starts_have_dataframe_debugging_off_unless_the_user_se
         system.clearProperty(key) if suites is None else system.setProperty(key, suites)
 
 
+def test_spark_submits_jvm_keeps_the_users_settings_and_gets_the_short_run_compiler(tmp_path):
+    """Under a real spark-submit (local[1]) on a small input, the job's session start (start_job_session) leaves
+    the user's --conf of a JOB_SESSION_SETTINGS key as given (old code: overwritten, since SparkConf() read an
+    empty configuration before the gateway was up) and adds SHORT_RUN_COMPILER_DIRECTIVES to the running JVM."""
+    small = tmp_path / "small.jsonl"
+    small.write_text('{"id": 1, "text": "a page"}\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("SIMHASH_DEDUP_JAVA_OPTIONS", "PYSPARK_SUBMIT_ARGS")}
+    env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "spark-submit"), "--master", "local[1]",
+         "--conf", "spark.python.sql.dataFrameDebugging.enabled=true", "--conf", "spark.ui.enabled=false",
+         os.path.join(os.path.dirname(__file__), "submit_session_check.py"), str(small)],
+        env=env, capture_output=True, text=True, timeout=300)
+    output = proc.stdout + proc.stderr  # spark-submit merges its Python's stderr into its stdout
+    assert proc.returncode == 0, output[-3000:]
+    answer = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"debugging"')]
+    assert answer == [{"debugging": "true", "c2_excluded_everywhere": 1}], output[-3000:]
+    assert "compiles with the client compiler alone from now on" in output
+
+
+def test_short_run_compiler_directives_only_for_a_small_local_input_under_spark_submit(monkeypatch, tmp_path):
+    """The decision (session.short_run_directives_wanted) from the JVM's configuration and the input: only under
+    spark-submit, in local mode, for a local input of at most SMALL_RUN_BYTES, and never over the user's own JVM
+    options (--driver-java-options; SIMHASH_DEDUP_JAVA_OPTIONS, even empty) or a session that runs already."""
+    from pyspark import SparkConf
+
+    from simhash_udf.spark import session
+    from simhash_udf.spark.session import SMALL_RUN_BYTES, short_run_directives_wanted
+
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    small.write_text('{"id": 1, "text": "a page"}\n')
+    with open(large, "wb") as fh:  # sparse: the size without the disk
+        fh.truncate(SMALL_RUN_BYTES + 1)
+    monkeypatch.delenv("SIMHASH_DEDUP_JAVA_OPTIONS", raising=False)
+    monkeypatch.setattr(session.SparkSession, "getActiveSession", staticmethod(lambda: None))
+
+    def wanted(path=str(small), **conf):
+        return short_run_directives_wanted(path, SparkConf(loadDefaults=False).setAll(list(conf.items())))
+
+    local = {"spark.master": "local[2]"}
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    assert not wanted(**local)  # not under spark-submit: small_run_conf's JVM options instead
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")
+    assert wanted(**local) and wanted(f"file://{small}", **local)
+    assert not wanted(str(large), **local)
+    assert not wanted("hdfs://nn/crawl/2026-11-21", **local)
+    assert not wanted(**{"spark.master": "spark://127.0.0.1:7077"}) and not wanted()
+    assert not wanted(**local, **{"spark.driver.extraJavaOptions": "-Xss4m"})
+    monkeypatch.setenv("SIMHASH_DEDUP_JAVA_OPTIONS", "")
+    assert not wanted(**local)
+    monkeypatch.delenv("SIMHASH_DEDUP_JAVA_OPTIONS")
+    monkeypatch.setattr(session.SparkSession, "getActiveSession", staticmethod(lambda: object()))
+    assert not wanted(**local)
+
+
 def test_java_options_for_a_started_jvm_go_before_the_callers(monkeypatch, spark):
     """SIMHASH_DEDUP_JAVA_OPTIONS (e.g. LARGE_RUN_JAVA_OPTIONS) reaches a JVM that get_spark starts, before a
     caller's own options (the later of two equal flags wins), and without it nothing is set, so a

@@ -27,17 +27,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from pyspark.sql import SparkSession
 
-    from ..spark.session import get_spark, small_run_conf
+    from ..spark.session import start_job_session
     from .pipeline import run
 
     callers = SparkSession.getActiveSession()  # called from a notebook or a driver program: not ours to stop
     with termination.handle_sigterm():
-        conf = small_run_conf(cfg.input)
-        if conf:
-            logging.getLogger(__name__).info(
-                "a small local input: the driver's JVM starts with %s (the client compiler alone; "
-                "SIMHASH_DEDUP_JAVA_OPTIONS chooses otherwise)", conf["spark.driver.extraJavaOptions"])
-        spark = get_spark(conf=conf)
+        spark = start_job_session(cfg.input)
         try:
             report = run(cfg, spark)
         except BaseException as exc:

@@ -74,6 +74,100 @@ def small_run_conf(input_path: str) -> dict[str, str]:
     return {"spark.driver.extraJavaOptions": SHORT_RUN_JAVA_OPTIONS}
 
 
+# Under spark-submit the driver's JVM runs before the job's code does, so SHORT_RUN_JAVA_OPTIONS cannot reach it.
+# HotSpot's compiler directives (JEP 165) can: added to the running JVM through its DiagnosticCommand MBean (what
+# `jcmd PID Compiler.directives_add FILE` does), this one excludes every method from the optimising compiler (C2),
+# so hot methods are compiled by the client compiler alone, as with -XX:TieredStopAtLevel=1. spark-submit of 200
+# pages, local[2], new JVMs taking turns: 17.4 -> 15.1 s of job time, the JVM's CPU 35.9 -> 22.3 s, of which the
+# compilers 18.8 -> 5.3 s (docs/performance.md). Only in local mode (that JVM runs the tasks too), for a small
+# local input (short_run_directives_wanted); the directive lives as long as the JVM, i.e. this application.
+SHORT_RUN_COMPILER_DIRECTIVES = '[{match: "*.*", c2: {Exclude: true}}]'
+
+
+def short_run_directives_wanted(input_path: str, conf: SparkConf) -> bool:
+    """Whether the JVM spark-submit started for this run gets SHORT_RUN_COMPILER_DIRECTIVES: under spark-submit,
+    before any session, in local mode, for a local input of at most SMALL_RUN_BYTES, and never over the user's own
+    choice of JVM options (spark.driver.extraJavaOptions in the JVM's configuration, from --driver-java-options,
+    --conf or a spark-defaults.conf; SIMHASH_DEDUP_JAVA_OPTIONS set, even empty). conf: the JVM's configuration
+    (SparkConf() once the gateway is up). Speed only, never the output."""
+    from ..io.read import local_input_bytes
+
+    if not under_spark_submit() or SparkSession.getActiveSession() is not None:
+        return False
+    if not (conf.get("spark.master") or "").startswith("local"):
+        return False
+    if "SIMHASH_DEDUP_JAVA_OPTIONS" in os.environ or conf.contains("spark.driver.extraJavaOptions"):
+        return False
+    size = local_input_bytes(input_path, SMALL_RUN_BYTES)
+    return size is not None and size <= SMALL_RUN_BYTES
+
+
+def diagnostic_command(gateway, command: str, *arguments: str) -> str:
+    """Run a HotSpot diagnostic command (e.g. compilerDirectivesAdd, jcmd's Compiler.directives_add) in the JVM behind
+    the py4j gateway, through its DiagnosticCommand MBean; its text answer. The MBean server's invoke is called by
+    reflection on its public interface: py4j looks methods up on the implementing class, whose package
+    java.management does not export."""
+    jvm = gateway.jvm
+    server = jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer()
+    name = jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand")
+
+    def array(kind, values):
+        out = gateway.new_array(kind, len(values))
+        for i, value in enumerate(values):
+            out[i] = value
+        return out
+
+    Class = jvm.java.lang.Class
+    invoke = Class.forName("javax.management.MBeanServer").getMethod("invoke", array(Class, [Class.forName(t) for t in (
+        "javax.management.ObjectName", "java.lang.String", "[Ljava.lang.Object;", "[Ljava.lang.String;")]))
+    String = jvm.java.lang.String
+    parameters = array(jvm.java.lang.Object, [array(String, list(arguments))])
+    answer = invoke.invoke(server, array(jvm.java.lang.Object, [name, command, parameters,
+                                                                   array(String, ["[Ljava.lang.String;"])]))
+    return str(answer or "")
+
+
+def add_compiler_directives(gateway, directives: str) -> str:
+    """Add compiler directives (JSON, HotSpot's syntax) to the JVM behind the gateway; the JVM's answer. The
+    command reads a file: written to a temporary one, removed once read."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="simhash-dedup-directives-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(directives)
+        return diagnostic_command(gateway, "compilerDirectivesAdd", path)
+    finally:
+        os.unlink(path)
+
+
+def start_job_session(input_path: str) -> SparkSession:
+    """get_spark for a run of the job on input_path, a small local input with the short-run JVM settings: a JVM it
+    starts itself gets SHORT_RUN_JAVA_OPTIONS (small_run_conf); the JVM spark-submit started, running already, gets
+    SHORT_RUN_COMPILER_DIRECTIVES (short_run_directives_wanted). Both logged. A JVM that refuses the directive
+    (another JVM than HotSpot) runs as it is."""
+    import logging
+
+    log = logging.getLogger(__name__)
+    conf = small_run_conf(input_path)
+    if conf:
+        log.info("a small local input: the driver's JVM starts with %s (the client compiler alone; "
+                 "SIMHASH_DEDUP_JAVA_OPTIONS chooses otherwise)", conf["spark.driver.extraJavaOptions"])
+    elif under_spark_submit():
+        from pyspark import SparkContext
+
+        SparkContext._ensure_initialized()  # the gateway to spark-submit's JVM, whose configuration decides
+        if short_run_directives_wanted(input_path, SparkConf()):
+            try:
+                answer = add_compiler_directives(SparkContext._gateway, SHORT_RUN_COMPILER_DIRECTIVES)
+                log.info("a small local input: this JVM compiles with the client compiler alone from now on "
+                         "(compiler directive %s: %s; --driver-java-options chooses otherwise)",
+                         SHORT_RUN_COMPILER_DIRECTIVES, answer.strip())
+            except Exception as exc:  # noqa: BLE001 - speed only: the run goes on as it would have
+                log.info("the JVM refused the short-run compiler directive (%s); running without it", exc)
+    return get_spark(conf=conf)
+
+
 def _spark_defaults_name(key: str) -> bool:
     """A spark-defaults.conf (SPARK_CONF_DIR, or SPARK_HOME/conf, SPARK_HOME defaulting to pyspark's folder as
     pyspark's launcher does) sets `key`."""
@@ -102,7 +196,12 @@ def job_session_conf(conf: dict[str, str] | None) -> dict[str, str]:
     """conf with JOB_SESSION_SETTINGS for each key that neither conf nor the user sets: under spark-submit its
     JVM's configuration (--conf, spark-defaults.conf), otherwise a spark-defaults.conf."""
     conf = dict(conf or {})
-    given = SparkConf() if under_spark_submit() else None
+    given = None
+    if under_spark_submit():
+        from pyspark import SparkContext
+
+        SparkContext._ensure_initialized()  # without the gateway, SparkConf() would not see the JVM's configuration
+        given = SparkConf()
     for key, value in JOB_SESSION_SETTINGS.items():
         if key not in conf and not (given.contains(key) if given is not None else _spark_defaults_name(key)):
             conf[key] = value
