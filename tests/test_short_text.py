@@ -11,6 +11,7 @@ from test_candidates import python_key_groups
 
 from simhash_udf.core.blocks import plan_tables
 from simhash_udf.core.candidates import candidate_pairs
+from simhash_udf.core.fingerprint import FeatureSpec as fingerprint_spec
 from simhash_udf.core.fingerprint import fingerprint_text
 from simhash_udf.core.short_text import ShortTextSpec, pair_jaccards, short_fingerprints
 from simhash_udf.core.verified import VerifySpec
@@ -158,3 +159,28 @@ def test_off_switches_and_bad_settings(spark, tmp_path):
     ]:
         with pytest.raises(DedupError, match=message):
             load_config(["--input", path, "--output", str(tmp_path / "c"), *argv])
+
+
+def test_no_short_page_needs_no_search(spark):
+    """With no short page that has a fingerprint (the fingerprint stage's count is 0), short_text_edges gives no
+    edges (None) and the statistics the whole search gives on the same pages (run here with the count unknown),
+    without a Spark job."""
+    from simhash_udf.spark.fingerprint import with_fingerprints
+
+    spec = ShortTextSpec(max_chars=140, k=8, char_ngram=5, min_jaccard=0.7)
+    texts = ["北京今天的天气很好，适合出门散步。" * 12, "the same long page again and again " * 8, "!!!", "", None]
+    pages = spark.createDataFrame(list(enumerate(texts)), "id long, text string")
+    docs = with_fingerprints(pages, "text", fingerprint_spec(), spec).cache()
+    assert docs.where("short_fingerprint is not null and fingerprint is not null").count() == 0
+    assert docs.where("short_text is not null or fingerprint is null").count() > 0  # premise: rows of both kinds
+    searched_edges, searched = short_text_glue.short_text_edges(docs, spec, lambda df: df, -1)
+    assert searched_edges.count() == 0
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("no-short-pages", "short_text_edges with no short page")
+    try:
+        edges, stats = short_text_glue.short_text_edges(docs, spec, lambda df: df, 0)
+    finally:
+        spark.sparkContext.setJobGroup("", "")
+    assert edges is None and stats == searched
+    assert tracker.getJobIdsForGroup("no-short-pages") == []
+    docs.unpersist()

@@ -88,7 +88,7 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
 
     with scoped_settings(df.sparkSession, job_settings(cfg)):
         fp = fingerprint_stage(raw, cfg, keep, timer)
-        short = short_text_stage(fp.docs, cfg, keep, timer)
+        short = short_text_stage(fp.docs, cfg, keep, timer, fp.stats["short_pages"])
         found = near_duplicate_clusters(
             fp.docs, k=cfg.k, blocks=cfg.blocks, max_rounds=cfg.max_component_rounds, timer=timer, keep=keep,
             checkpoint=result.local_checkpoint, cluster_mode=cfg.cluster_mode, short_edges=short.edges, verify=cfg.verify,

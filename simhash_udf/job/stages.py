@@ -220,7 +220,7 @@ def short_text_stage(docs: DataFrame, cfg: DedupConfig, keep: Keep, timer: Stage
         return ShortText(None, {"enabled": False, "off_because": off})
     with timer("short_text") as counts:
         edges, stats = short_text_edges(docs, cfg.short_text, keep, short_pages)
-        edges = keep(edges)
+        edges = keep(edges) if edges is not None else None
         counts.update(candidates=stats["candidate_pairs"], verified=stats["verified_pairs"])
     return ShortText(edges, {"enabled": True, **stats})
 
