@@ -162,7 +162,7 @@ def split_pages(texts: pa.Array) -> tuple[list[str], list[str], np.ndarray]:
     ends = ends[~in_han[ends]]
     page_starts = offsets[:-1]
     newline = ends[~np.isin(ends, page_starts)]
-    newline = newline[~_white_gap(newline, han_lead, offsets, data, lead, other, cp)]
+    newline = newline[~_white_gap(newline, han_lead, offsets, data, padded)]
     han_bytes = data.copy()
     han_bytes[newline] = NEWLINE
     in_han[newline] = True
@@ -185,10 +185,15 @@ _WHITE_FIRST[[0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20, 0xC2, 
 _GAP_WINDOW = 16  # bytes looked at per gap in one vectorised pass; longer gaps are checked one by one
 
 
-def _white_gap(ends: np.ndarray, han_lead: np.ndarray, offsets: np.ndarray, data: np.ndarray, lead: np.ndarray,
-               other: np.ndarray, cp: np.ndarray) -> np.ndarray:
+def _white_gap(ends: np.ndarray, han_lead: np.ndarray, offsets: np.ndarray, data: np.ndarray,
+               padded: np.ndarray) -> np.ndarray:
     """For each run end (the byte after a Han run), whether only white space separates it from the next Han
-    character of the same page: normalisation removes that gap (text.normalize_chars), so the runs join."""
+    character of the same page: normalisation removes that gap (text.normalize_chars), so the runs join.
+    padded: data with 3 zero bytes after it (for _code_points).
+
+    The first _GAP_WINDOW bytes of every gap that starts with white space, one after the other in one array,
+    each byte looked up once (a character's continuation bytes: its lead byte decides); a longer gap white so
+    far is checked whole. (Before: a gaps x _GAP_WINDOW window, every cell decoded: 2.5x the time.)"""
     out = np.zeros(len(ends), dtype=bool)
     if len(ends) == 0:
         return out
@@ -198,8 +203,6 @@ def _white_gap(ends: np.ndarray, han_lead: np.ndarray, offsets: np.ndarray, data
     page_end = offsets[np.searchsorted(offsets, ends, side="right")]
     candidate = np.flatnonzero(has_next & (nxt_pos < page_end) & _WHITE_FIRST[data[ends]])
     table = white_table()
-    padded = np.zeros(len(data) + 4, dtype=np.uint8)
-    padded[: len(data)] = data
     first = ends[candidate]
     multi = data[first] >= 0xC0  # the gap's first character, decoded: white once normalised?
     if multi.any():
@@ -210,14 +213,17 @@ def _white_gap(ends: np.ndarray, han_lead: np.ndarray, offsets: np.ndarray, data
     if len(candidate) == 0:
         return out
     start, stop = ends[candidate], nxt_pos[candidate]
-    idx = start[:, None] + np.arange(_GAP_WINDOW)  # the first _GAP_WINDOW bytes of each gap
-    inside = idx < stop[:, None]
-    window = padded[np.minimum(idx, len(data))]
-    is_lead = window >= 0xC0
-    code = _code_points(padded, np.where(is_lead, idx, 0).ravel()).reshape(idx.shape)
-    white = np.where(window < 0x80, table[:128][np.minimum(window, 127)],
-                     np.where(is_lead, table[np.minimum(code, TABLE_SIZE - 1)] & (code < TABLE_SIZE), True))
-    white_so_far = (white | ~inside).all(axis=1)
+    seen = np.minimum(stop - start, _GAP_WINDOW)
+    gap_starts = np.zeros(len(seen), dtype=np.int64)
+    np.cumsum(seen[:-1], out=gap_starts[1:])
+    idx = np.repeat(start - gap_starts, seen) + np.arange(gap_starts[-1] + seen[-1])
+    window = data[idx]
+    white = np.where(window < 0x80, table[:128][np.minimum(window, 127)], True)
+    is_lead = np.flatnonzero(window >= 0xC0)
+    if len(is_lead):
+        code = _code_points(padded, idx[is_lead])
+        white[is_lead] = table[np.minimum(code, TABLE_SIZE - 1)] & (code < TABLE_SIZE)
+    white_so_far = np.logical_and.reduceat(white, gap_starts)
     long = stop - start > _GAP_WINDOW
     out[candidate[white_so_far & ~long]] = True
     for i in np.flatnonzero(white_so_far & long):  # white space longer than the window: rare, checked whole
