@@ -4,7 +4,8 @@
     python scripts/bench_job_fingerprint.py --source generated --pages 20000
     python scripts/bench_job_fingerprint.py --chars 500      # pages of 500 characters (~0.8 KB of man pages)
 
-"job": the job's read and fingerprint stages as `pipeline.run` runs them (`read_stage`, `fingerprint_stage`:
+"job": the job's read and fingerprint stages as `pipeline.run` runs them, under its session settings
+(`job_settings`: Arrow batches of --arrow-batch-size pages; `read_stage`, `fingerprint_stage`:
 Parquet read, id check, UTF-8 validation and the cap in SQL, fingerprint + signature + short-text columns in
 one mapInArrow, persist, the counting pass), timed by the job's own StageTimer; once as the job runs now and
 once with `--input-partitions 1`, what a one-file input got before the job split inputs of fewer partitions
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shlex
 import sys
 import tempfile
 import time
@@ -37,10 +39,10 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from simhash_udf.evaluation.corpus import generated_body  # noqa: E402
 from simhash_udf.job.config import load_config  # noqa: E402
-from simhash_udf.job.pipeline import read_stage  # noqa: E402
+from simhash_udf.job.pipeline import job_settings, read_stage  # noqa: E402
 from simhash_udf.job.stages import StageTimer, fingerprint_stage  # noqa: E402
 from simhash_udf.spark.fingerprint import with_fingerprints  # noqa: E402
-from simhash_udf.spark.session import get_spark  # noqa: E402
+from simhash_udf.spark.session import get_spark, scoped_settings  # noqa: E402
 
 
 def chinese_pages(n: int, chars: int, seed: int = 0) -> list[str]:
@@ -82,6 +84,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--source", choices=("man", "generated"), default="man")
     ap.add_argument("--workdir")
+    ap.add_argument("--job-args", default="", help="more job options for every run, e.g. '--arrow-batch-size 10000'")
     args = ap.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="bench_job_fp_")
     os.makedirs(work, exist_ok=True)
@@ -94,8 +97,9 @@ def main() -> None:
     spark = get_spark("bench-job-fingerprint")
     spark.sparkContext.setLogLevel("ERROR")
     cores = spark.sparkContext.defaultParallelism
-    cfg = load_config(["--input", path, "--output", os.path.join(work, "out")])
-    one = load_config(["--input", path, "--output", os.path.join(work, "out"), "--input-partitions", "1"])
+    extra = shlex.split(args.job_args)
+    cfg = load_config(["--input", path, "--output", os.path.join(work, "out"), *extra])
+    one = load_config(["--input", path, "--output", os.path.join(work, "out"), *extra, "--input-partitions", "1"])
     short = None if cfg.short_text_off_because() else cfg.short_text
 
     cached = spark.read.parquet(path).select("id", "text").repartition(2 * cores, "id").cache()
@@ -108,15 +112,17 @@ def main() -> None:
             persisted.append(df.persist())
             return df
 
-        loaded = read_stage(spark, cfg, None, keep, timer)
-        fingerprint_stage(loaded.df, cfg, keep, timer)
+        with scoped_settings(spark, job_settings(cfg, spark)):  # the run's Arrow batch sizes, as pipeline.run
+            loaded = read_stage(spark, cfg, None, keep, timer)
+            fingerprint_stage(loaded.df, cfg, keep, timer)
         for df in persisted:
             df.unpersist()
         return timer.seconds["read"] + timer.seconds["fingerprint"], dict(timer.seconds)
 
     def alone() -> float:
         t0 = time.perf_counter()
-        with_fingerprints(cached, "text", cfg.features, short, cfg.signature).agg({"fingerprint": "count"}).first()
+        with scoped_settings(spark, job_settings(cfg, spark)):
+            with_fingerprints(cached, "text", cfg.features, short, cfg.signature).agg({"fingerprint": "count"}).first()
         return time.perf_counter() - t0
 
     alone()  # warm the Python workers (imports, the segmenter's dictionary)
