@@ -78,7 +78,7 @@ def small_run_conf(input_path: str) -> dict[str, str]:
 # HotSpot's compiler directives (JEP 165) can: added to the running JVM through its DiagnosticCommand MBean (what
 # `jcmd PID Compiler.directives_add FILE` does), this one excludes every method from the optimising compiler (C2),
 # so hot methods are compiled by the client compiler alone, as with -XX:TieredStopAtLevel=1. spark-submit of 200
-# pages, local[2], new JVMs taking turns: 17.4 -> 15.1 s of job time, the JVM's CPU 35.9 -> 22.3 s, of which the
+# pages, local[2], new JVMs taking turns: 17.4 -> 15.5 s of job time, the JVM's CPU 35.9 -> 22.3 s, of which the
 # compilers 18.8 -> 5.3 s (docs/performance.md). Only in local mode (that JVM runs the tasks too), for a small
 # local input (short_run_directives_wanted); the directive lives as long as the JVM, i.e. this application.
 SHORT_RUN_COMPILER_DIRECTIVES = '[{match: "*.*", c2: {Exclude: true}}]'
