@@ -23,6 +23,21 @@ def test_core_imports_no_pyspark():
     assert proc.returncode == 0, proc.stderr
 
 
+def test_the_spark_stages_modules_import_no_pandas():
+    """The modules whose functions the job runs in Python workers (simhash_udf.spark.*, and the core under them)
+    import without pandas: each worker imports them when it starts, and pandas alone took ~0.2 s of that (the
+    fingerprint stage's first tasks wait for it). Old code: simhash_udf.spark.fingerprint imported it at the top.
+    Not spark.ml, the pyspark.ml API for notebooks: pyspark.ml imports pandas itself, and the job never uses it."""
+    import simhash_udf.spark
+
+    names = [m.name for m in pkgutil.iter_modules(simhash_udf.spark.__path__, "simhash_udf.spark.")
+             if m.name != "simhash_udf.spark.ml"]
+    assert "simhash_udf.spark.fingerprint" in names, names
+    code = "import sys\n" + "".join(f"import {n}\n" for n in names) + "assert 'pandas' not in sys.modules\n"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_executor_zip_has_no_evaluation_code(tmp_path):
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     try:

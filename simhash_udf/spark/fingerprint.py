@@ -14,7 +14,6 @@ import dataclasses
 from typing import Iterator
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
@@ -83,9 +82,14 @@ def corpus_doc_freq(docs: DataFrame, text_col: str, spec: FeatureSpec) -> tuple[
     """Document frequency of each feature in at least two documents (at most MAX_FEATURES of the most
     frequent), and the number of documents."""
 
-    @pandas_udf(ArrayType(StringType()))
-    def distinct_features(texts: pd.Series) -> pd.Series:
+    import pandas as pd  # here, not at the top: every Python worker of the fingerprint stage imports this module,
+    # and pandas alone is ~0.2 s of a worker's start (the mapInArrow workers never need it)
+
+    def distinct_features(texts):
         return pd.Series([sorted(set(features_of(t, spec))) if isinstance(t, str) else [] for t in texts])
+
+    distinct_features.__annotations__ = {"texts": pd.Series, "return": pd.Series}  # a Series to Series pandas UDF
+    distinct_features = pandas_udf(ArrayType(StringType()))(distinct_features)
 
     n_docs = docs.count()
     df = (
