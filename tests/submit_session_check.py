@@ -1,6 +1,8 @@
-"""A spark-submit application for tests/test_api.py: starts the job's session as the job does
-(session.start_job_session) on the input given, then prints one JSON object: PySpark's DataFrame debugging as the
-session has it, and the compiler directives of this JVM that keep the optimising compiler (C2) off every method."""
+"""A spark-submit application for tests/test_api.py: prepares spark-submit's JVM as the job does before its
+session starts (session.prepare_job_jvm, the first half of start_job_session) for the input given, then prints one
+JSON object: the settings job_session_conf would add to the session (none for a key the user gave with --conf),
+and the compiler directives of this JVM that keep the optimising compiler (C2) off every method. No SparkContext is
+started: the JVM and its configuration are spark-submit's own."""
 import json
 import logging
 import os
@@ -8,15 +10,16 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from simhash_udf.spark.session import diagnostic_command, start_job_session  # noqa: E402
+from pyspark import SparkContext  # noqa: E402
+
+from simhash_udf.spark.session import diagnostic_command, job_session_conf, prepare_job_jvm  # noqa: E402
 
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-spark = start_job_session(sys.argv[1])
-listing = diagnostic_command(spark.sparkContext._gateway, "compilerDirectivesPrint")
+added = job_session_conf(None)  # first, as get_spark may call it: before anything has connected to the JVM
+conf = prepare_job_jvm(sys.argv[1])
+listing = diagnostic_command(SparkContext._gateway, "compilerDirectivesPrint")
 # each directive: "Directive:" (or "Directive: (default)"), " matching: PATTERN", its c1 block, then its c2 block
 blocks = listing.split("Directive:")[1:]
 c2_off = [b for b in blocks if not b.startswith(" (default)") and " matching: *.*" in b
           and "Exclude:true" in b.split("c2 directives:")[1]]
-print(json.dumps({"debugging": spark.conf.get("spark.python.sql.dataFrameDebugging.enabled"),
-                  "c2_excluded_everywhere": len(c2_off)}))
-spark.stop()
+print(json.dumps({"session_settings_added": added, "c2_excluded_everywhere": len(c2_off)}))

@@ -273,9 +273,10 @@ def test_sessions_the_job_starts_have_dataframe_debugging_off_unless_the_user_se
 
 
 def test_spark_submits_jvm_keeps_the_users_settings_and_gets_the_short_run_compiler(tmp_path):
-    """Under a real spark-submit (local[1]) on a small input, the job's session start (start_job_session) leaves
-    the user's --conf of a JOB_SESSION_SETTINGS key as given (old code: overwritten, since SparkConf() read an
-    empty configuration before the gateway was up) and adds SHORT_RUN_COMPILER_DIRECTIVES to the running JVM."""
+    """Under a real spark-submit (local[1]) on a small input, the job's session start leaves the user's --conf of a
+    JOB_SESSION_SETTINGS key as given (job_session_conf adds nothing for it; old code: it added the job's value,
+    since SparkConf() read an empty configuration before the gateway was up) and adds
+    SHORT_RUN_COMPILER_DIRECTIVES to the running JVM (prepare_job_jvm, start_job_session's first half)."""
     small = tmp_path / "small.jsonl"
     small.write_text('{"id": 1, "text": "a page"}\n')
     env = {k: v for k, v in os.environ.items() if k not in ("SIMHASH_DEDUP_JAVA_OPTIONS", "PYSPARK_SUBMIT_ARGS")}
@@ -287,8 +288,8 @@ def test_spark_submits_jvm_keeps_the_users_settings_and_gets_the_short_run_compi
         env=env, capture_output=True, text=True, timeout=300)
     output = proc.stdout + proc.stderr  # spark-submit merges its Python's stderr into its stdout
     assert proc.returncode == 0, output[-3000:]
-    answer = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"debugging"')]
-    assert answer == [{"debugging": "true", "c2_excluded_everywhere": 1}], output[-3000:]
+    answer = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"session_settings_added"')]
+    assert answer == [{"session_settings_added": {}, "c2_excluded_everywhere": 1}], output[-3000:]
     assert "compiles with the client compiler alone from now on" in output
 
 

@@ -146,6 +146,12 @@ def start_job_session(input_path: str) -> SparkSession:
     starts itself gets SHORT_RUN_JAVA_OPTIONS (small_run_conf); the JVM spark-submit started, running already, gets
     SHORT_RUN_COMPILER_DIRECTIVES (short_run_directives_wanted). Both logged. A JVM that refuses the directive
     (another JVM than HotSpot) runs as it is."""
+    return get_spark(conf=prepare_job_jvm(input_path))
+
+
+def prepare_job_jvm(input_path: str) -> dict[str, str]:
+    """start_job_session's first half: the conf for get_spark (small_run_conf), or, under spark-submit, the
+    directive added to its running JVM before any SparkContext exists."""
     import logging
 
     log = logging.getLogger(__name__)
@@ -165,7 +171,7 @@ def start_job_session(input_path: str) -> SparkSession:
                          SHORT_RUN_COMPILER_DIRECTIVES, answer.strip())
             except Exception as exc:  # noqa: BLE001 - speed only: the run goes on as it would have
                 log.info("the JVM refused the short-run compiler directive (%s); running without it", exc)
-    return get_spark(conf=conf)
+    return conf
 
 
 def _spark_defaults_name(key: str) -> bool:
