@@ -206,18 +206,26 @@ print(json.dumps([small_run_conf(path) for path in sys.argv[1:]]))
 """
 
 
+def small_and_large_inputs(tmp_path):
+    """A local input of one small file and one just over SMALL_RUN_BYTES (sparse: the size without the disk)."""
+    from simhash_udf.spark.session import SMALL_RUN_BYTES
+
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    small.write_text('{"id": 1, "text": "a page"}\n')
+    with open(large, "wb") as fh:
+        fh.truncate(SMALL_RUN_BYTES + 1)
+    return small, large
+
+
 def test_a_small_local_input_gets_the_short_run_jvm_options(tmp_path):
     """A local run that starts its own JVM (python -m simhash_udf.job.cli) gives it the short-run options when
     the input is local and at most SMALL_RUN_BYTES; not for a larger or non-local input, not under
     spark-submit (the JVM runs already), not for another master, and never over the caller's own choice
     (SIMHASH_DEDUP_JAVA_OPTIONS, even empty, or a spark-defaults.conf that names the driver's options).
     Asked in a Python without Spark, as the CLI asks before it starts the JVM."""
-    from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS, SMALL_RUN_BYTES
+    from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS
 
-    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
-    small.write_text('{"id": 1, "text": "a page"}\n')
-    with open(large, "wb") as fh:  # sparse: the size without the disk
-        fh.truncate(SMALL_RUN_BYTES + 1)
+    small, large = small_and_large_inputs(tmp_path)
     paths = [str(small), str(large), f"file://{small}", "hdfs://nn/crawl/2026-11-21"]
     base = {k: v for k, v in os.environ.items() if k not in (
         "SIMHASH_DEDUP_JAVA_OPTIONS", "SIMHASH_DEDUP_MASTER", "PYSPARK_GATEWAY_PORT", "SPARK_CONF_DIR")}
@@ -277,8 +285,7 @@ def test_spark_submits_jvm_keeps_the_users_settings_and_gets_the_short_run_compi
     JOB_SESSION_SETTINGS key as given (job_session_conf adds nothing for it; old code: it added the job's value,
     since SparkConf() read an empty configuration before the gateway was up) and adds
     SHORT_RUN_COMPILER_DIRECTIVES to the running JVM (prepare_job_jvm, start_job_session's first half)."""
-    small = tmp_path / "small.jsonl"
-    small.write_text('{"id": 1, "text": "a page"}\n')
+    small, _ = small_and_large_inputs(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("SIMHASH_DEDUP_JAVA_OPTIONS", "PYSPARK_SUBMIT_ARGS")}
     env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     proc = subprocess.run(
@@ -300,12 +307,9 @@ def test_short_run_compiler_directives_only_for_a_small_local_input_under_spark_
     from pyspark import SparkConf
 
     from simhash_udf.spark import session
-    from simhash_udf.spark.session import SMALL_RUN_BYTES, short_run_directives_wanted
+    from simhash_udf.spark.session import short_run_directives_wanted
 
-    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
-    small.write_text('{"id": 1, "text": "a page"}\n')
-    with open(large, "wb") as fh:  # sparse: the size without the disk
-        fh.truncate(SMALL_RUN_BYTES + 1)
+    small, large = small_and_large_inputs(tmp_path)
     monkeypatch.delenv("SIMHASH_DEDUP_JAVA_OPTIONS", raising=False)
     monkeypatch.setattr(session.SparkSession, "getActiveSession", staticmethod(lambda: None))
 

@@ -11,8 +11,7 @@ from test_candidates import python_key_groups
 
 from simhash_udf.core.blocks import plan_tables
 from simhash_udf.core.candidates import candidate_pairs
-from simhash_udf.core.fingerprint import FeatureSpec as fingerprint_spec
-from simhash_udf.core.fingerprint import fingerprint_text
+from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_text
 from simhash_udf.core.short_text import ShortTextSpec, pair_jaccards, short_fingerprints
 from simhash_udf.core.verified import VerifySpec
 from simhash_udf.errors import DedupError
@@ -170,7 +169,7 @@ def test_no_short_page_needs_no_search(spark):
     spec = ShortTextSpec(max_chars=140, k=8, char_ngram=5, min_jaccard=0.7)
     texts = ["北京今天的天气很好，适合出门散步。" * 12, "the same long page again and again " * 8, "!!!", "", None]
     pages = spark.createDataFrame(list(enumerate(texts)), "id long, text string")
-    docs = with_fingerprints(pages, "text", fingerprint_spec(), spec).cache()
+    docs = with_fingerprints(pages, "text", FeatureSpec(), spec).cache()
     assert docs.where("short_fingerprint is not null and fingerprint is not null").count() == 0
     assert docs.where("short_text is not null or fingerprint is null").count() > 0  # premise: rows of both kinds
     searched_edges, searched = short_text_glue.short_text_edges(docs, spec, lambda df: df, -1)

@@ -60,18 +60,23 @@ def small_run_conf(input_path: str) -> dict[str, str]:
     SIMHASH_DEDUP_JAVA_OPTIONS is set (even empty: the caller's choice) or a spark-defaults.conf names
     spark.driver.extraJavaOptions, and for inputs elsewhere or larger. The options change speed only, never
     the output."""
-    from ..io.read import local_input_bytes
-
     if under_spark_submit() or SparkSession.getActiveSession() is not None:
         return {}
     if not os.environ.get("SIMHASH_DEDUP_MASTER", "local").startswith("local"):
         return {}
     if "SIMHASH_DEDUP_JAVA_OPTIONS" in os.environ or _spark_defaults_name("spark.driver.extraJavaOptions"):
         return {}
-    size = local_input_bytes(input_path, SMALL_RUN_BYTES)
-    if size is None or size > SMALL_RUN_BYTES:
+    if not small_local_input(input_path):
         return {}
     return {"spark.driver.extraJavaOptions": SHORT_RUN_JAVA_OPTIONS}
+
+
+def small_local_input(input_path: str) -> bool:
+    """The input is on the local file system and at most SMALL_RUN_BYTES (io.read.local_input_bytes)."""
+    from ..io.read import local_input_bytes
+
+    size = local_input_bytes(input_path, SMALL_RUN_BYTES)
+    return size is not None and size <= SMALL_RUN_BYTES
 
 
 # Under spark-submit the driver's JVM runs before the job's code does, so SHORT_RUN_JAVA_OPTIONS cannot reach it.
@@ -89,17 +94,23 @@ def short_run_directives_wanted(input_path: str, conf: SparkConf) -> bool:
     before any session, in local mode, for a local input of at most SMALL_RUN_BYTES, and never over the user's own
     choice of JVM options (spark.driver.extraJavaOptions in the JVM's configuration, from --driver-java-options,
     --conf or a spark-defaults.conf; SIMHASH_DEDUP_JAVA_OPTIONS set, even empty). conf: the JVM's configuration
-    (SparkConf() once the gateway is up). Speed only, never the output."""
-    from ..io.read import local_input_bytes
-
+    (spark_submit_conf()). Speed only, never the output."""
     if not under_spark_submit() or SparkSession.getActiveSession() is not None:
         return False
     if not (conf.get("spark.master") or "").startswith("local"):
         return False
     if "SIMHASH_DEDUP_JAVA_OPTIONS" in os.environ or conf.contains("spark.driver.extraJavaOptions"):
         return False
-    size = local_input_bytes(input_path, SMALL_RUN_BYTES)
-    return size is not None and size <= SMALL_RUN_BYTES
+    return small_local_input(input_path)
+
+
+def spark_submit_conf() -> SparkConf:
+    """The configuration of the JVM spark-submit started (its --conf, --driver-java-options, spark-defaults.conf),
+    read through the gateway to it: connected first, since SparkConf() without it reads an empty configuration."""
+    from pyspark import SparkContext
+
+    SparkContext._ensure_initialized()
+    return SparkConf()
 
 
 def diagnostic_command(gateway, command: str, *arguments: str) -> str:
@@ -159,18 +170,16 @@ def prepare_job_jvm(input_path: str) -> dict[str, str]:
     if conf:
         log.info("a small local input: the driver's JVM starts with %s (the client compiler alone; "
                  "SIMHASH_DEDUP_JAVA_OPTIONS chooses otherwise)", conf["spark.driver.extraJavaOptions"])
-    elif under_spark_submit():
+    elif under_spark_submit() and short_run_directives_wanted(input_path, spark_submit_conf()):
         from pyspark import SparkContext
 
-        SparkContext._ensure_initialized()  # the gateway to spark-submit's JVM, whose configuration decides
-        if short_run_directives_wanted(input_path, SparkConf()):
-            try:
-                answer = add_compiler_directives(SparkContext._gateway, SHORT_RUN_COMPILER_DIRECTIVES)
-                log.info("a small local input: this JVM compiles with the client compiler alone from now on "
-                         "(compiler directive %s: %s; --driver-java-options chooses otherwise)",
-                         SHORT_RUN_COMPILER_DIRECTIVES, answer.strip())
-            except Exception as exc:  # noqa: BLE001 - speed only: the run goes on as it would have
-                log.info("the JVM refused the short-run compiler directive (%s); running without it", exc)
+        try:
+            answer = add_compiler_directives(SparkContext._gateway, SHORT_RUN_COMPILER_DIRECTIVES)
+            log.info("a small local input: this JVM compiles with the client compiler alone from now on "
+                     "(compiler directive %s: %s; --driver-java-options chooses otherwise)",
+                     SHORT_RUN_COMPILER_DIRECTIVES, answer.strip())
+        except Exception as exc:  # noqa: BLE001 - speed only: the run goes on as it would have
+            log.info("the JVM refused the short-run compiler directive (%s); running without it", exc)
     return conf
 
 
@@ -202,12 +211,7 @@ def job_session_conf(conf: dict[str, str] | None) -> dict[str, str]:
     """conf with JOB_SESSION_SETTINGS for each key that neither conf nor the user sets: under spark-submit its
     JVM's configuration (--conf, spark-defaults.conf), otherwise a spark-defaults.conf."""
     conf = dict(conf or {})
-    given = None
-    if under_spark_submit():
-        from pyspark import SparkContext
-
-        SparkContext._ensure_initialized()  # without the gateway, SparkConf() would not see the JVM's configuration
-        given = SparkConf()
+    given = spark_submit_conf() if under_spark_submit() else None
     for key, value in JOB_SESSION_SETTINGS.items():
         if key not in conf and not (given.contains(key) if given is not None else _spark_defaults_name(key)):
             conf[key] = value
