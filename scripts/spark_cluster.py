@@ -81,7 +81,7 @@ class StandaloneCluster:
             try:
                 if sum(w["state"] == "ALIVE" for w in self.state()["workers"]) == self.n_workers:
                     return self
-            except OSError:
+            except (OSError, ValueError):  # not up yet, or its UI answered with a page cut short (not JSON)
                 pass
             if any(p.poll() is not None for p in self.procs):
                 break

@@ -268,6 +268,7 @@ def sql_band_keys(bands: SignatureBands, signature) -> list:
 @pytest.mark.spark
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), n_bands=st.integers(1, 12), bins=st.integers(1, 7), bits=st.sampled_from([8, 16]))
+@example(seed=27659312, n_bands=1, bins=7, bits=8)  # no unusable band before the pages of one bin value
 def test_band_keys_are_sparks_xxhash64(spark, seed, n_bands, bins, bits):
     """The band key arrays computed in numpy (SignatureBands.hashed_keys and usable) equal Spark's SQL
     expression of them, null (unusable) bands included: earlier runs' band indexes hold the SQL values."""
@@ -281,14 +282,15 @@ def test_band_keys_are_sparks_xxhash64(spark, seed, n_bands, bins, bits):
     rng = np.random.default_rng(seed)
     n = 60
     sigs = rng.integers(0, 2**bits, size=(n, spec.bins)).astype(spec.dtype)
-    sigs[: n // 3] = rng.integers(0, 3, size=(n // 3, spec.bins))  # runs of equal bins: unusable bands
+    sigs[: n // 3] = rng.integers(0, 3, size=(n // 3, spec.bins))  # runs of equal bins: some unusable bands
+    sigs[:3] = sigs[:3, :1]  # and pages of one bin value: every band unusable once it has 2 bins or more
     df = spark.createDataFrame([(i, sigs[i].tobytes()) for i in range(n)] + [(n, None)],
                                "fingerprint long, signature binary").repartition(3)
     got = {r.fingerprint: r["keys"] for r in band_key_arrays(df, bands).collect()}
     expect = {r.fingerprint: r["keys"] for r in df.where(F.col("signature").isNotNull()).select(
         "fingerprint", F.array(*sql_band_keys(bands, F.col("signature"))).alias("keys")).collect()}
     assert got == expect
-    assert any(None in keys for keys in expect.values()) or bins == 1
+    assert any(None in keys for keys in expect.values()) or bins == 1  # (7 bins of 0-2 alone: often none)
 
 
 @pytest.mark.spark
