@@ -8,6 +8,16 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
+# The C2 compiler only for what stays hot: HotSpot's tier-4 thresholds x10. The suite keeps both cores busy (96%
+# of the CPU), and the two sessions' JVMs are most of it: C2 took 139-149 s of their 566-602 s of CPU at the
+# defaults, for thousands of short queries whose code is rarely hot for long. With these: C2 68-69 s, JVM total
+# 515-524 s (tasks and planning a little slower); pytest 415 and 436 -> 396 and 397 s (two A/B pairs, run in
+# turn). The client compiler alone (-XX:TieredStopAtLevel=1) was faster for the first files and slower for the
+# later ones: 494 s.
+TEST_JVM_C2_THRESHOLDS = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
+                          "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
+
+
 @pytest.fixture(scope="session")
 def spark():
     from simhash_udf.spark.session import get_spark
@@ -26,7 +36,7 @@ def spark():
         "spark.driver.memory": "3g",
         "spark.ui.enabled": "false",
         "spark.sql.codegen.cache.maxEntries": "5000",
-        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC " + TEST_JVM_C2_THRESHOLDS,
     })
     session.conf.set("spark.sql.shuffle.partitions", "2")
     session.sparkContext.setLogLevel("ERROR")
