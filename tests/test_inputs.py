@@ -383,14 +383,18 @@ def test_texts_are_made_valid_and_capped_by_their_definition(spark, tmp_path, va
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
 
-    from simhash_udf.job.stages import prepare_documents
+    from simhash_udf.job.stages import REPLACEMENT_FLAG, prepare_documents
+    from simhash_udf.spark.fingerprint import with_fingerprints
 
     table = pa.table({"id": pa.array(range(len(values)), pa.int64()), "text": pa.array(values, pa.binary())})
     path = str(tmp_path / "texts.parquet")  # one file for every example, rewritten by each
     pq.write_table(table, path)
     cfg = load_config(["--input", path, "--output", str(tmp_path / "out"), "--max-text-chars", str(cap)])
     raw = spark.read.parquet(path)
-    got = prepare_documents(raw, cfg).join(
+    prepared = prepare_documents(raw, cfg)
+    # the count of invalid UTF-8 is completed by the fingerprint pass (U+FFFD within the cap)
+    counted = with_fingerprints(prepared, "text", cfg.features, replacement_flag=REPLACEMENT_FLAG)
+    got = prepared.drop(REPLACEMENT_FLAG).join(counted.select("id", REPLACEMENT_FLAG), "id").join(
         raw.select("id", F.make_valid_utf8(F.col("text").cast("string")).alias("repaired")), "id").orderBy("id").collect()
     assert len(got) == len(values)
     for row, value in zip(got, values):

@@ -52,6 +52,19 @@ def test_signature_equals_the_definition(hs, spec):
     assert _one(hs, spec).tolist() == _reference(hs, spec).tolist()
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=200), min_size=1, max_size=8),
+       st.sampled_from([SignatureSpec(), SignatureSpec(64, 16), SignatureSpec(8, 8)]))
+def test_a_batch_of_pages_equals_each_page_by_the_definition(pages, spec):
+    """Pages of 0-200 features in one call (empty bins in most rows, rows without features between them):
+    each row is the definition of its page alone."""
+    hashes = np.array([h for p in pages for h in p], dtype=np.uint64)
+    sig, valid = oph_signatures(hashes, np.r_[0, np.cumsum([len(p) for p in pages])], spec)
+    for row, valid_row, page in zip(sig, valid, pages):
+        assert valid_row == bool(page)
+        assert row.tolist() == (_reference(page, spec).tolist() if page else [0] * spec.bins)
+
+
 @settings(max_examples=100, deadline=None)
 @given(hashes64, st.randoms(use_true_random=False))
 def test_a_set_not_a_sequence(hs, rnd):

@@ -91,10 +91,16 @@ def _persist(df: DataFrame) -> DataFrame:
     return df.persist(StorageLevel.MEMORY_AND_DISK)
 
 
+# The column of prepare_documents that counts texts with invalid UTF-8 (or a U+FFFD a reader left), completed by
+# the fingerprint pass: with_fingerprints(..., replacement_flag=REPLACEMENT_FLAG).
+REPLACEMENT_FLAG = "invalid_utf8"
+
+
 def prepare_documents(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
     """(id, text, rank, text_null, invalid_utf8, truncated, truncated_record): text made valid UTF-8 and capped.
     A WET record cut off by the end of its file (wet.py: `truncated_record`) gets no text, so no fingerprint:
-    a cluster of its own."""
+    a cluster of its own. invalid_utf8 is complete only after the fingerprint pass with
+    replacement_flag=REPLACEMENT_FLAG (a U+FFFD within the cap is found there)."""
     text = F.col(cfg.text_col)
     if dict(raw.dtypes)[cfg.text_col] == "binary":
         text = text.cast("string")
@@ -110,10 +116,11 @@ def prepare_documents(raw: DataFrame, cfg: DedupConfig) -> DataFrame:
         keep_rank(cfg.keep, cfg.id_col, cfg.text_col).alias("rank"),
         text.isNull().alias("text_null"),
         # binary text: invalid UTF-8 is replaced here; string text: the reader replaced it already, so the
-        # U+FFFD it left is what can be counted
-        (~F.coalesce(is_valid, F.lit(True)) | F.coalesce(valid.contains("\ufffd"), F.lit(False))).alias(
-            "invalid_utf8"
-        ),
+        # U+FFFD it left is what can be counted. That search runs here only for a text the cap cuts or a cut
+        # record's (no text goes on); for the others the fingerprint pass sets this column (REPLACEMENT_FLAG), at
+        # ~1/5 of the JVM's CPU for the same search.
+        (~F.coalesce(is_valid, F.lit(True))
+         | F.coalesce((long | cut) & valid.contains("\ufffd"), F.lit(False))).alias(REPLACEMENT_FLAG),
         F.coalesce(long & (F.length(valid) > cfg.max_text_chars), F.lit(False)).alias("truncated"),
         cut.alias("truncated_record"),
     )
@@ -180,7 +187,7 @@ def fingerprint_stage(raw: DataFrame, cfg: DedupConfig, keep: Keep, timer: Stage
             if cfg.weighting == "tfidf-corpus":  # one extra pass over the texts for the idf table
                 spec = with_corpus_idf(prepared, "text", spec)
             short = None if cfg.short_text_off_because() else cfg.short_text
-            docs = keep(with_fingerprints(prepared, "text", spec, short, cfg.signature))
+            docs = keep(with_fingerprints(prepared, "text", spec, short, cfg.signature, REPLACEMENT_FLAG))
         if cfg.simulate_fingerprint_bits:  # a projection of the above
             docs = docs.withColumn("fingerprint", F.col("fingerprint").bitwiseAND(
                 F.lit(simulation_mask(cfg.simulate_fingerprint_bits))))

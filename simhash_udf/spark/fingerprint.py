@@ -24,6 +24,7 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, Stri
 from ..core.fingerprint import CorpusIdf, FeatureSpec, features_of, fingerprint_arrow
 from ..core.short_text import ShortTextSpec, short_fingerprints
 from ..core.signature import SignatureSpec, to_arrow
+from ..core.text_batch import pages_holding_replacement_char
 
 FINGERPRINT_FIELDS = [StructField("fingerprint", LongType(), True), StructField("n_features", IntegerType(), False)]
 SIGNATURE_FIELDS = [StructField("signature", BinaryType(), True)]
@@ -32,16 +33,21 @@ SHORT_FIELDS = [StructField("short_fingerprint", LongType(), True), StructField(
 
 def fingerprint_record_batches(
     batches: Iterator[pa.RecordBatch], text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None,
-    signature: SignatureSpec | None = None,
+    signature: SignatureSpec | None = None, replacement_flag: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Each batch without `text_col`, plus `fingerprint` (int64, null when the text has no features) and
     `n_features` (int32; -1 for a null text); with `signature`, `signature` (binary, from the same feature
     hashes, null with the fingerprint); with `short`, also `short_fingerprint` and `short_text` (the
-    page's text), both null unless the page is short and has character n-grams."""
+    page's text), both null unless the page is short and has character n-grams. `replacement_flag`: a
+    boolean column of the batch (no nulls) that is also set where the text holds U+FFFD."""
     for batch in batches:
         texts = batch.column(text_col)
         fps, counts, *sigs = fingerprint_arrow(texts, spec, signature)
         out = batch.drop_columns([text_col])
+        if replacement_flag is not None:
+            at = out.schema.get_field_index(replacement_flag)
+            flag = np.asarray(out.column(at)) | pages_holding_replacement_char(texts)
+            out = out.set_column(at, replacement_flag, pa.array(flag))
         out = out.append_column("fingerprint", pa.array(fps, mask=counts <= 0)).append_column(
             "n_features", pa.array(counts.astype(np.int32, copy=False))
         )
@@ -60,14 +66,16 @@ def fingerprint_record_batches(
 
 
 def with_fingerprints(docs: DataFrame, text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None,
-                      signature: SignatureSpec | None = None) -> DataFrame:
+                      signature: SignatureSpec | None = None, replacement_flag: str | None = None) -> DataFrame:
     """docs without `text_col`, plus `fingerprint` (bigint, nullable) and `n_features` (int); with
     `signature`, also `signature` (binary, nullable); with `short`
-    (an enabled ShortTextSpec), also `short_fingerprint` (bigint) and `short_text` (string), null for long pages."""
+    (an enabled ShortTextSpec), also `short_fingerprint` (bigint) and `short_text` (string), null for long pages.
+    `replacement_flag`: a non-null boolean column of docs, also set in this pass where the text holds U+FFFD."""
     fields = FINGERPRINT_FIELDS + (SIGNATURE_FIELDS if signature is not None else []) + (
         SHORT_FIELDS if short is not None else [])
     schema = StructType([f for f in docs.schema.fields if f.name != text_col] + fields)
-    return docs.mapInArrow(lambda batches: fingerprint_record_batches(batches, text_col, spec, short, signature), schema)
+    return docs.mapInArrow(lambda batches: fingerprint_record_batches(batches, text_col, spec, short, signature,
+                                                                      replacement_flag), schema)
 
 MAX_FEATURES = 1_000_000
 
