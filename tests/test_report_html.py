@@ -19,7 +19,15 @@ from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.io.read import load_input
 from simhash_udf.job.config import load_config
 from simhash_udf.job.pipeline import run
-from simhash_udf.job.report_html import choose_examples, excerpt_pair, input_side, nice_ticks, render_html, to_kept_summary
+from simhash_udf.job.report_html import (
+    _dimensions,
+    choose_examples,
+    excerpt_pair,
+    input_side,
+    nice_ticks,
+    render_html,
+    to_kept_summary,
+)
 from simhash_udf.job.report_plots import accepted_pair_distances, kept_distances, removed_by_size
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -255,6 +263,15 @@ def test_rates_ranked_by_spark_equal_the_driver_ranking(spark, report_run):
     rates, texts = on_driver
     assert {name: {**dim, "top": dim["top"][:4]} for name, dim in report["duplicate_rate_by"].items()} == rates
     assert texts == {ids[0]: (rows["text"].iloc[3], rows["url"].iloc[3]), ids[1]: (None, "not a url")}
+
+
+def test_hosts_are_compared_in_ascii_lower_case(spark):
+    """The per-host breakdown lowers a host's ASCII letters (DNS compares them so, RFC 4343); anything that is
+    no URL has no host."""
+    df = spark.createDataFrame([("HTTP://WWW.Example.COM/Path?Q=A",), ("https://www.example.com",), ("no url",),
+                                (None,)], "url string")
+    _, host = _dimensions(df)["host"]
+    assert [r[0] for r in df.select(host).collect()] == ["www.example.com", "www.example.com", None, None]
 
 
 def test_examples_are_the_least_similar_of_both_kinds_one_per_cluster():
