@@ -137,12 +137,12 @@ def chance_pairs(n: int, k: int, f: int = 64) -> float:
 
 
 # With --history, per history fingerprint: each of its table keys is only tested against a Bloom filter of
-# the run's keys in numpy (key_filter.py: 6e8 keys of 30 million history fingerprints in 21.6 s on 2 cores,
-# ~0.07 us of CPU a key against ~1 us for a shuffled row), while a history fingerprint that shares a key with
-# the run is read with its signature and cluster, joins the key groups and is a fixed centre of resolve (~ 5
-# rows: set so that a day against one day of the same size keeps 4 x 16-bit tables, measured faster there
-# than 10). A day of 10^6 pages against 3 x 10^7 history rows gets 20 tables (30-33-bit keys): 643,440 history
-# fingerprints share a key, 283 s; with 10 tables 6 million do, 346 s (bench_history.py).
+# the run's keys in numpy (key_filter.py: ~0.07 us of CPU a key against ~1 us for a shuffled row), while a
+# history fingerprint that shares a key with the run is read with its signature and cluster, joins the key
+# groups and is a fixed centre of resolve (~5 rows). 5 keeps a day against one day of its size at 4 x 16-bit
+# tables (faster there than 10), and gives a day of 10^6 pages against 3 x 10^7 history rows 20 tables of
+# 30-33-bit keys: 643,440 history fingerprints share a key instead of 6 million with 10 tables
+# (scripts/bench_history.py).
 HISTORY_PROBE_ROWS = 0.05
 HISTORY_RELATED_ROWS = 5
 

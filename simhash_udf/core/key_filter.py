@@ -5,8 +5,8 @@ A run with --history must find the history fingerprints that share a table key o
 Matching every history row against the run's keys by a join costs a shuffle of the whole history when the
 run's keys are too many to broadcast (a day of 10^6 pages has 10^7-2x10^7 table keys and 10^7 band keys).
 A bitmap of 24 bits a key or more (3-6 MB per 10^6 keys) answers "may this key be one of the run's?" with no
-false negatives and at most ~0.16% false positives; the few rows it lets through are then matched exactly as
-before, so the result is the same as without the filter.
+false negatives and at most ~0.16% false positives; the few rows it lets through are then matched exactly,
+so the result is the same as without the filter.
 
 Keys are int64 (a table's key bits with the table index mixed in, a band key with the band mixed in); a
 key's three bit positions come from one 64-bit mix of it (splitmix64's finaliser), h1 + i * h2 from its two

@@ -1,10 +1,9 @@
 """Spark's xxhash64 in numpy, for many rows at once (pure numpy, no Spark).
 
 The signature-band keys are Spark's `xxhash64(band, bytes)` values: the history's band index stores them, so
-every run must compute the same ones. Computing them in numpy inside the Arrow function that packs the band
-rows, instead of as ten SQL expressions of substrings, takes the band search's map side at 4M fingerprints
-from 12.1 to 4.7 s in a new session (the SQL expressions' generated code is compiled first) and from 6.5 to
-4.5 s in a warm one.
+every run must compute the same ones. They are computed in numpy inside the Arrow function that packs the
+band rows rather than as ten SQL expressions of substrings a row: the band search's map side is then cheaper,
+in a warm JVM and more so in a new one, which must first compile the expressions' generated code.
 
 Spark's XXH64 (org.apache.spark.sql.catalyst.expressions.XXH64, seed 42 for the first column, each column's
 hash the seed of the next): an int is hashed as 4 bytes, a binary value as its bytes, little-endian words.
