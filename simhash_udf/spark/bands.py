@@ -76,10 +76,10 @@ def exploded_band_keys(arrays: DataFrame) -> DataFrame:
     """(band, key, fingerprint) rows of (fingerprint, keys) arrays, the unusable bands left out.
 
     posexplode_outer, not posexplode: for an inner explode Spark infers the filter `size(keys) > 0`
-    (InferFiltersFromGenerate) and pushes it below the projection that makes the keys; when the keys were SQL
-    expressions this generated each twice (10M fingerprints: the band rows took 94 s instead of 9 s). The
-    outer form gives the same rows here (a null or empty array gives one null key, dropped with the unusable
-    bands)."""
+    (InferFiltersFromGenerate) and pushes it below the projection that makes the keys; where the keys are SQL
+    expressions each is then generated twice, and the stage's method grows past what HotSpot compiles (it runs
+    interpreted, ~10x slower). The outer form gives the same rows here (a null or empty array gives one null
+    key, dropped with the unusable bands)."""
     return (arrays.select(F.posexplode_outer("keys").alias("band", "key"), "fingerprint")
             .where(F.col("key").isNotNull()))
 
@@ -142,8 +142,8 @@ def band_edges(members: DataFrame, fp_signatures: DataFrame, bands: SignatureBan
     """Edges (src, dst) of the verified band pairs and BANDS statistics rows per call (band, verified,
     rejected), in the verify stage's schema (verified.VERIFIED_SCHEMA): the members of large groups verified
     group by group (a spanning forest of each), the pairs of small groups made distinct first (a pair of
-    copies is met in every band it shares: 10M fingerprints of bench_scale, 5.9M member rows with their
-    signatures before) and verified with their two signatures."""
+    copies is met in every band it shares, so as members with their signatures it would move its signatures
+    once a band) and verified with their two signatures."""
     sigs = fp_signatures.select("fingerprint", "signature")
     rows = members.where(F.col("fingerprint").isNotNull() & F.col("other").isNull()).select(
         "band", "key", "fingerprint").join(sigs, "fingerprint")
@@ -164,8 +164,8 @@ def band_pair_edges(members: DataFrame, sigs: DataFrame, bands: SignatureBands, 
     """The distinct far pairs of small band groups (band_group_members' rows with `other`), each with the
     bands it was met in (two bit masks) and its two signatures: edges of the verified ones, and BANDS
     statistics rows per Arrow batch (core/verified.verify_band_pairs)."""
-    # the bands a pair was met in as two bit masks (up to 128 bands): collect_set's object aggregation took
-    # two stages of 7.3 and 4.0 s (16 core-seconds) at 10M fingerprints; bit_or is a plain hash aggregation
+    # the bands a pair was met in as two bit masks (up to 128 bands): bit_or is a plain hash aggregation, where
+    # collect_set would be an object aggregation at several times the cost
     masks = [F.expr(f"bit_or(CASE WHEN band >= {low} AND band < {low + 64} THEN shiftleft(1L, band - {low}) ELSE 0L END)")
              .alias(name) for low, name in ((0, "bands_low"), (64, "bands_high"))]
     pairs = members.where(F.col("other").isNotNull()).groupBy("fingerprint", "other").agg(*masks)

@@ -8,10 +8,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 # Up to two million rows (32 MB as pairs of longs, ~200 MB as 64-character string ids) go to every executor;
-# past that the join is left to Spark (a shuffle of both sides). 10^7 fingerprints with 714,367 duplicates:
-# writing kept/ shuffled 1.5 GB of input rows, the report's duplicate pairs 1.4 GB of kept pages; the
-# component graph's 1.19 million nodes (bounded by 2 x 903,141 rows of roots) are the largest side that is
-# broadcast there (scripts/bench_scale.py).
+# past that the join is left to Spark (a shuffle of both sides). Without the broadcast, writing kept/ shuffles
+# every input row and the report's duplicate pairs every kept page (1.5 and 1.4 GB at 10^7 fingerprints with
+# 714,367 duplicates); at that size the component graph's 1.19 million nodes (bounded by twice the roots) are
+# the largest side broadcast, so the limit covers it.
 BROADCAST_MAX_ROWS = 2_000_000
 
 

@@ -89,7 +89,7 @@ class _FingerprintParams(HasInputCol, HasOutputCol):
         if out_col == sig_col:
             raise ValueError(f"{type(self).__name__}: outputCol and signatureCol are both {out_col!r}: choose two names")
         # the input's columns under names of their own while the Arrow pass adds `fingerprint`, `n_features` and
-        # `signature` (an input with such columns, e.g. clusters/, was ambiguous), their own names put back after
+        # `signature` (an input with such columns, e.g. clusters/, would be ambiguous), their own names put back after
         inner = [f"__simhash_in{i}" for i in range(len(df.columns))]
         prepared = df.select(*[F.col("`" + c.replace("`", "``") + "`").alias(n) for c, n in zip(df.columns, inner)],
                              prepared_text(df, text_col, self.getOrDefault("maxTextChars")).alias(_TEXT))

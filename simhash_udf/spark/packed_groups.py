@@ -1,15 +1,14 @@
 """Spark glue of the key-group searches (candidates.py, bands.py): rows grouped by a long key, shuffled as
 packed arrays instead of one Spark row each.
 
-The searches explode every fingerprint into one row per table or band: at 10^7 pages 40 million table rows
-and ~100 million band rows. Shuffled and sorted as Spark rows and handed to Python through Arrow, each costs
-~0.3 microseconds of JVM work, which set the time of the table walk (10^7 fingerprints: 24 s, of which the
-shuffle, the sort and the Arrow conversion took all but a few seconds). Here each map task computes its rows
-in numpy and packs, for each shuffle partition, its rows into one binary value (keys and members as
-little-endian arrays, the tags as runs). Spark shuffles these few large values by a column whose hash sends
-each to its partition, and each reduce task unpacks them, sorts by key in numpy and hands the groups to a walk
-(the same walk functions as before: core/candidates.py, core/bands.py). The partition of a row is a function
-of its key alone, so every group is whole in one task, and the groups are the ones a shuffle by key forms."""
+The searches explode every fingerprint into one row per table or band: at 10^7 pages 40 million table rows and
+~100 million band rows. Shuffled and sorted as Spark rows and handed to Python through Arrow, each would cost ~0.3
+microseconds of JVM work, which would set the walk's time, not its comparisons. Here each map task computes its
+rows in numpy and packs, for each shuffle partition, its rows into one binary value (keys and members as
+little-endian arrays, the tags as runs). Spark shuffles these few large values by a column whose hash sends each
+to its partition, and each reduce task unpacks them, sorts by key in numpy and hands the groups to a walk
+(core/candidates.py, core/bands.py). The partition of a row is a function of its key alone, so every group is
+whole in one task, and the groups are the ones a shuffle by key forms."""
 from __future__ import annotations
 
 import struct
@@ -74,9 +73,8 @@ def packed_batch(keys: np.ndarray, members: np.ndarray, tags: np.ndarray, partit
 
     A value's rows are ordered by tag, so the tags go as runs (a table's or band's rows of one batch are
     one run): the row count and run count (int32), the keys and members (int64), then each run's tag and
-    length (int32). 16 bytes a row instead of 20 with a tag a row (10M fingerprints: 2.0 -> 1.6 GB of band
-    rows; the candidate search 34.7 -> 30.7 s); the order of rows within a value does not matter, the reduce
-    side sorts them by key."""
+    length (int32): 16 bytes a row instead of 20 with a tag a row, a fifth less to shuffle; the order of rows
+    within a value does not matter, the reduce side sorts them by key."""
     n = len(keys)
     if not n:
         return pa.RecordBatch.from_arrays([pa.array([], pa.int64()), pa.array([], pa.binary())], schema=_PACKED_ARROW)
@@ -149,8 +147,8 @@ def _rows_of_repeated_keys(keys: np.ndarray, members: np.ndarray, tags: np.ndarr
     """The rows whose key may occur more than once, for a walk of groups of 2 or more. Most band keys are met
     once (a page shares no band with any other): a count of the keys' hashes in up to 2^23 buckets drops the
     rows alone in their bucket, which are alone in their key too, before the sort. The rest (the repeated
-    keys, and the ~30% of 2.5M rows that share a bucket by chance) go on to it: 2.5M rows, 10% repeated,
-    0.59 -> 0.32 s a task for sorted_groups."""
+    keys, and the ~30% of 2.5M rows that share a bucket by chance) go on to it: a count is cheaper than
+    sorting the rows it drops."""
     if not len(keys):
         return keys, members, tags
     bits = int(min(23, max(10, np.ceil(np.log2(len(keys))) + 2)))

@@ -10,21 +10,21 @@ from pyspark.sql import SparkSession
 
 # JVM options for a JVM that lives for one small run (a local run of a small input, a test's spark-submit, a
 # cluster test's executors): the client compiler only and the parallel collector. Such a JVM spends more CPU
-# compiling and collecting than running tasks; on the 2-core machine the cluster test's run took 117 -> 65 s
-# with them. Not for large runs: the optimising compiler pays off within minutes of work (small_run_conf).
+# compiling and collecting than running tasks, and G1's concurrent threads compete with the tasks for few
+# cores. Not for large runs: the optimising compiler pays off within minutes of work (small_run_conf).
 SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
-# The input size up to which a local run that starts its own JVM takes SHORT_RUN_JAVA_OPTIONS. Measured on the
-# 2-core machine, new JVMs, best of 2 (docs/performance.md): 0.9 MB of pages 16.9 -> 13.1 s of job time, 25 MB
-# 22.4 -> 17.6 s, 204 MB 42.3 -> 32.8 s; stored fingerprints, 138 MB (1M) 21.0 -> 20.3 s but 552 MB (4M)
-# 42.7 -> 49.8 s. So: on for inputs up to 128 MB (a compressed file counted 4x).
+# The input size up to which a local run that starts its own JVM takes SHORT_RUN_JAVA_OPTIONS (a compressed file
+# counted 4x). Text inputs gain at every size measured (the Python workers compete with the JIT for the cores);
+# stored fingerprints, bound by the JVM, break even near 1M rows (138 MB) and lose beyond, so 128 MB loses on
+# neither (docs/performance.md).
 SMALL_RUN_BYTES = 128 * 2**20
 
 # JVM option for a large run on few cores (millions of pages): the JIT compiles a method only after 3x the usual
 # invocations. A large run's hot loops reach that at once, while many generated classes that stay lukewarm are
-# no longer compiled by C2, whose threads took ~25% of the JVM's CPU on 2 cores (4M stored fingerprints in a new
-# JVM: 118-126 s instead of 133-136 s). Not the default: the test suite's many small runs in one JVM took 7%
-# longer with it. For spark-submit pass it with --driver-java-options (and spark.executor.extraJavaOptions on a
-# cluster); a local run started with `python -m` takes it from SIMHASH_DEDUP_JAVA_OPTIONS.
+# not compiled by C2, whose threads take about a quarter of a large run's JVM CPU on 2 cores (docs/performance.md).
+# Not the default: many small runs in one JVM (the test suite's) are slower with it. For spark-submit pass it
+# with --driver-java-options (and spark.executor.extraJavaOptions on a cluster); a local run started with
+# `python -m` takes it from SIMHASH_DEDUP_JAVA_OPTIONS.
 LARGE_RUN_JAVA_OPTIONS = "-XX:CompileThresholdScaling=3"
 
 
@@ -82,9 +82,8 @@ def small_local_input(input_path: str) -> bool:
 # Under spark-submit the driver's JVM runs before the job's code does, so SHORT_RUN_JAVA_OPTIONS cannot reach it.
 # HotSpot's compiler directives (JEP 165) can: added to the running JVM through its DiagnosticCommand MBean (what
 # `jcmd PID Compiler.directives_add FILE` does), this one excludes every method from the optimising compiler (C2),
-# so hot methods are compiled by the client compiler alone, as with -XX:TieredStopAtLevel=1. spark-submit of 200
-# pages, local[2], new JVMs taking turns: 17.4 -> 15.5 s of job time, the JVM's CPU 35.9 -> 22.3 s, of which the
-# compilers 18.8 -> 5.3 s (docs/performance.md). Only in local mode (that JVM runs the tasks too), for a small
+# so hot methods are compiled by the client compiler alone, as with -XX:TieredStopAtLevel=1, and a small run is
+# as fast as with that option (docs/performance.md). Only in local mode (that JVM runs the tasks too), for a small
 # local input (short_run_directives_wanted); the directive lives as long as the JVM, i.e. this application.
 SHORT_RUN_COMPILER_DIRECTIVES = '[{match: "*.*", c2: {Exclude: true}}]'
 
@@ -200,10 +199,9 @@ def _spark_defaults_name(key: str) -> bool:
 # Settings of the sessions the job starts, unless the user gives them (job_session_conf).
 # PySpark's DataFrame debugging (a static setting, on by default) records the Python call site of every Column
 # and DataFrame call in the JVM, for the query context of an error message: inspect.stack() and about six py4j
-# round trips a call. A warm run of 60 pages made 11,000 py4j calls with it and 6,000 without;
-# `pytest -n 0 tests/test_job.py` took 89 s with it and 81.5 s without, where one process waits on the JVM; a
-# one-off spark-submit run is dominated by the JVM's cold start and did not change (docs/performance.md). A
-# Python traceback still says where an error came from.
+# round trips a call: about half of a run's py4j calls. Off, a process that waits on the JVM (a notebook, a test
+# file) runs faster; a one-off spark-submit run is dominated by the JVM's cold start. A Python traceback still
+# says where an error came from.
 JOB_SESSION_SETTINGS = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
 
 
@@ -246,8 +244,7 @@ def get_spark(app_name: str = "simhash-dedup", master: str | None = None,
 
 # Spark aggregates in two phases: each map task pre-aggregates its rows in a hash map before the shuffle. Grouped
 # by a column that is nearly unique (the ids, the fingerprints), that map holds every row and saves nothing.
-# Spark 4.3's setting skips the phase (older versions ignore it). 10M stored pages, same session: the id check
-# 6.2-8.2 -> 4.3-4.9 s, the count of pages per fingerprint 7.0-7.3 -> 4.6-5.1 s.
+# Spark 4.3's setting skips the phase (older versions ignore it).
 UNIQUE_KEY_SETTINGS = {"spark.sql.execution.bypassPartialAggregation": "true"}
 
 

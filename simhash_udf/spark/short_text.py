@@ -61,7 +61,8 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
 
     Returns verified edges (src, dst) between main fingerprints, and the statistics for the report. With no
     short page (short_pages 0) there is nothing to search: no edges (None) and the statistics of an empty
-    search, without a Spark job (a 200-page run of long pages: 10 Spark jobs, 1.3 s in a new JVM).
+    search, without a Spark job (the search's joins and counts over nothing would be about ten, a second or
+    more of a small run in a new JVM).
 
     The plan is chosen from the number of heads, which takes a Spark action of its own (four jobs on a small
     input). Below the first size whose plan differs from the smallest input's (blocks.first_plan_change), the

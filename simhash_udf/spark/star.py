@@ -49,16 +49,16 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], 
     of the distances.
 
     Exact duplicates: in each cluster, the duplicates that share their fingerprint with the kept page, and of
-    each other fingerprint all duplicates but one. (Before: pages with a fingerprint less distinct fingerprints,
-    which assumed every repeat of a fingerprint is removed; verified mode keeps two pages of one fingerprint
-    whose texts differ, "Hello World" and "World Hello", and the report then had -1 near duplicates.)
+    each other fingerprint all duplicates but one. Not pages with a fingerprint less distinct fingerprints,
+    which assumes every repeat of a fingerprint is removed: verified mode keeps two pages of one fingerprint
+    whose texts differ ("Hello World" and "World Hello"), and that count would give -1 near duplicates.
 
     clusters: (cluster_id, is_duplicate, fingerprint, kept_fp[, kept_run_date]), kept_fp the kept page's fingerprint on every
     row, null when the kept page is not among the rows (every resolve adds it: resolve_clusters, star_clusters,
     stages.resolve_verified, history.attach_history). A kept page with duplicates has a fingerprint (duplicates
     are found through fingerprints), so only the duplicates are grouped by cluster, and the clusters of one page
-    are the kept pages left over. (Every page grouped by cluster, with the kept page's fingerprint found by a
-    window, took ~24 core-seconds at 10M pages, of which the duplicates are ~7%.)"""
+    are the kept pages left over: the duplicates are a small share of the pages (~7% at 10M), and no window
+    over every page is needed to find the kept page's fingerprint."""
     # first each duplicate's cluster and fingerprint, and the kept pages as one group (keyed null, so that each
     # map task sends one row of it) whose count is the kept pages; then by cluster
     dup = F.col("is_duplicate")

@@ -160,16 +160,15 @@ def with_units(docs: DataFrame, keep: Callable[[DataFrame], DataFrame],
     fingerprint, and `fp_units`: how many units that fingerprint has. Also how many fingerprints are repeated
     (None when not `split`: not counted). Three passes read the result (the fingerprints' signatures, the units
     and the pages in resolve): it is cached (`keep`) when the pages were shuffled for it; split, it is docs
-    joined to a broadcast, and each pass reads docs again instead (10M stored fingerprints: caching the joined
-    pages with their signatures took 15.6 s, a pass over docs a few seconds).
+    joined to a broadcast, and each pass reads docs again instead (a pass over docs costs a fraction of caching
+    every page with its signature).
 
     Most fingerprints are met once (10M of bench_scale's: 105,301 repeated), and such a page is its own unit
     and its fingerprint's best page where it lies. A count of the fingerprints (a hash aggregation of one
     column) finds the repeated ones. When their pages are few (joins.is_small), only these are shuffled by
-    fingerprint for the windows, and their columns (checkpointed: later plans stay as short as before, see
-    below) are broadcast back to the pages by id, instead of every page with its signature being shuffled
-    and sorted (10M stored fingerprints, warm: the collapse and the two later passes over the pages 29.7 ->
-    17.5 s). When they are many, or not `split` (a small input, where the count and the checkpoint cost more
+    fingerprint for the windows, and their columns (checkpointed: later plans stay short, see below) are
+    broadcast back to the pages by id, instead of every page with its signature being shuffled and sorted.
+    When they are many, or not `split` (a small input, where the count and the checkpoint cost more
     Spark jobs than the shuffle they save), every page is shuffled by fingerprint; the pages then stay
     partitioned by fingerprint (resolve_verified).
 
@@ -198,7 +197,7 @@ def with_units(docs: DataFrame, keep: Callable[[DataFrame], DataFrame],
 
 def _with_unit_windows(docs: DataFrame) -> DataFrame:
     """with_units' columns by two windows over the pages shuffled by fingerprint: one shuffle and one sort
-    serve both (two persisted passes took 2.3x the time)."""
+    serve both (two persisted passes would cost about twice as much)."""
     by_unit, by_fp = Window.partitionBy("fingerprint", "signature", "short_text"), Window.partitionBy("fingerprint")
     return (docs.repartition("fingerprint").withColumn("unit", F.min(F.struct("rank", "id")).over(by_unit))
             .select("*", F.min(F.struct("rank", "id")).over(by_fp).alias("fp_best"),
@@ -244,14 +243,13 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     # the graph is `linked`
     linked_nodes = roots.unionByName(roots.select(F.col("root").alias("node"), "root").distinct())
     # the graph's nodes (at most twice roots' rows) are few next to the units: broadcast when known small,
-    # the units are then not sorted to meet them (4M fingerprints: this function 15.4 -> 12.2 s)
+    # the units are then not sorted to meet them
     n_linked = 2 * (root_rows if root_rows >= 0 else roots.count())
     # One pass over the units, signatures included, keeps those that can share a component with another unit:
     # the units in the graph (all units of one fingerprint are, or none), and the units of a fingerprint with
     # several units (fp_units, counted by with_units), whose component outside the graph is their fingerprint.
-    # Only these rows move on, with their signatures. (It used to take three passes over the units: two for
-    # the graph's units and the multi-unit fingerprints, one to fetch the signatures of the few that had a
-    # row by a join.)
+    # Only these rows move on, with their signatures: no second pass, and no join to fetch the signatures of
+    # the few that are kept.
     cand = units.join(broadcast_if_small(linked_nodes, n_linked), F.col("fingerprint") == linked_nodes["node"], "left")
     cand = cand.withColumn("comp", F.coalesce("root", "fingerprint"))
     wanted = F.col("root").isNotNull() | (F.col("fp_units") > 1)
