@@ -160,9 +160,9 @@ with DAG(
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     # The history is appended to in date order by dedup's depends_on_past (below), not by running one day at a
-    # time: with max_active_runs=1 a failed day that was cleared stayed queued for ever behind the next day's
-    # run, which was running and waiting for it (Airflow starts a queued run only below max_active_runs), and
-    # while that run waited no later day got a run at all. A month of days may now wait for one missing day.
+    # time: with max_active_runs=1 a failed day that is cleared would stay queued for ever behind the next day's
+    # run, which is running and waiting for it (Airflow starts a queued run only below max_active_runs), and
+    # while that run waited no later day would get a run at all. A month of days may wait for one missing day.
     max_active_runs=MAX_ACTIVE_RUNS,
     params=PARAMS,
     default_args={

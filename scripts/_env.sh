@@ -39,7 +39,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   say "installing the project and its dependencies into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip >&2
   # --no-compile: no .pyc for the ~4,800 modules installed; Python writes those it imports, when it imports them
-  # (a clean clone's install 28.1 -> 15.2 s, side by side; docs/performance.md)
+  # (a clean clone's install takes about half the time; docs/performance.md)
   "$VENV/bin/python" -m pip install -q --no-compile -e ".[dev]" >&2 || die "pip install failed (see above)"
   echo "$WANT" > "$STAMP"
 fi

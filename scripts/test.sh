@@ -4,7 +4,7 @@
 source "$(dirname "$0")/_env.sh"
 "$VENV/bin/ruff" check --quiet "$ROOT" || die "ruff found problems (above): fix them, or run $VENV/bin/ruff check --fix"
 # The test files in two processes (pytest-xdist; a file's tests stay in one process, with its module fixtures and
-# one Spark session per process). On the 2-core CI machine, pytest's seconds on clean clones: 662 in one process,
-# 467-573 in two (six runs), 552 in three (the JVMs then compete for the cores). TEST_PROCESSES=0 runs in this
-# process alone; pytest's own -n overrides. The files go out longest first (tests/conftest.py, FILE_SECONDS).
+# one Spark session per process). Two keep the 2-core CI machine's cores busy: one process is 1.2-1.4x slower,
+# and with three the JVMs compete for the cores and are slower too (docs/performance.md). TEST_PROCESSES=0 runs
+# in this process alone; pytest's own -n overrides. The files go out longest first (tests/conftest.py, FILE_SECONDS).
 exec "$VENV/bin/python" -m pytest -n "${TEST_PROCESSES:-2}" --dist loadfile --no-loadscope-reorder "$@"
