@@ -9,11 +9,10 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 # The C2 compiler only for what stays hot: HotSpot's tier-4 thresholds x10. The suite keeps both cores busy (96%
-# of the CPU), and the two sessions' JVMs are most of it: C2 took 139-149 s of their 566-602 s of CPU at the
-# defaults, for thousands of short queries whose code is rarely hot for long. With these: C2 68-69 s, JVM total
-# 515-524 s (tasks and planning a little slower); pytest 415 and 436 -> 396 and 397 s (two A/B pairs, run in
-# turn). The client compiler alone (-XX:TieredStopAtLevel=1) was faster for the first files and slower for the
-# later ones: 494 s.
+# of the CPU), and the two test processes' JVMs are most of it; at HotSpot's defaults C2 takes a quarter of their
+# CPU, for thousands of short queries whose code is rarely hot for long. With these C2 takes half as much and
+# the suite is shorter, though the code it no longer compiles runs a little slower. The client compiler alone
+# (-XX:TieredStopAtLevel=1) is faster for the first files and slower for the later ones (docs/performance.md).
 TEST_JVM_C2_THRESHOLDS = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
                           "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
 
@@ -23,15 +22,14 @@ def spark():
     from simhash_udf.spark.session import get_spark
 
     # no web UI (the tests never read it) and two shuffle partitions (one task per core, still more than one
-    # partition): a warm 200-page run took 14.0 s, 12.8 s without the UI, 12.2 s with two partitions (one
-    # process each, within this machine's noise for the UI).
+    # partition: fewer tasks for the tests' small inputs).
     # The suite plans a few thousand different queries in this one JVM: a generated-code cache that holds them
     # (Spark keeps 100) and the parallel collector (G1's concurrent threads compete with the tasks for the
-    # 2 cores): tests/test_job.py took 211 and 214 s at Spark's defaults, 185 and 185 s with both.
+    # 2 cores); with both tests/test_job.py is ~12% shorter.
     # A heap of 3g, not the job's half of the RAM: scripts/test.sh runs the test files in parallel processes, each
     # with a session of its own, and three sessions growing towards 12g each had the kernel kill one (24 GiB).
-    # get_spark also turns PySpark's DataFrame debugging off (session.JOB_SESSION_SETTINGS): in one process
-    # tests/test_job.py took 89 -> 81.5 s; in scripts/test.sh's two busy processes no change beyond noise.
+    # get_spark also turns PySpark's DataFrame debugging off (session.JOB_SESSION_SETTINGS): fewer py4j round
+    # trips, which shortens a file run in one process; scripts/test.sh's two busy processes gain little.
     session = get_spark("simhash-dedup-tests", master="local[2]", conf={
         "spark.driver.memory": "3g",
         "spark.ui.enabled": "false",
@@ -57,8 +55,8 @@ SLOW = {"test_executor_killed_mid_job", "test_clusters_equal_brute_force_compone
         "test_verified_mode_equals_brute_force_definition", "test_dag_loads_with_the_day_that_just_ended"}
 
 
-# Seconds per test file on the 2-core CI machine (pytest --durations=0 summed per file, 2026-11-27, less what
-# that session's changes took out; the session start in a file's first Spark test included). scripts/test.sh
+# Seconds per test file on the 2-core CI machine (pytest --durations=0 summed per file, the Spark session's
+# start in a file's first Spark test included; only their order matters). scripts/test.sh
 # hands whole files to two processes in the order of collection (--dist loadfile --no-loadscope-reorder), each
 # process taking the next file when it is done with one: the longest first keeps the two busy until the end
 # (xdist's own order, by number of tests, left test_cluster.py and test_history.py, few tests but minutes, for

@@ -208,7 +208,7 @@ def test_spark_submit_command_with_settings_from_params(checks, day, version):
         "spark.executor.memory=8g", "spark.executor.instances=40", "spark.executor.cores=4", "spark.driver.memory=4g"])
     assert contradictory["error"] == "ValueError" and "contradicts spark_conf spark.executor.memory" in contradictory["message"]
     # a manual run of the day (logical date the next day on Airflow 2, none on Airflow 3) runs the day of its
-    # data interval (before: the input and output of the next day, or a failed render)
+    # data interval (not the next day's input and output, and the command renders)
     assert checks[version]["manual_commands"] == [default, default]
 
 

@@ -268,7 +268,7 @@ def sql_band_keys(bands: SignatureBands, signature) -> list:
 @pytest.mark.spark
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), n_bands=st.integers(1, 12), bins=st.integers(1, 7), bits=st.sampled_from([8, 16]))
-@example(seed=27659312, n_bands=1, bins=7, bits=8)  # no unusable band before the pages of one bin value
+@example(seed=27659312, n_bands=1, bins=7, bits=8)  # a draw whose only unusable bands are the one-bin-value pages'
 def test_band_keys_are_sparks_xxhash64(spark, seed, n_bands, bins, bits):
     """The band key arrays computed in numpy (SignatureBands.hashed_keys and usable) equal Spark's SQL
     expression of them, null (unusable) bands included: earlier runs' band indexes hold the SQL values."""

@@ -116,6 +116,6 @@ def test_values_spark_cannot_take_are_refused_before_it_starts(flag, value, most
 
 def test_a_toml_date_is_a_run_date(tmp_path):
     conf = tmp_path / "day.toml"
-    conf.write_text("[history]\nrun_date = 2026-11-27\n")  # unquoted: a TOML date, was "must be str"
+    conf.write_text("[history]\nrun_date = 2026-11-27\n")  # unquoted: a TOML date, taken as its ISO string
     cfg = load_config(ARGS + ["--config", str(conf), "--history", str(tmp_path / "h")])
     assert cfg.run_date == "2026-11-27"

@@ -564,8 +564,8 @@ def test_stored_fingerprints_dedup_again(spark, sample_run, tmp_path):
     report = run_job(spark, "--input", bare, "--input-format", "fingerprints", "--output", tmp_path / "bare-out",
                      "--min-similarity", "0")
     assert report["candidates"]["verification"] is None and report["input_rows"] == len(read_clusters(out))
-    # a stored fingerprint without its signature: refused when pairs are verified (before: the centres of its
-    # Arrow batch of components were chosen without verification); --min-similarity 0 takes it
+    # a stored fingerprint without its signature: refused when pairs are verified (the centres of its Arrow
+    # batch of components would be chosen without verification); --min-similarity 0 takes it
     unsigned = read_clusters(out)[["id", "fingerprint", "signature"]]
     unsigned.loc[unsigned.index[:1], "signature"] = None
     unsigned.to_parquet(tmp_path / "unsigned.parquet")

@@ -494,7 +494,7 @@ def test_a_failed_history_publish_keeps_the_earlier_attempts_rows(spark, runs, t
     again.abort()
     assert parquet_rows(day).equals(before)
     assert not [n for n in os.listdir(history) if n.startswith("_staging-")]
-    # a failed first run pins nothing into a new history (before: its version and id type, staged with the rows)
+    # a failed first run pins nothing into a new history (neither its version nor its id type, staged with the rows)
     fresh = History(spark, str(tmp_path / "new-history"), "2026-01-05")
     fresh.stage(rows, "version of a failed run")
     fresh.fs = _FailingMoveIn(fresh.fs)
