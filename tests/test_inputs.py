@@ -432,8 +432,6 @@ def test_an_empty_text_file_is_a_document_counted_as_a_bad_row(spark, tmp_path):
 def test_parquet_files_whose_types_differ_name_the_column_types_and_files(spark, tmp_path):
     """Before, the message was Spark's first line, `Failed merging schemas:`, without the column. The Java stack
     trace of the failed task is not logged (quiet_task_failures), and the loggers are put back afterwards."""
-    from simhash_udf.io.read import TASK_FAILURE_LOGGERS
-
     d = tmp_path / "in"
     d.mkdir()
     pd.DataFrame({"id": [1, 2], "text": ["first page here", "second page here"]}).to_parquet(d / "a.parquet")
@@ -445,6 +443,8 @@ def test_parquet_files_whose_types_differ_name_the_column_types_and_files(spark,
     assert found, str(err.value)
     assert {found[1]: found[2].rsplit("/", 1)[-1], found[3]: found[4].rsplit("/", 1)[-1]} == {
         "BIGINT": "a.parquet", "STRING": "c.parquet"}
+    from simhash_udf.io.read import TASK_FAILURE_LOGGERS
+
     config = spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getContext(False).getConfiguration()
     assert all(config.getLoggerConfig(name).getName() != name for name in TASK_FAILURE_LOGGERS)
 

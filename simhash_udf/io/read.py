@@ -323,8 +323,8 @@ def schema_conflict(spark: SparkSession, info: InputFiles, text: str) -> DedupEr
     column, its two types and, when one of the first input files has each, a file of each type."""
     match = _MERGED_SCHEMAS.search(text)
     found = differing_column(match["a"], match["b"]) if match else None
-    if found is None:  # not the message this parses: Spark's own words
-        why = next((ln.split("] ", 1)[-1].strip() for ln in text.splitlines() if "CANNOT_MERGE" in ln), "")
+    if found is None:  # not the message this parses: Spark's own words, its innermost cause (the two types)
+        why = next((ln.split("] ", 1)[-1].strip() for ln in reversed(text.splitlines()) if "CANNOT_MERGE" in ln), "")
         return DedupError(f"the Parquet files of input {info.path} do not agree on their columns' types ({why[:300]}): "
                           "make them agree upstream (cast the column in every file), or read the files separately")
     column, first, second = found
