@@ -101,10 +101,15 @@ class HadoopFS:
 
     def files_under(self, path: str) -> list[str]:
         """The paths, relative to directory `path`, of every file below it at any depth: one recursive listing
-        (FileSystem.listFiles; a flat listing on object stores), files only."""
+        (FileSystem.listFiles; a flat listing on object stores), files only; [] when `path` does not exist."""
         root = self.fs.makeQualified(self._p(path))
         prefix = root.toUri().getPath().rstrip("/") + "/"
-        found, it = [], self.fs.listFiles(root, True)
+        try:
+            found, it = [], self.fs.listFiles(root, True)
+        except Py4JJavaError as exc:
+            if java_class(exc) == "java.io.FileNotFoundException":
+                return []
+            raise
         while it.hasNext():
             file_path = it.next().getPath().toUri().getPath()
             found.append(file_path[len(prefix):] if file_path.startswith(prefix) else file_path)
