@@ -119,3 +119,19 @@ def test_a_toml_date_is_a_run_date(tmp_path):
     conf.write_text("[history]\nrun_date = 2026-11-27\n")  # unquoted: a TOML date, taken as its ISO string
     cfg = load_config(ARGS + ["--config", str(conf), "--history", str(tmp_path / "h")])
     assert cfg.run_date == "2026-11-27"
+
+
+def test_signature_bands_without_verification_are_off_with_a_warning(caplog):
+    """A band candidate is accepted only once verified, so --min-similarity 0 turns the band search off; before,
+    --signature-bands 8 with it was ignored without a word."""
+    with caplog.at_level("WARNING", logger="simhash_dedup"):
+        cfg = load_config(ARGS + ["--signature-bands", "8", "--min-similarity", "0"])
+    assert cfg.bands is None
+    assert "--signature-bands 8 is not used with --min-similarity 0" in caplog.text
+    assert "pass --signature-bands 0" in caplog.text
+    for quiet in (["--signature-bands", "0", "--min-similarity", "0"], ["--signature-bands", "8"]):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="simhash_dedup"):
+            cfg = load_config(ARGS + quiet)
+        assert "signature-bands" not in caplog.text, quiet
+        assert (cfg.bands is None) == (quiet[1] == "0")

@@ -2,6 +2,9 @@
 Parquet file, invalid UTF-8 in JSON, a 20 MB page."""
 import json
 import os
+import re
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -400,3 +403,86 @@ def test_texts_are_made_valid_and_capped_by_their_definition(spark, tmp_path, va
     for row, value in zip(got, values):
         expect = _prepared_by_definition(value, row["repaired"], cap)
         assert (row["text"], row["text_null"], row["invalid_utf8"], row["truncated"]) == expect, (value, row)
+
+
+# --- an empty text file, Parquet files of two schemas, and what the log shows for input errors ---
+
+def test_an_empty_text_file_is_a_document_counted_as_a_bad_row(spark, tmp_path):
+    """Spark's file scans skip files of 0 bytes: 8 text files, one of them empty, were 7 rows and no bad row. Each
+    empty file is now a document of empty text (counted as a text without features, kept as a cluster of its own),
+    its id its path as Spark gives it for any other file, its partition column its directory's."""
+    root = tmp_path / "pages"
+    names = {i: f"{i}.txt" for i in range(8)} | {8: "with space.txt"}
+    for i, name in names.items():
+        day = root / f"day=2026-01-0{1 + i % 2}"
+        day.mkdir(parents=True, exist_ok=True)
+        (day / name).write_text("" if i in (5, 8) else f"page {i}: " + " ".join(f"w{i * 31 + j}" for j in range(12)))
+    report = job(spark, "--input", root, "--input-format", "text", "--output", tmp_path / "out")
+    assert report["input_rows"] == 9 and report["bad_rows"]["no_features"] == 2
+    ids = {i: f"file://{root}/day=2026-01-0{1 + i % 2}/{name.replace(' ', '%20')}" for i, name in names.items()}
+    clusters = pd.read_parquet(tmp_path / "out" / "clusters").set_index("id")
+    assert set(clusters.index) == set(ids.values())  # the same form for the files Spark read and the empty ones
+    for i in (5, 8):
+        assert clusters.loc[ids[i], "cluster_id"] == ids[i] and not clusters.loc[ids[i], "is_duplicate"]
+    kept = pd.read_parquet(tmp_path / "out" / "kept").set_index("id")
+    assert kept.loc[ids[5], "text"] == "" and str(kept.loc[ids[5], "day"]) == "2026-01-02"
+    assert str(kept.loc[ids[0], "day"]) == "2026-01-01"
+
+
+def test_parquet_files_whose_types_differ_name_the_column_types_and_files(spark, tmp_path):
+    """Before, the message was Spark's first line, `Failed merging schemas:`, without the column. The Java stack
+    trace of the failed task is not logged (quiet_task_failures), and the loggers are put back afterwards."""
+    d = tmp_path / "in"
+    d.mkdir()
+    pd.DataFrame({"id": [1, 2], "text": ["first page here", "second page here"]}).to_parquet(d / "a.parquet")
+    pd.DataFrame({"id": ["3"], "text": ["third page here"]}).to_parquet(d / "c.parquet")
+    with pytest.raises(DedupError) as err:
+        job(spark, "--input", d, "--output", tmp_path / "out")
+    found = re.search(r"column 'id' is (\w+) in some files \(e\.g\. (\S+)\) and (\w+) in others \(e\.g\. (\S+)\): make "
+                      r"them agree upstream \(write 'id' with one type in every file\)", str(err.value))
+    assert found, str(err.value)
+    assert {found[1]: found[2].rsplit("/", 1)[-1], found[3]: found[4].rsplit("/", 1)[-1]} == {
+        "BIGINT": "a.parquet", "STRING": "c.parquet"}
+    from simhash_udf.io.read import TASK_FAILURE_LOGGERS
+
+    config = spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getContext(False).getConfiguration()
+    assert all(config.getLoggerConfig(name).getName() != name for name in TASK_FAILURE_LOGGERS)
+
+
+def test_struct_types_in_spark_messages_are_split_by_field():
+    from simhash_udf.io.read import differing_column, struct_fields
+
+    assert struct_fields("STRUCT<id: BIGINT, `a, b`: DECIMAL(10,2), m: MAP<STRING, STRUCT<x: INT>>, `q``t`: DATE>") == [
+        ("id", "BIGINT"), ("a, b", "DECIMAL(10,2)"), ("m", "MAP<STRING, STRUCT<x: INT>>"), ("q`t", "DATE")]
+    assert differing_column("STRUCT<id: BIGINT, s: STRUCT<x: INT, y: STRING>>",
+                            "STRUCT<id: BIGINT, s: STRUCT<x: INT, y: BIGINT>>") == ("s.y", "STRING", "BIGINT")
+    assert differing_column("STRUCT<id: BIGINT>", "STRUCT<id: BIGINT, lang: STRING>") is None
+
+
+CLI_ENV = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SIMHASH_DEDUP_MASTER="local[1]", SIMHASH_DEDUP_DRIVER_MEMORY="1g")
+
+
+@pytest.mark.spark
+def test_input_errors_on_the_command_line_print_no_java_stack_trace(tmp_path):
+    """Before, the executor's and the scheduler's logs printed the failed task's Java stack trace (60-80 lines of
+    `at org.apache...`) above the job's one clear message. Three real runs of the command line, side by side."""
+    schemas, damaged = tmp_path / "schemas", tmp_path / "damaged"
+    for d in (schemas, damaged):
+        d.mkdir()
+    pd.DataFrame(PAGES).to_parquet(schemas / "a.parquet")
+    pd.DataFrame({"id": ["9"], "text": ["a page whose id is text"]}).to_parquet(schemas / "b.parquet")
+    pd.DataFrame(PAGES).to_parquet(damaged / "part-0.parquet")
+    data = (damaged / "part-0.parquet").read_bytes()
+    (damaged / "part-1.parquet").write_bytes(data[: len(data) // 2])
+    cases = {schemas: r"error: the Parquet files of input .* column 'id' is",
+             damaged: r"error: input file \S*part-1\.parquet cannot be read",
+             f"{tmp_path}/crawl/{{a,b}}/*.parquet": r"error: input .* matches no file or directory: fix --input"}
+    runs = {path: subprocess.Popen([sys.executable, "-m", "simhash_udf.job.cli", "--input", str(path), "--output",
+                                    str(tmp_path / f"out{i}")], env=CLI_ENV, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True) for i, path in enumerate(cases)}
+    for path, proc in runs.items():
+        _, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 2 and re.search(cases[path], stderr), stderr[-3000:]
+        assert not re.search(r"^\s+at (org\.apache|java\.|scala\.)", stderr, re.M), stderr[-5000:]
+        assert "Traceback" not in stderr

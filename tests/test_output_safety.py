@@ -20,7 +20,16 @@ from simhash_udf.errors import DedupError
 from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.io.hadoop_fs import glob_root, relation
 from simhash_udf.io.ownership import Owner, process_start, stale_reason
-from simhash_udf.io.write import COMMIT_STEPS, EXIT_AFTER_CODE, EXIT_AFTER_ENV, LAYOUT_ENTRIES, OutputDir, foreign_entries
+from simhash_udf.io.write import (
+    COMMIT_STEPS,
+    EXIT_AFTER_CODE,
+    EXIT_AFTER_ENV,
+    LAYOUT_ENTRIES,
+    MANIFEST_KEY,
+    OutputDir,
+    foreign_entries,
+    read_manifest,
+)
 from simhash_udf.job.config import load_config
 from simhash_udf.job.pipeline import run
 from simhash_udf.job.report_plots import PLOTS
@@ -569,3 +578,124 @@ def test_second_run_refused_and_sigterm_aborts_cleanly(spark, runs, tmp_path):
     assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
     assert leftovers(out) == []
     assert is_complete_copy(out, runs["a"])
+
+
+# --- what --overwrite replaces: every file at every depth, and DIR as it is, not as it is spelled ----------
+
+def test_overwrite_refuses_a_foreign_file_at_any_depth(spark, runs, tmp_path):
+    """Old code checked DIR's top-level names only: a DIR holding kept/data.txt was replaced with --overwrite and
+    data.txt was gone; so were files a downstream task added inside clusters/ or kept/ of a finished run."""
+    cases = {
+        "only kept/data.txt": ("kept/data.txt", None, r"not a finished run of this job: it holds kept/data\.txt"),
+        # named like a Spark part file: only the finished run's list of its files (its _SUCCESS) tells it apart
+        "a part file appended to kept/": ("kept/part-00099-appended.snappy.parquet", "a",
+                                          r"holds a run of this job and also kept/part-00099-appended\.snappy\.parquet"),
+        "a folder in clusters/ of an unfinished run": ("clusters/mine/notes.txt", "unfinished",
+                                                       r"holds a run of this job and also clusters/mine/,"),
+    }
+    for case, (foreign, base, message) in cases.items():
+        out = tmp_path / case.replace(" ", "_").replace("/", "")
+        if base:
+            shutil.copytree(runs["a"], out)
+        if base == "unfinished":
+            os.remove(out / "_SUCCESS")
+        (out / foreign).parent.mkdir(parents=True, exist_ok=True)
+        (out / foreign).write_text("not the job's")
+        with pytest.raises(DedupError, match=message + r".*which this job did not write.*move those files away"):
+            job(spark, "--input", runs["in_b"], "--output", out, "--overwrite")
+        assert (out / foreign).read_text() == "not the job's", case
+        assert leftovers(out) == [], case
+
+
+def test_a_finished_output_lists_its_files_and_older_outputs_are_judged_by_name(spark, runs, tmp_path):
+    """DIR/_SUCCESS lists every file the run wrote below DIR; an output without that list (an older version's
+    empty _SUCCESS, or an unfinished run's) is replaced when its names are all the job's own."""
+    written = sorted(os.path.relpath(os.path.join(folder, name), runs["a"])
+                     for folder, _, names in os.walk(runs["a"]) for name in names)
+    listed = json.loads((runs["a"] / "_SUCCESS").read_text())[MANIFEST_KEY]
+    assert listed == [p for p in written if p != "_SUCCESS"] and any(p.startswith("kept/part-") for p in listed)
+    assert read_manifest(b"") is None and read_manifest(b'{"filenames": ["x"]}') is None  # S3A committer's: not ours
+    out = tmp_path / "older"
+    shutil.copytree(runs["a"], out)
+    (out / "_SUCCESS").write_text("")
+    (out / "kept" / ".part-00000-x.snappy.parquet.crc").write_bytes(b"crc")  # a checksum file: its file's
+    OutputDir(spark, str(out)).check_writable(True)
+    assert foreign_entries(["kept/part-0.parquet", "kept/_SUCCESS", "kept/._SUCCESS.crc", "kept/_committed_1",
+                            "report.json", "clusters/x.txt", "kept/sub/", "notes/", "kept/part-0.json"]) == [
+        "clusters/x.txt", "kept/sub/", "notes/", "kept/part-0.json"]
+    replace_as_the_job_does(spark, out, runs["b"], "older000001")
+    assert parquet_rows(out / "clusters").equals(parquet_rows(runs["b"] / "clusters"))
+
+
+class _CountingFS:
+    """A HadoopFS that counts its directory listings."""
+
+    def __init__(self, fs):
+        self.fs, self.listings = fs, 0
+
+    def __getattr__(self, name):
+        return getattr(self.fs, name)
+
+    def list(self, path):
+        self.listings += 1
+        return self.fs.list(path)
+
+
+def test_checking_an_output_of_thousands_of_part_files_lists_each_folder_once(spark, runs, tmp_path):
+    out = tmp_path / "big"
+    shutil.copytree(runs["a"], out)
+    names = [f"part-{i:05d}-{'0' * 8}-c000.snappy.parquet" for i in range(3000)]
+    for name in names:
+        (out / "clusters" / name).write_bytes(b"")
+    for manifest in (None, [f"clusters/{n}" for n in names] + json.loads((out / "_SUCCESS").read_text())[MANIFEST_KEY]):
+        (out / "_SUCCESS").write_text(json.dumps({MANIFEST_KEY: manifest}) if manifest else "")
+        target = OutputDir(spark, str(out))
+        target.fs = _CountingFS(target.fs)
+        target.check_writable(True)
+        assert target.fs.listings == 3  # DIR, clusters/, kept/
+    (out / "clusters" / names[0]).rename(out / "clusters" / "part-x.parquet")  # not a file the run listed
+    with pytest.raises(DedupError, match=r"also clusters/part-x\.parquet"):
+        OutputDir(spark, str(out)).check_writable(True)
+
+
+def test_one_lock_for_every_spelling_of_an_output(spark, runs, tmp_path):
+    """Old code took the lock beside DIR as spelled: a run through a symbolic link to DIR (or to a folder above it)
+    was not refused while another run wrote DIR, and both printed done."""
+    real = tmp_path / "data" / "out"
+    shutil.copytree(runs["a"], real)
+    os.symlink(real, tmp_path / "link")
+    os.symlink(tmp_path / "data", tmp_path / "data-link")
+    # Hadoop's viewfs resolves its mount points the way HDFS resolves its links (FileSystem.resolvePath)
+    mount = f"simhash-{os.getpid()}-{time.monotonic_ns()}"
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop_conf.set(f"fs.viewfs.mounttable.{mount}.link./data", f"file://{tmp_path}/data-link")
+    try:
+        spellings = [real, tmp_path / "link", tmp_path / "data-link" / "out", f"file://{tmp_path}/link/",
+                     f"viewfs://{mount}/data/out"]
+        assert {OutputDir(spark, str(s)).lock_path.removeprefix("file:") for s in spellings} == {f"{real}.__lock"}
+    finally:
+        hadoop_conf.unset(f"fs.viewfs.mounttable.{mount}.link./data")
+    for held, other in ((real, tmp_path / "link"), (tmp_path / "data-link" / "out", real)):
+        holder = OutputDir(spark, str(held))
+        holder.acquire(600)
+        try:
+            with pytest.raises(DedupError, match=r"is being written by another run \(pid %d " % os.getpid()):
+                job(spark, "--input", runs["in_b"], "--output", other, "--overwrite")
+        finally:
+            holder.release()
+    assert is_complete_copy(real, runs["a"]) and os.path.islink(tmp_path / "link")
+    assert leftovers(real) == [] and leftovers(tmp_path / "link") == []
+
+
+def test_replacing_an_output_that_is_a_symbolic_link_keeps_the_link(spark, runs, tmp_path):
+    """Old code renamed the link itself aside and moved the new output in as a real directory: the link was gone
+    and its target kept the old run. Now the target is replaced, and the link points at the new run."""
+    real = tmp_path / "real"
+    shutil.copytree(runs["a"], real)
+    link = tmp_path / "link"
+    os.symlink(real, link)
+    job(spark, "--input", runs["in_b"], "--output", link, "--overwrite")
+    assert os.path.islink(link) and os.readlink(link) == str(real)
+    assert (real / "_SUCCESS").exists()
+    assert parquet_rows(real / "clusters").equals(parquet_rows(runs["b"] / "clusters"))
+    assert leftovers(real) == [] and leftovers(link) == []

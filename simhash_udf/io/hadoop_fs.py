@@ -12,6 +12,7 @@ import re
 from py4j.protocol import Py4JJavaError
 
 GLOB_CHARS = "*?[{"
+SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # as Hadoop's Path reads one: file:/x, hdfs://nn/x
 
 
 class FileExists(Exception):
@@ -58,7 +59,7 @@ class HadoopFS:
 
     def qualified(self, path: str) -> str:
         """`path` as the file system names it (scheme, authority, absolute, `.`/`..`/`//` and a trailing `/`
-        removed: Hadoop's makeQualified); on the local file system also with symbolic links resolved."""
+        removed: Hadoop's makeQualified), with symbolic links resolved (resolved)."""
         return qualified_path(self._jvm, self._conf, path)
 
     def exists(self, path: str) -> bool:
@@ -82,6 +83,37 @@ class HadoopFS:
                 return path, status[0]
             path = self.parent(path)
         return None
+
+    def resolve(self, path: str) -> tuple[str, bool]:
+        """(`path` with symbolic links resolved, whether that changed which path it names), for what must not
+        depend on how a path is spelled (the output's lock and replacement). On the local file system: the real
+        path (os.path.realpath of the existing part), as a plain path when `path` was written without a scheme,
+        else as a file: URI. On others: the nearest existing ancestor as FileSystem.resolvePath gives it (HDFS
+        symbolic links, viewfs mount points), the rest of the path appended; qualified but unresolved where the
+        file system cannot resolve."""
+        qualified = self.fs.makeQualified(self._p(path))
+        if self.scheme == "file":
+            local = os.path.normpath(qualified.toUri().getPath())
+            real = os.path.realpath(local)
+            return ("file:" + real if SCHEME.match(path) else real), real != local
+        real = resolve_remote(self.fs, self._Path, qualified)
+        return real, real != qualified.toString()
+
+    def files_under(self, path: str) -> list[str]:
+        """The paths, relative to directory `path`, of every file below it at any depth: one recursive listing
+        (FileSystem.listFiles; a flat listing on object stores), files only; [] when `path` does not exist."""
+        root = self.fs.makeQualified(self._p(path))
+        prefix = root.toUri().getPath().rstrip("/") + "/"
+        try:
+            found, it = [], self.fs.listFiles(root, True)
+        except Py4JJavaError as exc:
+            if java_class(exc) == "java.io.FileNotFoundException":
+                return []
+            raise
+        while it.hasNext():
+            file_path = it.next().getPath().toUri().getPath()
+            found.append(file_path[len(prefix):] if file_path.startswith(prefix) else file_path)
+        return found
 
     def list(self, path: str) -> list[tuple[str, bool]]:
         """(name, is_dir) of the entries of a directory; [] when it does not exist."""
@@ -165,19 +197,50 @@ class HadoopFS:
 
 
 def qualified_path(jvm, hadoop_conf, path: str) -> str:
-    """`path` qualified by its own file system (see HadoopFS.qualified); a path whose file system cannot be
-    loaded (a scheme without its connector) is returned as written, so it never equals a loadable one."""
+    """`path` qualified by its own file system (see HadoopFS.qualified), symbolic links resolved (HadoopFS.resolved);
+    a path whose file system cannot be loaded (a scheme without its connector) is returned as written, so it never
+    equals a loadable one."""
     try:
-        p = jvm.org.apache.hadoop.fs.Path(path)
+        Path = jvm.org.apache.hadoop.fs.Path
+        p = Path(path)
         fs = p.getFileSystem(hadoop_conf)
-        uri = fs.makeQualified(p).toUri()
+        qualified = fs.makeQualified(p)
+        uri = qualified.toUri()
         scheme, text, local = uri.getScheme(), uri.toString(), uri.getPath()
     except Exception:
         return path
     if scheme == "file":
         # The driver's local file system is Hadoop's: resolve symbolic links (of the existing part) there.
         return "file:" + os.path.realpath(local)
+    text = resolve_remote(fs, Path, qualified)
+    if text.startswith("file:"):  # a viewfs mount onto the local file system: its links resolved there too
+        return qualified_path(jvm, hadoop_conf, text)
     return text.rstrip("/") or text
+
+
+def resolve_remote(fs, Path, qualified) -> str:
+    """A qualified Hadoop path on a file system other than the local one, resolved by FileSystem.resolvePath:
+    the nearest existing ancestor's resolution (a symbolic link's target on HDFS, a viewfs mount's target path)
+    with the missing rest appended. Unresolved when resolving fails (a permission, a store that cannot): at
+    worst two spellings of one place are not recognised as one, as before."""
+    missing, p = [], qualified
+    try:
+        while p is not None:
+            try:
+                base = fs.resolvePath(p)
+                break
+            except Py4JJavaError as exc:
+                if java_class(exc) != "java.io.FileNotFoundException":
+                    raise
+                missing.append(p.getName())
+                p = p.getParent()
+        else:
+            return qualified.toString()
+    except Exception:
+        return qualified.toString()
+    for name in reversed(missing):
+        base = Path(base, name)
+    return base.toString()
 
 
 def glob_root(path: str) -> str:

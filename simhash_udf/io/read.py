@@ -13,7 +13,9 @@ import glob
 import logging
 import os
 import re
+import urllib.parse
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -45,6 +47,8 @@ COMPRESSIONS = (".gz", ".bz2", ".zst")
 # Not readable here: no Hadoop codec, or a Hadoop codec whose framing is not the command-line tool's.
 UNSUPPORTED_COMPRESSIONS = (".xz", ".lzma", ".lz4", ".snappy", ".lzo", ".br", ".zip", ".7z", ".rar", ".tar", ".tgz", ".z")
 PARSED_FORMATS = ("json", "csv", "wet")  # parsed at some cost: cached once read (pipeline)
+FIRST_FILES = 100  # input files InputFiles names (first listed), for messages that point at examples
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # a partition directory's name for a null value
 _GLOB_CHARS = re.compile(r"([\\*?\[\]{}])")
 _HADOOP_PACKAGES = {
     "s3a": "org.apache.hadoop:hadoop-aws:{hadoop}",
@@ -180,6 +184,10 @@ class InputFiles:
     layout: str = "flat"  # flat: files only at the top; partitioned: key=value dirs; recursive: any other tree
     partition_keys: list = field(default_factory=list)
     dirs: set = field(default_factory=set, repr=False)  # distinct directories of the files, relative to the input
+    # files of 0 bytes, as (URI as input_file_name gives it, directories relative to the input): Spark's file scans
+    # skip them, so a reader of one document per file adds them itself (read_text)
+    empty_files: list = field(default_factory=list, repr=False)
+    first_files: list = field(default_factory=list, repr=False)  # the first FIRST_FILES paths, for messages
 
     @property
     def reader_options(self) -> dict:
@@ -188,7 +196,13 @@ class InputFiles:
     def describe(self) -> dict:
         return {"files": self.files, "layout": self.layout, "partition_columns": self.partition_keys}
 
-    def add(self, path: str, rel_dirs: tuple) -> None:
+    def add(self, status, rel_dirs: tuple) -> None:
+        """One data file (its Hadoop FileStatus), in directories `rel_dirs` below the input."""
+        path = status.getPath().toString()
+        if not status.getLen():
+            self.empty_files.append((status.getPath().toUri().toString(), rel_dirs))
+        if len(self.first_files) < FIRST_FILES:
+            self.first_files.append(path)
         name = path.rsplit("/", 1)[-1]
         fmt, bad = _format_of(name)
         self.files += 1
@@ -233,15 +247,16 @@ def list_input(spark: SparkSession, path: str) -> InputFiles:
         raise DedupError(f"input {path} does not exist: fix --input")
     for root in roots:
         if not root.isDirectory():
-            info.add(root.getPath().toString(), ())
+            info.add(root, ())
             continue
         prefix = root.getPath().toString().rstrip("/") + "/"
         it = fs.listFiles(root.getPath(), True)
         while it.hasNext():
-            file_path = it.next().getPath().toString()
+            status = it.next()
+            file_path = status.getPath().toString()
             parts = file_path[len(prefix):].split("/") if file_path.startswith(prefix) else [file_path]
             if not any(is_hidden(part) for part in parts):
-                info.add(file_path, tuple(parts[:-1]))
+                info.add(status, tuple(parts[:-1]))
     info.decide_layout()
     return info
 
@@ -283,27 +298,132 @@ def read_files(spark: SparkSession, info: InputFiles, fmt: str, typed: tuple[str
         try:
             return reader.option("mergeSchema", True).parquet(path)
         except Exception as exc:
-            text = str(exc)
-            if "CANNOT_MERGE_SCHEMAS" not in text:
+            if "CANNOT_MERGE_SCHEMAS" not in str(exc):
                 raise input_error(exc) or exc from None  # a footer that cannot be read names its file
-            why = next((ln.split("] ", 1)[-1].strip() for ln in text.splitlines() if "CANNOT_MERGE" in ln), "")
-            raise DedupError(f"the Parquet files of input {info.path} do not agree on their columns' types ({why[:200]}): "
-                             "make them agree upstream (cast the column in every file), or read the files "
-                             "separately") from None
+            raise schema_conflict(spark, info, str(exc)) from None
     if fmt == "json":
         return read_json_lines(spark, info)
     if fmt == "csv":
         return read_csv(spark, info, typed)
     if fmt == "text":
-        # One document per file: the id is the file's path.
-        return reader.text(path, wholetext=True).select(
-            F.input_file_name().alias("id"), F.col("value").alias("text"), *info.partition_keys
-        )
+        return read_text(spark, info)
     if fmt == "wet":
         from .wet import read_wet
 
         return read_wet(reader.format("binaryFile").load(path))
     raise DedupError(f"--input-format {fmt!r} is unknown")
+
+
+_MERGED_SCHEMAS = re.compile(r'Initial schema:\s*"(?P<a>STRUCT<.*?>)"\s*Schema that cannot be merged with the initial '
+                             r'schema:\s*"(?P<b>STRUCT<.*?>)"(?:\.|\s|$)', re.S)
+
+
+def schema_conflict(spark: SparkSession, info: InputFiles, text: str) -> DedupError:
+    """Spark's CANNOT_MERGE_SCHEMAS (two files' footers disagree on a column's type) as a message that names the
+    column, its two types and, when one of the first input files has each, a file of each type."""
+    match = _MERGED_SCHEMAS.search(text)
+    found = differing_column(match["a"], match["b"]) if match else None
+    if found is None:  # not the message this parses: Spark's own words, its innermost cause (the two types)
+        why = next((ln.split("] ", 1)[-1].strip() for ln in reversed(text.splitlines()) if "CANNOT_MERGE" in ln), "")
+        return DedupError(f"the Parquet files of input {info.path} do not agree on their columns' types ({why[:300]}): "
+                          "make them agree upstream (cast the column in every file), or read the files separately")
+    column, first, second = found
+    examples = files_with_types(spark, info, column, (first, second))
+    where = [f" (e.g. {examples[t]})" if t in examples else "" for t in (first, second)]
+    return DedupError(f"the Parquet files of input {info.path} do not agree on their columns' types: column {column!r} "
+                      f"is {first} in some files{where[0]} and {second} in others{where[1]}: make them agree upstream "
+                      f"(write {column!r} with one type in every file), or read the files of each type separately")
+
+
+def struct_fields(struct: str) -> list[tuple[str, str]]:
+    """(name, type) of the fields of a Spark SQL struct type as its messages write it: `STRUCT<id: BIGINT, a:
+    STRUCT<b: INT>>` (names with other characters in backquotes)."""
+    body = struct.strip()[len("STRUCT<"):-1]
+    fields, depth, quoted, start = [], 0, False, 0
+    for i, c in enumerate(body + ","):
+        if c == "`":
+            quoted = not quoted
+        elif not quoted and c in "<(":
+            depth += 1
+        elif not quoted and c in ">)":
+            depth -= 1
+        elif not quoted and depth == 0 and c == ",":
+            fields.append(body[start:i].strip())
+            start = i + 1
+    pairs = []
+    for f in filter(None, fields):
+        named = re.match(r"(`(?:[^`]|``)*`|[^:]*):\s*(.*)", f, re.S)
+        if named:
+            name, dtype = named.groups()
+            pairs.append((name[1:-1].replace("``", "`") if name.startswith("`") else name, dtype.strip()))
+    return pairs
+
+
+def differing_column(a: str, b: str, prefix: str = "") -> tuple[str, str, str] | None:
+    """The first column (a.b for a nested one) whose type differs between struct types a and b, with both types."""
+    theirs = dict(struct_fields(b))
+    for name, dtype in struct_fields(a):
+        other = theirs.get(name)
+        if other is None or other == dtype:
+            continue
+        if dtype.startswith("STRUCT<") and other.startswith("STRUCT<"):
+            inner = differing_column(dtype, other, f"{prefix}{name}.")
+            if inner is not None:
+                return inner
+        return f"{prefix}{name}", dtype, other
+    return None
+
+
+def files_with_types(spark: SparkSession, info: InputFiles, column: str, types: tuple[str, ...]) -> dict[str, str]:
+    """A file of each type of `column` among the input's first files (their footers read on the driver, one at a
+    time, until each type has one); {} where the footers cannot be read this way. For an error message only."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    parquet = jvm.org.apache.parquet.hadoop
+    try:
+        to_spark = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter(
+            spark._jsparkSession.sessionState().conf())
+    except Exception:  # another Spark's internals: the message goes without examples
+        return {}
+    found: dict[str, str] = {}
+    for path in info.first_files:
+        try:
+            file = parquet.util.HadoopInputFile.fromPath(jvm.org.apache.hadoop.fs.Path(path), conf)
+            reader = parquet.ParquetFileReader.open(file)
+            try:
+                dtype = to_spark.convert(reader.getFooter().getFileMetaData().getSchema())
+            finally:
+                reader.close()
+            for name in column.split("."):
+                dtype = dtype.apply(name).dataType()
+        except Exception:  # not a Parquet file, or one without the column: not an example
+            continue
+        found.setdefault(dtype.sql(), path)
+        if all(t in found for t in types):
+            break
+    return {t: found[t] for t in types if t in found}
+
+
+def read_text(spark: SparkSession, info: InputFiles) -> DataFrame:
+    """One document per file, its id the file's path (input_file_name). Spark's file scans skip files of 0 bytes,
+    which would lose an empty file's document without a trace: each is added as a document with empty text (a
+    bad row of the report's no_features count, kept as a cluster of its own), its partition columns taken from
+    its directories as Spark's partition discovery takes them."""
+    docs = spark.read.options(**info.reader_options).text(info.spark_path, wholetext=True).select(
+        F.input_file_name().alias("id"), F.col("value").alias("text"), *info.partition_keys)
+    if not info.empty_files:
+        return docs
+    keys = info.partition_keys
+    rows = [(uri, "", *partition_values(dirs, keys)) for uri, dirs in info.empty_files]
+    empty = spark.createDataFrame(rows, StructType([StructField(c, StringType()) for c in ["id", "text", *keys]]))
+    return docs.unionByName(empty.select("id", "text", *[F.col(k).cast(docs.schema[k].dataType).alias(k) for k in keys]))
+
+
+def partition_values(dirs: tuple, keys: list) -> list:
+    """The values of partition columns `keys` in a file's `key=value` directories, as text (Spark escapes
+    characters such as `/` and `%` in a value as %XX; its default partition name stands for null)."""
+    found = dict(part.split("=", 1) for part in dirs if "=" in part)
+    return [None if found.get(k) in (None, HIVE_DEFAULT_PARTITION) else urllib.parse.unquote(found[k]) for k in keys]
 
 
 def _with_corrupt_column(schema: StructType) -> StructType:
@@ -394,12 +514,56 @@ class LoadedInput:
     largest_partition: int = 0  # rows of the read partition that holds the most
 
 
+# Spark's loggers that print a failed task's Java stack trace in the driver's log (local mode runs the tasks in the
+# driver's JVM): the executor's "Exception in task" and the scheduler's "Lost task".
+TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager")
+
+
+@contextmanager
+def quiet_task_failures(spark: SparkSession):
+    """Within: the task-failure loggers (TASK_FAILURE_LOGGERS) print nothing below ERROR, the executor's not even
+    that. Reading the input is where a user's mistake (a damaged file, Parquet files of two schemas) fails a task;
+    the job turns that failure into one clear message (input_error, schema_conflict), which a Java stack trace
+    printed first would bury. Nothing is hidden: a failure the job does not recognise still ends the run with its
+    traceback, and the scheduler's "aborting job" line still shows. Put back as they were on the way out; a no-op
+    where the driver does not log with log4j 2."""
+    try:
+        log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+        context = log4j.LogManager.getContext(False)
+        config = context.getConfiguration()
+        before = []
+        for name, level in zip(TASK_FAILURE_LOGGERS, ("OFF", "ERROR")):
+            current = config.getLoggerConfig(name)
+            before.append((name, current.getLevel() if current.getName() == name else None))
+            log4j.core.config.Configurator.setLevel(name, log4j.Level.getLevel(level))
+    except Exception as exc:  # another logging backend: its own levels stand
+        log.debug("task-failure loggers left as they are: %s", exc)
+        before = None
+    try:
+        yield
+    finally:
+        for name, level in before or ():
+            if level is not None:
+                log4j.core.config.Configurator.setLevel(name, level)
+            else:  # there was no configuration of its own: inherit again
+                config.removeLogger(name)
+        if before:
+            context.updateLoggers()
+
+
 def load_input(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFrame], DataFrame],
                typed: tuple[str, ...] = ()) -> LoadedInput:
     """List, read and count the input, parsing each file once: JSON Lines, CSV and WET rows are cached
     (keep: persisted MEMORY_AND_DISK by the pipeline) and counted in one pass, which also checks them; the id
     check, the fingerprints and kept/ then read the cache. Raises EmptyInput for 0 rows. typed: CSV columns
-    read with an inferred type instead of as text (read_csv)."""
+    read with an inferred type instead of as text (read_csv). A task that fails on a bad input file logs no
+    Java stack trace before the job's message (quiet_task_failures)."""
+    with quiet_task_failures(spark):
+        return _load(spark, path, fmt, keep, typed)
+
+
+def _load(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFrame], DataFrame],
+          typed: tuple[str, ...]) -> LoadedInput:
     info = list_input(spark, path)
     if not info.files:
         raise EmptyInput(f"input {path} holds no data files (only hidden ones such as _SUCCESS, or none)")

@@ -6,7 +6,8 @@ Around DIR (in its parent directory), each named after DIR:
 - `DIR.__staging-TOKEN`: the run's new output while it is written.
 - `DIR.__old-TOKEN`: the previous output while it is being replaced.
 Whatever a dead run (a kill, a lost machine) left of these is removed by the next run onto DIR, which
-first takes over the dead run's lock; a live run's are never touched (it holds the lock).
+first takes over the dead run's lock; a live run's are never touched (it holds the lock). DIR is the directory
+--output names with symbolic links resolved, so all of these lie beside a link's target, whatever the spelling.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import functools
 import json
 import logging
 import os
+import re
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
@@ -25,19 +27,69 @@ from .ownership import Owner, OwnerFile, acquire, new_token
 log = logging.getLogger("simhash_dedup")
 
 # What only this job's output holds: a DIR with one of these may be replaced, if it holds nothing else than
-# what a run of this job writes (LAYOUT_ENTRIES).
+# what a run of this job writes.
 OWN_ENTRIES = frozenset({"report.json", "clusters", "kept"})
-# Every entry a run of this job writes into DIR (report_plots.PLOTS are the pictures). Replacing DIR deletes
-# all of its entries, so a DIR that also holds anything else (a file a downstream task or a person put there) is
-# refused even with --overwrite. Hadoop's checksum files of these (`.report.json.crc`) count as theirs.
+# Every entry a run of this job writes at the top of DIR (report_plots.PLOTS are the pictures). Replacing DIR
+# deletes all of its entries at every depth, so a DIR that also holds anything else (a file a downstream task or a
+# person put there, at the top or inside clusters/ or kept/) is refused even with --overwrite. Hadoop's checksum
+# files of these (`.report.json.crc`) count as theirs.
 LAYOUT_ENTRIES = OWN_ENTRIES | frozenset({"_SUCCESS", "report.html", "cluster_sizes.png", "pair_distances.png",
                                           "pair_similarity.png", "duplicates_to_kept.png"})
+# The directories Spark writes into (DataFrameWriter.parquet), and the files it leaves there: part files, its
+# committer's markers (_SUCCESS; _started_*/_committed_* of transactional committers) and checksum files.
+DATA_DIRS = frozenset({"clusters", "kept"})
+SPARK_FILE = re.compile(r"part-.*\.parquet|_SUCCESS|_started_.*|_committed_.*")
+# DIR/_SUCCESS holds the list of the files the run wrote (JSON: this key and the list, paths relative to DIR;
+# S3A's committers write a JSON _SUCCESS the same way). A later --overwrite replaces such a DIR only while every
+# file in it is listed, so a file someone added is found even when it is named like a part file (a downstream
+# task appending to kept/). A DIR without one (an unfinished run's, one written by an older version) is judged
+# by the names above.
+MANIFEST_KEY = "simhash_dedup_files"
 
 
-def foreign_entries(names: list[str]) -> list[str]:
-    """The entries of DIR that a run of this job does not write (LAYOUT_ENTRIES and their checksum files)."""
-    return [n for n in names if n not in LAYOUT_ENTRIES
-            and not (n.startswith(".") and n.endswith(".crc") and n[1:-4] in LAYOUT_ENTRIES)]
+def _checksummed(name: str) -> str | None:
+    """The file a Hadoop checksum file (`.NAME.crc`) belongs to; None for any other name."""
+    return name[1:-4] if name.startswith(".") and name.endswith(".crc") and len(name) > 5 else None
+
+
+def written_by_this_job(path: str, manifest: frozenset[str] | None = None) -> bool:
+    """Whether `path` (relative to DIR; a directory that was not listed ends with `/`) is what a run of this job
+    writes: listed in the manifest of DIR's _SUCCESS when there is one, else named as the job's layout names its
+    entries (LAYOUT_ENTRIES at the top, Spark's files directly inside DATA_DIRS). A checksum file counts as its
+    file's."""
+    if path.endswith("/"):
+        return False  # a directory the job does not write into
+    folder, _, name = path.rpartition("/")
+    name = _checksummed(name) or name
+    path = f"{folder}/{name}" if folder else name
+    if path == "_SUCCESS":
+        return True
+    if manifest is not None:
+        return path in manifest
+    if not folder:
+        return name in LAYOUT_ENTRIES
+    return folder in DATA_DIRS and bool(SPARK_FILE.fullmatch(name))
+
+
+def foreign_entries(paths: list[str], manifest: frozenset[str] | None = None) -> list[str]:
+    """The paths (relative to DIR) that a run of this job does not write (written_by_this_job)."""
+    return [p for p in paths if not written_by_this_job(p, manifest)]
+
+
+def read_manifest(data: bytes | None) -> frozenset[str] | None:
+    """The files listed in a _SUCCESS this job wrote; None for an empty or another program's _SUCCESS."""
+    try:
+        found = json.loads((data or b"").decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    files = found.get(MANIFEST_KEY) if isinstance(found, dict) else None
+    return frozenset(f for f in files if isinstance(f, str)) if isinstance(files, list) else None
+
+
+def manifest_bytes(files: list[str]) -> bytes:
+    return (json.dumps({MANIFEST_KEY: sorted(files)}, indent=0) + "\n").encode("utf-8")
+
+
 # The steps of OutputDir.commit, in order; a test ends the process right after each one.
 COMMIT_STEPS = ("begin", "unmark_old", "move_old_aside", "move_new_in", "mark_new", "drop_old")
 EXIT_AFTER_ENV = "SIMHASH_DEDUP_TEST_EXIT_AFTER"
@@ -72,8 +124,17 @@ class OutputDir:
 
     @output_errors
     def __init__(self, spark: SparkSession | None, path: str, *, fs: HadoopFS | None = None, token: str | None = None):
-        self.path = path.rstrip("/") or path
+        self.given = self.path = self.shown = path.rstrip("/") or path
         self.fs = fs or HadoopFS.for_spark(spark, self.path)
+        # DIR is what the path names, not how it is spelled: through a symbolic link (to DIR or to a folder
+        # above it) the lock, the staging directory and the replacement are those of the link's target, so two
+        # runs onto one directory under two names share one lock, and a link to DIR stays a link to the new output.
+        self.path, through_link = self.fs.resolve(self.given)
+        if through_link:
+            self.shown = f"{self.given} (through a symbolic link: {self.path})"
+            if fs is None and spark is not None:  # onto another file system (a viewfs mount's): resolved there too
+                self.fs = HadoopFS.for_spark(spark, self.path)
+                self.path = self.fs.resolve(self.path)[0]
         self.token = token or new_token()
         self.staging = f"{self.path}.__staging-{self.token}"
         self.old = f"{self.path}.__old-{self.token}"
@@ -103,7 +164,7 @@ class OutputDir:
                 "contains": f"contains the {what} {given} (replacing the output would delete it)",
                 "inside": f"lies inside the {what} {given} (later runs would read or replace it as part of the {what})",
             }[how]
-            raise DedupError(f"--output {self.path} {why}: choose an --output outside the {what} (for example a "
+            raise DedupError(f"--output {self.given} {why}: choose an --output outside the {what} (for example a "
                              f"sibling directory), or change {option} (resolved: output {out}, {what} {other})")
         how = relation(history_q, crawl) if history else None
         if how is not None:  # the input's reader would read the history's rows as pages, a publish replace input files
@@ -116,43 +177,64 @@ class OutputDir:
 
     @output_errors
     def check_writable(self, overwrite: bool) -> None:
-        """Refuse what this run must not replace: a file, another program's files (even with --overwrite),
-        a finished or unfinished run of this job without --overwrite; an output under a file. Nothing is
-        written or deleted here."""
+        """Refuse what this run must not replace: a file, another program's files at any depth (even with
+        --overwrite), a finished or unfinished run of this job without --overwrite; an output under a file.
+        Nothing is written or deleted here."""
         status = self.fs.status(self.path)
         if status is None:
             self._check_parent()
             return
         if not status[0]:
-            raise DedupError(f"output {self.path} is a file, not a directory: choose another --output (a directory "
+            raise DedupError(f"output {self.shown} is a file, not a directory: choose another --output (a directory "
                              "the job creates)")
-        names = sorted(n for n, _ in self.fs.list(self.path))
-        if not names:
+        top = self.fs.list(self.path)
+        if not top:
             return
-        ours = bool(OWN_ENTRIES & set(names))
-        foreign = foreign_entries(names)
+        manifest = read_manifest(self.fs.read(self.path + "/_SUCCESS")) if ("_SUCCESS", False) in top else None
+        paths = sorted(self.entries(top, manifest))
+        foreign = foreign_entries(paths, manifest)
+        ours = any(p.split("/", 1)[0] in OWN_ENTRIES for p in paths if p not in foreign)
         if ours and foreign:
-            raise DedupError(f"output {self.path} holds a run of this job and also {_shown(foreign)}, which this job "
+            raise DedupError(f"output {self.shown} holds a run of this job and also {_shown(foreign)}, which this job "
                              "did not write and replacing the output would delete: move those files away, or choose "
                              "another --output (--overwrite replaces only this job's own output, never other files)")
-        if ours and "_SUCCESS" in names:
+        if ours and ("_SUCCESS", False) in top:
             if not overwrite:
-                raise DedupError(f"output {self.path} already holds a finished run (_SUCCESS): pass --overwrite to "
+                raise DedupError(f"output {self.shown} already holds a finished run (_SUCCESS): pass --overwrite to "
                                  "replace it, or choose another --output")
         elif ours:
             if not overwrite:
-                raise DedupError(f"output {self.path} holds an unfinished run of this job (no _SUCCESS: a failed or "
+                raise DedupError(f"output {self.shown} holds an unfinished run of this job (no _SUCCESS: a failed or "
                                  "killed run): pass --overwrite to replace it, or choose another --output")
+        elif paths:
+            raise DedupError(f"output {self.shown} exists and is not a finished run of this job: it holds "
+                             f"{_shown(paths)}, which this job did not write; choose another --output, or move those "
+                             "files away (--overwrite replaces only this job's own output, never other files)")
+
+    def entries(self, top: list[tuple[str, bool]], manifest: frozenset[str] | None) -> list[str]:
+        """DIR's files at every depth, relative to DIR (`top`: DIR's own listing). Only the directories a run of
+        this job writes into are listed (those of the manifest's files, else DATA_DIRS): one listing each, however
+        many part files they hold. Any other directory is one entry, `name/`, foreign as a whole (not walked)."""
+        if manifest is None:
+            into = DATA_DIRS
         else:
-            raise DedupError(f"output {self.path} exists and is not a finished run of this job: it holds {_shown(names)}, "
-                             "which this job did not write; choose another --output, or move those files away "
-                             "(--overwrite replaces only this job's own output, never other files)")
+            into = {f.rsplit("/", i)[0] for f in manifest for i in range(1, f.count("/") + 1)}
+        found, folders = [], [("", top)]
+        while folders:
+            folder, listing = folders.pop()
+            for name, is_dir in listing:
+                path = f"{folder}/{name}" if folder else name
+                if is_dir and path in into:
+                    folders.append((path, self.fs.list(f"{self.path}/{path}")))
+                else:
+                    found.append(path + "/" if is_dir else path)
+        return found
 
     def _check_parent(self) -> None:
         """DIR does not exist: the nearest existing ancestor must be a directory (not a regular file)."""
         found = self.fs.nearest_existing(self.fs.parent(self.path))
         if found is not None and not found[1]:
-            raise DedupError(f"output {self.path} cannot be created: {found[0]} is a file, not a directory; "
+            raise DedupError(f"output {self.shown} cannot be created: {found[0]} is a file, not a directory; "
                              "choose an --output under a directory")
 
     # --- ownership ---------------------------------------------------------------------------------------
@@ -161,7 +243,7 @@ class OutputDir:
     def acquire(self, stale_seconds: float) -> None:
         """Take the output's lock (DedupError naming the run holding it), then remove what dead runs left."""
         self.lock = acquire(self.fs, self.lock_path, Owner.this_process(self.token, self.path), stale_seconds,
-                            f"output {self.path}")
+                            f"output {self.shown}")
         self.remove_stale()
 
     def remove_stale(self) -> list[str]:
@@ -220,20 +302,21 @@ class OutputDir:
         1. unmark_old: remove DIR/_SUCCESS (from here on DIR does not look finished);
         2. move_old_aside: rename DIR to DIR.__old-TOKEN;
         3. move_new_in: rename the staging directory to DIR;
-        4. mark_new: write DIR/_SUCCESS (the commit point);
+        4. mark_new: write DIR/_SUCCESS (the commit point), listing the files of the run (MANIFEST_KEY);
         5. drop_old: remove DIR.__old-TOKEN.
         A failure in 1-4 puts the old output back as it was; a kill leaves DIR without _SUCCESS (or absent,
         or finished with the new run) and the next run removes the rest. `after_step(name)` runs after each
         step (COMMIT_STEPS), for tests."""
         self.check_still_owner()
+        files = self.fs.files_under(self.staging)  # one recursive listing, before anything moves
         after_step("begin")
         success = self.path + "/_SUCCESS"
         old_exists = self.fs.status(self.path) is not None
-        old_finished = old_exists and self.fs.exists(success)
+        old_marker = self.fs.read(success) if old_exists else None  # None: not finished
         moved_aside = moved_in = False
         try:
             if old_exists:
-                if old_finished:
+                if old_marker is not None:
                     self.fs.delete(success)
                 after_step("unmark_old")
                 if not self.fs.rename(self.path, self.old):
@@ -246,9 +329,9 @@ class OutputDir:
                                  "parent directory")
             moved_in = True
             after_step("move_new_in")
-            self.fs.write(success, b"")
+            self.fs.write(success, manifest_bytes(files))
         except BaseException:
-            self._roll_back(old_finished, moved_aside, moved_in)
+            self._roll_back(old_marker, moved_aside, moved_in)
             raise
         after_step("mark_new")
         if old_exists:
@@ -258,9 +341,9 @@ class OutputDir:
                 log.warning("could not remove the replaced output %s: %s", self.old, java_message(exc))
         after_step("drop_old")
 
-    def _roll_back(self, old_finished: bool, moved_aside: bool, moved_in: bool) -> None:
+    def _roll_back(self, old_marker: bytes | None, moved_aside: bool, moved_in: bool) -> None:
         """After a failure inside the commit: the new run back to staging, the old one back to DIR, and its
-        _SUCCESS back if it had one. Best effort: what cannot be undone is logged, and DIR never has a
+        _SUCCESS (`old_marker`: its bytes) back if it had one. Best effort: what cannot be undone is logged, and DIR never has a
         _SUCCESS it should not have."""
         try:
             if moved_in and not self.fs.rename(self.path, self.staging):
@@ -270,8 +353,8 @@ class OutputDir:
             if moved_aside and not self.fs.rename(self.old, self.path):
                 log.error("could not move the old output %s back to %s", self.old, self.path)
                 return
-            if old_finished:
-                self.fs.write(self.path + "/_SUCCESS", b"")
+            if old_marker is not None:
+                self.fs.write(self.path + "/_SUCCESS", old_marker)
         except Exception as exc:
             log.error("could not restore the old output %s: %s", self.path, java_message(exc))
 

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import datetime
 import glob
+import logging
 import os
 import re
 import textwrap
@@ -27,6 +28,7 @@ from ..io.history import check_run_date
 CLUSTER_MODES = ("verified", "transitive", "star")
 INT_MAX = 2**31 - 1  # Spark's int settings and arguments
 INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")
+log = logging.getLogger("simhash_dedup")
 SECTIONS = ("input", "features", "search", "short_text", "output", "history", "spark")
 # The shipped defaults file (package data: also in the wheel and the executor zip); conf/default.toml is the
 # same file (a symbolic link), the one to copy for --config. Both are generated: render_defaults_toml().
@@ -235,6 +237,11 @@ class DedupConfig:
             raise bad(str(exc)) from None
         if self.input_format == "fingerprints" and self.keep == "longest":
             raise bad("--keep longest needs the text; with --input-format fingerprints use --keep id or earliest:COLUMN")
+        if self.signature_bands > 0 and self.min_similarity <= 0:
+            log.warning("--signature-bands %d is not used with --min-similarity 0: a band candidate is accepted only once "
+                        "verified, so without verification the band search is off and only the fingerprint distance "
+                        "(--k) finds pairs; pass --signature-bands 0 to leave the bands off without this warning, or a "
+                        "--min-similarity above 0 to search them", self.signature_bands)
         return self
 
     def to_dict(self) -> dict:
