@@ -27,7 +27,6 @@ import gzip
 import json
 import os
 import re
-import resource
 import shlex
 import shutil
 import subprocess
@@ -200,11 +199,11 @@ class ProcessWatch:
     cpu: what each process used while watched (one that ends between two samples loses at most one interval's);
     peak_mb: per kind the largest sample of the kind's processes' resident memory together."""
 
-    def __init__(self, root: int | None = None, interval: float = 0.25):
+    def __init__(self, root: int | None = None, interval: float = 0.5):
         self.root, self.interval = root or os.getpid(), interval
-        self._kinds: dict[int, str | None] = {}
-        self._base: dict[int, float] = {}
-        self._last: dict[int, float] = {}
+        self._kinds: dict[tuple[int, str], str | None] = {}
+        self._base: dict[int, float] = {}  # pid -> CPU seconds when the watch began
+        self._last: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU seconds at the last sample)
         self.peak_mb = dict.fromkeys(KINDS, 0.0)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._follow, daemon=True)
@@ -212,16 +211,16 @@ class ProcessWatch:
     def _sample(self) -> None:
         rss = dict.fromkeys(KINDS, 0.0)
         for pid, comm in process_tree(self.root).items():
-            if pid not in self._kinds:
-                self._kinds[pid] = process_kind(pid, comm)
-            kind = self._kinds[pid]
+            if (pid, comm) not in self._kinds:  # by name too: spark-submit's shell becomes the JVM (exec)
+                self._kinds[pid, comm] = process_kind(pid, comm)
+            kind = self._kinds[pid, comm]
             if kind is None:
                 continue
             try:
                 fields = _stat(f"/proc/{pid}/stat")[1]
             except (OSError, ValueError):
                 continue
-            self._last[pid] = (int(fields[11]) + int(fields[12])) / TICK
+            self._last[pid] = (kind, (int(fields[11]) + int(fields[12])) / TICK)
             rss[kind] += int(fields[21]) * PAGE_MB
         for kind, mb in rss.items():
             self.peak_mb[kind] = max(self.peak_mb[kind], mb)
@@ -232,7 +231,7 @@ class ProcessWatch:
 
     def __enter__(self) -> ProcessWatch:
         self._sample()
-        self._base = dict(self._last)
+        self._base = {pid: seconds for pid, (_, seconds) in self._last.items()}
         self._thread.start()
         return self
 
@@ -244,8 +243,8 @@ class ProcessWatch:
     @property
     def cpu(self) -> dict[str, float]:
         out = dict.fromkeys(KINDS, 0.0)
-        for pid, seconds in self._last.items():
-            out[self._kinds[pid]] += seconds - self._base.get(pid, 0.0)
+        for pid, (kind, seconds) in self._last.items():
+            out[kind] += seconds - self._base.get(pid, 0.0)
         return out
 
     def figures(self) -> dict[str, float]:
@@ -292,18 +291,20 @@ def _job_command(code: str, submit: bool, master: str | None, submit_args: Seque
 def run_job_process(output: str, job_args: Sequence[str], *, code: str = CHECKOUT, submit: bool = False,
                     master: str | None = "local[2]", submit_args: Sequence[str] = (), java_options: str | None = None,
                     event_log: bool = False) -> dict:
-    """One run of the job in a new process (a new JVM, new Python workers) writing to `output`: spark-submit
-    jobs/dedup_job.py (`submit`, with `submit_args` before the script) or python -m simhash_udf.job.cli, of the
-    checkout `code` (on PYTHONPATH), on `master` (None: the job's own choice, every core). java_options:
+    """One run of the job in a new process (a new JVM, new Python workers) writing to `output` (removed first):
+    spark-submit jobs/dedup_job.py (`submit`, with `submit_args` before the script) or python -m
+    simhash_udf.job.cli, of the checkout `code` (on PYTHONPATH), on `master` (None: the job's own choice, every
+    core). java_options:
     SIMHASH_DEDUP_JAVA_OPTIONS of the run (None: unset, the job chooses). With event_log, Spark's event log
     is written and its jobs counted (spark_jobs; writing it costs a cold run ~1 s, so timed runs write none).
 
     Returns wall (the whole command, the JVM's start included), job (report.json's total_seconds: from the
-    session's start to the end), stages (the sum of the report's stage seconds), cpu (CPU seconds of all the
-    run's processes, from the kernel's account of ended children), the ProcessWatch figures (sampled: CPU and
-    peak memory by kind), and the report itself."""
+    session's start to the end), stages (the sum of the report's stage seconds), cpu (the CPU seconds of all
+    its processes) and the ProcessWatch figures by kind, and the report itself. (The kernel's account of ended
+    children cannot give the CPU: `python -m` leaves its JVM to end unwaited, and with it the workers.)"""
     events = output.rstrip("/") + ".events"
-    shutil.rmtree(events, ignore_errors=True)
+    for old in (output, events):  # an earlier run's, removed before the clock starts
+        shutil.rmtree(old, ignore_errors=True)
     event_args = []
     if event_log:
         os.makedirs(events)
@@ -315,18 +316,17 @@ def run_job_process(output: str, job_args: Sequence[str], *, code: str = CHECKOU
     if java_options is not None:
         env["SIMHASH_DEDUP_JAVA_OPTIONS"] = java_options
     command = [*_job_command(code, submit, master, submit_args, event_args, env), *job_args, "--output", output]
-    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     with ProcessWatch(proc.pid) as watch:
         _, stderr = proc.communicate()
-    wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.perf_counter() - start
     if proc.returncode:
         raise SystemExit(f"{shlex.join(command)} failed (exit {proc.returncode}) in {code}:\n{stderr[-3000:]}")
     with open(os.path.join(output, "report.json")) as fh:
         report = json.load(fh)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime  # every process of the run, exact
-    result = {"wall": wall, "job": report["total_seconds"], "stages": sum(report["seconds"].values()), "cpu": cpu,
-              **watch.figures(), "report": report}
+    result = {"wall": wall, "job": report["total_seconds"], "stages": sum(report["seconds"].values()),
+              "cpu": sum(watch.cpu.values()), **watch.figures(), "report": report}
     if event_log:
         result["spark_jobs"] = spark_jobs(events)
         shutil.rmtree(events, ignore_errors=True)
