@@ -197,14 +197,15 @@ class ProcessWatch:
     `interval` seconds by a thread while the watch is on (`with ProcessWatch(...) as watch:`).
 
     cpu: what each process used while watched (one that ends between two samples loses at most one interval's);
-    peak_mb: per kind the largest sample of the kind's processes' resident memory together."""
+    peak_mb: per kind the largest sample of the kind's processes' resident memory together, and as "python"
+    the largest of the driver's and the workers' together."""
 
     def __init__(self, root: int | None = None, interval: float = 0.5):
         self.root, self.interval = root or os.getpid(), interval
         self._kinds: dict[tuple[int, str], str | None] = {}
         self._base: dict[int, float] = {}  # pid -> CPU seconds when the watch began
         self._last: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU seconds at the last sample)
-        self.peak_mb = dict.fromkeys(KINDS, 0.0)
+        self.peak_mb = dict.fromkeys([*KINDS, "python"], 0.0)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._follow, daemon=True)
 
@@ -222,6 +223,7 @@ class ProcessWatch:
                 continue
             self._last[pid] = (kind, (int(fields[11]) + int(fields[12])) / TICK)
             rss[kind] += int(fields[21]) * PAGE_MB
+        rss["python"] = rss["driver"] + rss["workers"]
         for kind, mb in rss.items():
             self.peak_mb[kind] = max(self.peak_mb[kind], mb)
 
