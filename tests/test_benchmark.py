@@ -26,10 +26,10 @@ from simhash_udf.evaluation.outputs import cluster_rows, job_labels
 
 def test_variants_take_turns_and_keep_their_own_figures():
     calls = []
-    turns = take_turns({"a": lambda: calls.append("a"), "b": lambda: calls.append("b") or {"seconds": 7.0, "n": 3}},
-                       rounds=3, log=False)
+    turns = take_turns({"a": lambda: calls.append("a") or ("a row", "not a dict"),
+                        "b": lambda: calls.append("b") or {"seconds": 7.0, "n": 3}}, rounds=3, log=False)
     assert calls == ["a", "b"] * 3  # one of each per round, not three of one then three of the other
-    assert len(turns["a"]) == 3 and all(r["seconds"] >= 0 for r in turns["a"])
+    assert len(turns["a"]) == 3 and all(list(r) == ["seconds"] and r["seconds"] >= 0 for r in turns["a"])
     assert turns["b"] == [{"seconds": 7.0, "n": 3}] * 3  # a figure the call gives wins over the wall time
 
 

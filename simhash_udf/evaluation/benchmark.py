@@ -94,15 +94,16 @@ def stop_jvm(spark: SparkSession) -> None:
 # Taking turns
 
 
-def take_turns(variants: Mapping[str, Callable[[], dict | None]], rounds: int, log: bool = True) -> dict[str, list[dict]]:
+def take_turns(variants: Mapping[str, Callable[[], object]], rounds: int, log: bool = True) -> dict[str, list[dict]]:
     """Every variant once a round, in turn, for `rounds` rounds: each variant's results in order. A result is
-    what the call returns (a dict of figures) with its wall time as "seconds" unless it gives its own."""
+    the call's wall time as "seconds" and, when the call returns a dict of figures, those (its "seconds" wins);
+    any other value it returns is dropped."""
     results: dict[str, list[dict]] = {name: [] for name in variants}
     for r in range(rounds):
         for name, fn in variants.items():
             start = time.perf_counter()
-            figures = fn() or {}
-            result = {"seconds": time.perf_counter() - start, **figures}
+            figures = fn()
+            result = {"seconds": time.perf_counter() - start, **(figures if isinstance(figures, Mapping) else {})}
             results[name].append(result)
             if log:
                 print(f"round {r + 1}, {name}: {summary(result)}", flush=True)
