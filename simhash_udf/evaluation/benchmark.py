@@ -77,7 +77,7 @@ def jvm_peak_mb(spark: SparkSession) -> float:
 
 def stop_jvm(spark: SparkSession) -> None:
     """Stop the session and end the JVM that pyspark started for it: after spark.stop() alone the JVM lives on
-    with its heap, beside the new JVMs of the runs that follow (at 10M fingerprints the kernel killed one)."""
+    with its heap, beside the new JVMs of the runs that follow, and at large sizes they do not all fit in memory."""
     gateway = SparkContext._gateway
     spark.stop()
     if gateway is None:
@@ -281,9 +281,12 @@ def spark_jobs(event_dir: str) -> int:
 def _job_command(code: str, submit: bool, master: str | None, submit_args: Sequence[str], event_args: list[str],
                  env: dict) -> list[str]:
     if submit:
+        entry = os.path.join(code, "jobs", "dedup_job.py")
+        if not os.path.isfile(entry):
+            raise SystemExit(f"no {entry}: run the benchmarks from a checkout whose simhash_udf is installed in "
+                             "editable mode (scripts/test.sh makes .venv so), or give a checkout")
         spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
-        return [spark_submit, *(["--master", master] if master else []), *event_args, *submit_args,
-                os.path.join(code, "jobs", "dedup_job.py")]
+        return [spark_submit, *(["--master", master] if master else []), *event_args, *submit_args, entry]
     if master:
         env["SIMHASH_DEDUP_MASTER"] = master
     if event_args:
