@@ -73,14 +73,14 @@ def test_pyspark_workers_are_told_from_the_driver():
 def test_tables_print_formatted_and_write_raw_values(tmp_path, capsys):
     path = tmp_path / "out.json"
     tables = Tables(str(path))
-    tables.table(["N", "s", "ok"], [[1_000_000, 2.345, True], [20, 0.5, False]], [None, "{:.1f}", None], title="t")
+    tables.table(["N", "s", "ok"], [[1_000_000, 2.345, True], [20, "-", False]], [None, "{:.1f}", None], title="t")
     tables.note("a note")
     tables.write()
     out = capsys.readouterr().out
-    assert "| 1,000,000 | 2.3 | yes |" in out and "| 20 | 0.5 | NO |" in out and "a note" in out
+    assert "| 1,000,000 | 2.3 | yes |" in out and "| 20 | - | NO |" in out and "a note" in out
     saved = json.loads(path.read_text())
     assert saved["items"][0] == {"title": "t", "headers": ["N", "s", "ok"],
-                                 "rows": [[1_000_000, 2.345, True], [20, 0.5, False]]}
+                                 "rows": [[1_000_000, 2.345, True], [20, "-", False]]}
     assert saved["items"][1] == {"note": "a note"}
 
 

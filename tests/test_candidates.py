@@ -166,7 +166,7 @@ def test_planner_widens_keys_as_n_grows():
     # every 16-bit key, so every history fingerprint would take part), and without one the same plan as before
     assert choose_plan(200_000, 3, 6_000_000).m == 5
     assert choose_plan(200_000, 3, 200_000).m == 4  # against one day of its size: measured faster with 4
-    assert choose_plan(1_000_000, 3, 30_000_000).m == 6  # 20 tables: 283 s against 346 s with 10 (bench_history.py)
+    assert choose_plan(1_000_000, 3, 30_000_000).m == 6  # 20 tables: 283 s against 346 s with 10 (scripts/bench/history.py)
     assert all(choose_plan(n, 3, 0) == choose_plan(n, 3) for n in (10, 10**5, 10**7, 10**9))
     for n in (10**3, 10**6, 10**9):
         for k in range(0, 7):

@@ -130,14 +130,14 @@ def main() -> None:
     spark.stop()
     job, split, alone_s = best(turns["job"]), best(turns["job, --input-partitions 1"]), best(turns["alone"])["seconds"]
     tables = Tables(args.json)
-    tables.note(f"\n{args.pages:,} Chinese pages ({args.source}, {megabytes * 1e3 / args.pages:.2f} KB on average), "
-                f"{megabytes:.1f} MB in one Parquet file, {cores} cores, best of {args.rounds}")
     tables.table(["run", "read s", "fingerprint s", "MB/s per core, fingerprint stage", "MB/s per core, read + fingerprint"],
                  [*([name, b["read"], b["fingerprint"], megabytes / b["fingerprint"] / cores, megabytes / b["seconds"] / cores]
                     for name, b in (("job", job), ("job, --input-partitions 1", split))),
                   [f"with_fingerprints over cached pages ({2 * cores} partitions)", "-", alone_s, megabytes / alone_s / cores,
                    "-"]],
-                 [None, "{:.1f}", "{:.1f}", None, None])
+                 [None, "{:.1f}", "{:.1f}", None, None],
+                 title=f"{args.pages:,} Chinese pages ({args.source}, {megabytes * 1e3 / args.pages:.2f} KB on average), "
+                       f"{megabytes:.1f} MB in one Parquet file, {cores} cores, best of {args.rounds}")
     tables.note(f"\njob (read + fingerprint) / alone: {job['seconds'] / alone_s:.2f} x the time; "
                 f"one partition / split: {split['seconds'] / job['seconds']:.2f} x")
     tables.write()

@@ -348,6 +348,8 @@ def add_json_option(ap: argparse.ArgumentParser) -> None:
 
 
 def _cell(value, fmt: str | None) -> str:
+    if isinstance(value, str):  # a cell that is text ("-") in a column of numbers
+        return value
     if fmt is not None:
         return fmt.format(value)
     if isinstance(value, bool):
@@ -369,8 +371,8 @@ class Tables:
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence], formats: Sequence[str | None] | None = None,
               title: str | None = None) -> None:
-        """One table; `formats` per column ("{:.1f}"; None: ints with thousands separators, floats to 2 places,
-        booleans as yes / NO)."""
+        """One table; `formats` per column for its numbers ("{:.1f}"; None: ints with thousands separators,
+        floats to 2 places, booleans as yes / NO); text cells print as they are."""
         formats = formats or [None] * len(headers)
         if title:
             print(f"\n{title}\n")
