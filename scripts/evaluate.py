@@ -11,61 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
-import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from simhash_udf.evaluation.quality import Oracle, found_by_variant  # noqa: E402
-
-
-def read_table(path: str, columns: list[str] | None = None) -> pd.DataFrame:
-    if path.endswith((".jsonl", ".json")):
-        df = pd.read_json(path, lines=True, dtype=False)
-        return df[[c for c in columns if c in df.columns]] if columns else df
-    schema = pq.read_schema(path) if os.path.isfile(path) else None
-    names = schema.names if schema is not None else pq.ParquetDataset(path).schema.names
-    return pq.read_table(path, columns=[c for c in (columns or names) if c in names]).to_pandas()
-
-
-def load_corpus(path: str, id_col: str = "id", text_col: str = "text", lang_col: str = "lang") -> pd.DataFrame:
-    df = read_table(path, [id_col, text_col, lang_col])
-    missing = {id_col, text_col} - set(df.columns)
-    if missing:
-        raise SystemExit(f"{path}: no column {', '.join(sorted(missing))} (use --id-col / --text-col)")
-    return df.rename(columns={id_col: "id", text_col: "text", lang_col: "lang"}).reset_index(drop=True)
-
-
-def job_labels(docs: pd.DataFrame, output_dir: str) -> np.ndarray:
-    """The job's cluster_id of every corpus document, in corpus order (every document must be there)."""
-    clusters = read_table(os.path.join(output_dir, "clusters"), ["id", "cluster_id"])
-    merged = docs[["id"]].merge(clusters, on="id", how="left", validate="one_to_one")
-    if merged["cluster_id"].isna().any():
-        raise SystemExit(f"{output_dir}/clusters lacks {int(merged['cluster_id'].isna().sum())} corpus documents")
-    return pd.factorize(merged["cluster_id"])[0]
-
-
-def truth_labels(docs: pd.DataFrame, truth_path: str) -> np.ndarray:
-    return truth_table(docs, truth_path)["cluster"].to_numpy()
-
-
-def truth_table(docs: pd.DataFrame, truth_path: str) -> pd.DataFrame:
-    """id, cluster (and variant when the truth has it) of every corpus document, in corpus order."""
-    truth = read_table(truth_path, ["id", "cluster", "variant"])
-    merged = docs[["id"]].merge(truth, on="id", how="left", validate="one_to_one")
-    if merged["cluster"].isna().any():
-        raise SystemExit(f"{truth_path} lacks {int(merged['cluster'].isna().sum())} corpus documents")
-    return merged
-
-
-def build_oracle(docs: pd.DataFrame) -> Oracle:
-    langs = docs["lang"].tolist() if "lang" in docs.columns else None
-    return Oracle(docs["text"].tolist(), langs)
+from simhash_udf.evaluation.outputs import build_oracle, job_labels, load_corpus, truth_labels, truth_table
+from simhash_udf.evaluation.quality import found_by_variant
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,9 +17,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from simhash_udf.evaluation.corpus import make_corpus, write_corpus  # noqa: E402
+from simhash_udf.evaluation.corpus import make_corpus, write_corpus
 
 
 def manpages_zh_installed() -> bool:

@@ -9,14 +9,7 @@ from __future__ import annotations
 
 import sys
 
-import pyarrow.dataset as ds
-
-COLUMNS = ["id", "cluster_id", "is_duplicate"]
-
-
-def cluster_rows(out: str) -> set[tuple]:
-    table = ds.dataset(f"{out.rstrip('/')}/clusters", format="parquet").to_table(columns=COLUMNS)
-    return set(zip(*(table.column(c).to_pylist() for c in COLUMNS)))
+from simhash_udf.evaluation.outputs import cluster_rows
 
 
 def main(a: str, b: str) -> int:

@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_rates_are_the_fit_of_the_two_benchmark_runs():
-    """core-seconds = pages x per_page + planner cost x per_cost, solved for bench_scale.py's 10^7 runs at
+    """core-seconds = pages x per_page + planner cost x per_cost, solved for scripts/bench/scale.py's 10^7 runs at
     k = 6 (301.0 s) and k = 3 (98.4 s) on 2 cores."""
     n = 10**7
     c6, c3 = (plan_cost(n, choose_plan(n, k))["cost"] for k in (6, 3))

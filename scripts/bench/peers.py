@@ -12,8 +12,8 @@ tokenisation and hashing included; the SparkSession is started and warmed up bef
 pairs are compared with ours and with the generator's ground truth (pairs of documents with the same
 `group`), and a Markdown table is printed.
 
-    python scripts/bench_peers.py                                  # ~100,000 documents (55,556 originals)
-    python scripts/bench_peers.py --originals 3000 --lsh-sample 0  # ~5,400 documents, every system on all
+    python scripts/bench/peers.py                                  # ~100,000 documents (55,556 originals)
+    python scripts/bench/peers.py --originals 3000 --lsh-sample 0  # ~5,400 documents, every system on all
 
 --peer-sample M / --lsh-sample M run that peer on the M smallest ids only (ids are a random permutation,
 so that is a random sample); its agreement and precision/recall are then computed on the pairs inside the
@@ -45,14 +45,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark.ml.feature import HashingTF, MinHashLSH
+from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-from simhash_udf.evaluation.sample_corpus import make_sample_corpus  # noqa: E402
-from simhash_udf.job.config import load_config  # noqa: E402
-from simhash_udf.job.pipeline import run  # noqa: E402
-from simhash_udf.spark.session import get_spark  # noqa: E402
+from simhash_udf.evaluation.benchmark import Tables, add_json_option, bench_session
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus
+from simhash_udf.job.config import load_config
+from simhash_udf.job.pipeline import run
 
 ROWS_PER_ORIGINAL = 1.8  # make_sample_corpus: 40% of the originals get 1-3 variants, i.e. 0.8 on average
 DEFAULT_ORIGINALS = 55_556  # ~100,000 documents
@@ -143,8 +143,6 @@ def within(pairs: set[Pair], max_id: int | None) -> set[Pair]:
 def warm_up(spark) -> None:
     """Start the JVM's code paths and the Python workers before any timing, so that the first system timed
     does not pay for them alone (Spark reuses Python workers between jobs)."""
-    from pyspark.sql.functions import pandas_udf
-
     @pandas_udf("long")
     def same(values: pd.Series) -> pd.Series:
         return values
@@ -210,10 +208,6 @@ def normalised_shingles(text: str | None, n: int = LSH_NGRAM) -> list[str]:
 def run_minhash_lsh(spark, path: str, max_id: int | None, tables: int) -> Result:
     """Spark ML MinHash LSH: shingles (pandas UDF) -> HashingTF(binary) -> MinHashLSH -> self
     approxSimilarityJoin at Jaccard distance < 0.2, self pairs dropped, i < j kept."""
-    from pyspark.ml.feature import HashingTF, MinHashLSH
-    from pyspark.sql import functions as F
-    from pyspark.sql.functions import pandas_udf
-
     @pandas_udf("array<string>")
     def shingles(texts: pd.Series) -> pd.Series:
         return texts.map(normalised_shingles)
@@ -289,33 +283,28 @@ def speed_sentence(row: dict) -> str:
     return f"ours is {1 / row['speedup']:.1f} times slower than {row['system']}{label}"
 
 
-def markdown_table(rows: list[dict]) -> str:
-    head = ("| system | docs | pairs found | wall s | s for all docs | ours faster by | pairs also in ours "
-            "| only ours | only theirs | true pairs (these docs) | precision | recall |")
-    lines = [head, "|" + "---|" * 12]
-    for r in rows:
-        full = f"{r['seconds_full']:.1f} (scaled)" if r["sampled"] else f"{r['seconds_full']:.1f}"
-        speedup = "-" if r["is_ours"] else f"{r['speedup']:.1f}x"
-        lines.append(
-            f"| {r['system']} | {r['docs']:,} | {r['pairs']:,} | {r['seconds']:.1f} | {full} "
-            f"| {speedup} | {r['both']:,} | {r['only_ours']:,} | {r['only_theirs']:,} "
-            f"| {r['truth']:,} | {r['precision']:.4f} | {r['recall']:.4f} |"
-        )
-    return "\n".join(lines)
+def print_systems(tables: Tables, rows: list[dict]) -> None:
+    tables.table(["system", "docs", "pairs found", "wall s", "s for all docs", "ours faster by", "pairs also in ours",
+                  "only ours", "only theirs", "true pairs (these docs)", "precision", "recall"],
+                 [[r["system"], r["docs"], r["pairs"], r["seconds"],
+                   f"{r['seconds_full']:.1f} (scaled)" if r["sampled"] else f"{r['seconds_full']:.1f}",
+                   "-" if r["is_ours"] else f"{r['speedup']:.1f}x", r["both"], r["only_ours"], r["only_theirs"],
+                   r["truth"], r["precision"], r["recall"]] for r in rows],
+                 [None, None, None, "{:.1f}", None, None, None, None, None, None, "{:.4f}", "{:.4f}"])
 
 
-def recall_table(results: list[Result], kinds: dict[Pair, str]) -> str:
+def print_recall(tables: Tables, results: list[Result], kinds: dict[Pair, str]) -> None:
     """Recall of each system per kind of true pair (with the number of such pairs in the whole corpus)."""
     order = ["mirror", "fullwidth", "edits", "ad", "numbers", "variant~variant"]
     totals = {k: sum(1 for v in kinds.values() if v == k) for k in order}
     order = [k for k in order if totals[k]]
-    lines = ["| system | " + " | ".join(f"{k} ({totals[k]:,})" for k in order) + " |",
-             "|" + "---|" * (len(order) + 1)]
+    rows = []
     for r in results:
         recall = recall_by_kind(r, kinds)
-        cells = [f"{recall[k]:.3f}" if k in recall else "-" for k in order]
-        lines.append(f"| {r.name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([r.name, *(f"{recall[k]:.3f}" if k in recall else "-" for k in order)])
+    tables.table(["system", *(f"{k} ({totals[k]:,})" for k in order)], rows,
+                 title="Recall by kind of true pair (the copy's variant against its original; number of such pairs "
+                       "in the corpus):")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -332,6 +321,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     "pairs grow quadratically)")
     ap.add_argument("--lsh-tables", type=int, default=5, help="MinHashLSH numHashTables (default 5)")
     ap.add_argument("--skip", default="", help="comma-separated peers to leave out: simhash, lsh")
+    add_json_option(ap)
     args = ap.parse_args(argv)
     if args.originals < 1:
         ap.error("--originals must be at least 1")
@@ -349,8 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         truth = pair_set(truth_cols["group"], truth_cols["id"])
         kinds = pair_kinds(truth, truth_cols)
 
-        spark = get_spark("bench-peers")
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = bench_session("bench-peers")
         warm_up(spark)
         cores = spark.sparkContext.defaultParallelism
 
@@ -370,32 +359,28 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
 
         rows = [compare(r, ours, truth, n_docs) for r in [ours, *results]]
-        print()
-        print(f"command: {shlex.join(['python', *sys.argv])}")
-        print(f"corpus: {n_docs:,} documents from {args.originals:,} originals (seed {args.seed}), "
-              f"{len(truth):,} true near-duplicate pairs (same `group`)")
-        print(f"machine: {os.cpu_count()} cores, Spark local with {cores} task slots, "
-              f"pyspark {version('pyspark')}; the simhash package runs in one Python thread")
-        print()
-        print(markdown_table(rows))
+        tables = Tables(args.json)
+        tables.note(f"\ncommand: {shlex.join(['python', *sys.argv])}")
+        tables.note(f"corpus: {n_docs:,} documents from {args.originals:,} originals (seed {args.seed}), "
+                    f"{len(truth):,} true near-duplicate pairs (same `group`)")
+        tables.note(f"machine: {os.cpu_count()} cores, Spark local with {cores} task slots, "
+                    f"pyspark {version('pyspark')}; the simhash package runs in one Python thread\n")
+        print_systems(tables, rows)
         print()
         for row in rows[1:]:
-            print(speed_sentence(row))
+            tables.note(speed_sentence(row))
             if row["sampled"] and "LSH" in row["system"]:
-                print(f"  (scaled quadratically instead, {row['system']} would take ~{row['seconds_quadratic']:,.0f} s "
-                      f"for all {n_docs:,} documents: ours is ~{row['seconds_quadratic'] / ours.seconds:,.0f} times "
-                      f"faster; the truth is between the two)")
-        print()
-        print("Recall by kind of true pair (the copy's variant against its original; number of such pairs "
-              "in the corpus):")
-        print()
-        print(recall_table([ours, *results], kinds))
+                tables.note(f"  (scaled quadratically instead, {row['system']} would take ~{row['seconds_quadratic']:,.0f} s "
+                            f"for all {n_docs:,} documents: ours is ~{row['seconds_quadratic'] / ours.seconds:,.0f} times "
+                            f"faster; the truth is between the two)")
+        print_recall(tables, [ours, *results], kinds)
         print()
         for r in [ours, *results]:
             for note in r.notes:
-                print(f"{r.name}: {note}")
-        print("'pairs also in ours', 'only ours', precision and recall count only pairs of documents the "
-              "system saw (its sample, if any); ours = all pairs of documents in one output cluster.")
+                tables.note(f"{r.name}: {note}")
+        tables.note("'pairs also in ours', 'only ours', precision and recall count only pairs of documents the "
+                    "system saw (its sample, if any); ours = all pairs of documents in one output cluster.")
+        tables.write()
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
