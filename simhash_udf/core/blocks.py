@@ -142,7 +142,7 @@ def chance_pairs(n: int, k: int, f: int = 64) -> float:
 # groups and is a fixed centre of resolve (~5 rows). 5 keeps a day against one day of its size at 4 x 16-bit
 # tables (faster there than 10), and gives a day of 10^6 pages against 3 x 10^7 history rows 20 tables of
 # 30-33-bit keys: 643,440 history fingerprints share a key instead of 6 million with 10 tables
-# (scripts/bench_history.py).
+# (scripts/bench/history.py).
 HISTORY_PROBE_ROWS = 0.05
 HISTORY_RELATED_ROWS = 5
 

@@ -19,7 +19,7 @@ Two pages agree on a bin with probability J + (1 - J) / 2^bits, so
 (b-bit minwise hashing, Li and König 2010). With 128 bins of 8 bits (128 bytes a page) the standard error
 is about 0.044 at J = 0.5 and 0.027 at J = 0.9.
 
-Why this and not 192 more SimHash bits or 32-bit k-mins: compared in `scripts/compare_signatures.py` and
+Why this and not 192 more SimHash bits or 32-bit k-mins: compared in docs/quality.md and
 docs/design.md ("Verification signature") on the man-page and generated corpora.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Files are read by Spark's `binaryFile` source (so globs, recursive lookup and partition directories behave as
 for every other format) and parsed on the executors by `mapInArrow`: Arrow batches of whole files in, Arrow
-batches of pages out. fastwarc parses ~2.5x faster than warcio (scripts/bench_wet.py, docs/operations.md, "Inputs").
+batches of pages out. fastwarc parses ~2.5x faster than warcio (scripts/bench/wet.py, docs/operations.md, "Inputs").
 
 Truncation: a WET file cut off mid-record (an interrupted download) is recognised, never read silently:
 - a compressed stream that ends inside a member is seen (fastwarc and warcio both silently drop a record
@@ -153,7 +153,7 @@ def fastwarc_records(stream, native_gzip: bool = False) -> Iterator[tuple]:
 
 def warcio_records(stream, native_gzip: bool = False) -> Iterator[tuple]:
     """The same from warcio (the parser before fastwarc, used for files with LF line endings, which fastwarc
-    cannot parse; scripts/bench_wet.py compares the two). warcio always reads gzip itself."""
+    cannot parse; scripts/bench/wet.py compares the two). warcio always reads gzip itself."""
     from warcio.archiveiterator import ArchiveIterator
 
     records = ArchiveIterator(stream, check_digests=False)

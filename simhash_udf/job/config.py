@@ -85,7 +85,7 @@ class DedupConfig:
     max_component_rounds: int = option(200, "search", "large-star/small-star rounds before the job gives up")
     plan: int = option(0, "search", "print the plan and estimated cost of a run over this many pages, then exit "
                        "(no Spark, no input needed)", toml=False)
-    simulate_fingerprint_bits: int = option(0, "search", "benchmarks only (scripts/bench_chance.py): cut fingerprints "
+    simulate_fingerprint_bits: int = option(0, "search", "benchmarks only (scripts/bench/quality.py --crawl): cut fingerprints "
                                             "to this many bits before the pair search; 0 = off")
     # short_text
     short_text_chars: int = option(_SHORT.max_chars, "short_text", "short-text mode for pages with fewer characters; "

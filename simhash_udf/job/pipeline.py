@@ -213,7 +213,7 @@ def input_split(partitions: int, cores: int, requested: int = 0, rows: int = 0, 
     largest: the rows of the fullest read partition. The partitions that count are rows / largest, not the
     reader's: Spark cuts a Parquet file into byte ranges, and a file of one row group (pyarrow's default up
     to a million rows) gives one range all the rows and the others none (80,000 Chinese pages, 2 cores: the
-    fingerprint stage 14.4 s as read in 2 partitions, 7.8 s split; scripts/bench_job_fingerprint.py).
+    fingerprint stage 14.4 s as read in 2 partitions, 7.8 s split; scripts/bench/job_fingerprint.py).
 
     stored: the input holds stored fingerprints (--input-format fingerprints), which skip the Python function
     and are not cached (stages.fingerprint_stage): a split would spread nothing, and each pass over the rows

@@ -4,7 +4,7 @@ core-hours extrapolated from rates measured by the benchmarks on the 2-core deve
 
 The estimate is a model, not a promise: two terms for the pair search (per page, and per unit of the
 planner's own cost: one shuffled block row or COMPARISONS_PER_ROW comparisons), fitted to two runs of
-`scripts/bench_scale.py` at 10^7 fingerprints that differ only in k, times the factor verification added in
+`scripts/bench/scale.py` at 10^7 fingerprints that differ only in k, times the factor verification added in
 the same benchmark; the fingerprint stage at the rate the job reached on Chinese pages. docs/sizing.md shows
 what it gives for 10^7 to 8 x 10^9 pages."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .config import DedupConfig
 BYTES_PER_BLOCK_ROW = PACKED_ROW_BYTES  # what the search shuffles a row (spark/packed_groups.py)
 
 # Measured (docs/performance.md), 2 cores, local mode, synthetic fingerprints, before verification:
-# bench_scale.py --sizes 10000000 at k = 6 (28 tables, cost 3.63e8): 301.0 s; at k = 3 (4 tables, cost 5.19e7):
+# scripts/bench/scale.py --sizes 10000000 at k = 6 (28 tables, cost 3.63e8): 301.0 s; at k = 3 (4 tables, cost 5.19e7):
 # 98.4 s. Two equations in core-seconds (2 x wall) give the two rates below.
 SEARCH_SECONDS_PER_PAGE = 1.30e-5
 SEARCH_SECONDS_PER_COST = 1.31e-6
@@ -58,7 +58,7 @@ def plan_report(n: int, cfg: DedupConfig, page_kb: float = PAGE_KB) -> dict:
         "core_hours": {"fingerprint": fingerprint / 3600, "pair_search": search / 3600,
                        "total": (fingerprint + search) / 3600},
         "assumptions": f"pages of {page_kb} KB at {FINGERPRINT_MB_PER_CORE_SECOND} MB/s per core; pair search "
-                       "rates fitted to bench_scale.py at 10^7 (k = 6 and k = 3) on 2 cores, x"
+                       "rates fitted to scripts/bench/scale.py at 10^7 (k = 6 and k = 3) on 2 cores, x"
                        f"{VERIFICATION_FACTOR} with verification; every page distinct",
     }
 
