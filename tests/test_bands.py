@@ -10,7 +10,7 @@ from reference import agreeing, band_pairs, brute_force_verified, components_of,
 
 from simhash_udf.core.bands import SignatureBands, band_members, band_pairs_and_members
 from simhash_udf.core.verified import VerifySpec, verify_band_groups, verify_band_pairs
-from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
+from simhash_udf.job.stages import HistoryView, SearchSpecs, StageContext, StageTimer, near_duplicate_clusters
 
 SPEC = VerifySpec(0.7)
 
@@ -163,9 +163,10 @@ def cluster(spark, tmp_path_factory):
             history = spark.createDataFrame(history, "fingerprint long, h_cluster long, h_kept_date string, "
                                                      "signature binary, kept_signature binary")
         persisted = []
-        found = near_duplicate_clusters(
-            docs, k=k, max_rounds=50, timer=StageTimer(), keep=lambda d: persisted.append(d.cache()) or d.cache(),
-            verify=SPEC, bands=bands, history=history, run_date="2026-11-23" if history is not None else "")
+        found = near_duplicate_clusters(docs, StageContext(
+            SearchSpecs(k, verify=SPEC, bands=bands, max_rounds=50), StageTimer(),
+            lambda d: persisted.append(d.cache()) or d.cache(),
+            history=HistoryView(history, None, "2026-11-23") if history is not None else None))
         rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id
                 for r in found.clusters.collect()}
         for d in persisted:

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 from reference import brute_force_clusters, hamming, planted_fingerprints
 
-from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
+from simhash_udf.job.stages import SearchSpecs, StageContext, StageTimer, near_duplicate_clusters
 from simhash_udf.spark import blocks as pairs
 
 
@@ -18,9 +18,8 @@ def cluster(spark, tmp_path_factory):
         df = spark.createDataFrame(list(zip(ids, fps)), "id long, fingerprint long").repartition(partitions)
         docs = df.withColumn("rank", F.struct(F.col("id").alias("i")))
         persisted = []
-        found = near_duplicate_clusters(
-            docs, k=k, blocks=blocks or 0, max_rounds=50, timer=StageTimer(),
-            keep=lambda d: persisted.append(d.cache()) or d.cache())
+        found = near_duplicate_clusters(docs, StageContext(
+            SearchSpecs(k, blocks or 0, max_rounds=50), StageTimer(), lambda d: persisted.append(d.cache()) or d.cache()))
         clusters, histogram, stats = found.clusters, found.histogram, found.stats
         rows = {r.id: (r.cluster_id, r.is_duplicate, r.fingerprint) for r in clusters.collect()}
         for d in persisted:

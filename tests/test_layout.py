@@ -1,6 +1,8 @@
-"""The layout's promises: the pure core runs without pyspark, and evaluation code is not shipped to executors."""
+"""The layout's promises: the pure core runs without pyspark, evaluation code is not shipped to executors, and no
+function is too long to read as a unit."""
 from __future__ import annotations
 
+import ast
 import os
 import pkgutil
 import subprocess
@@ -10,6 +12,7 @@ import zipfile
 import simhash_udf.core
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_FUNCTION_LINES = 80  # CONTRIBUTING.md: keep functions under ~60 lines where reasonable, never over this
 
 
 def test_core_imports_no_pyspark():
@@ -53,3 +56,23 @@ def test_executor_zip_has_no_evaluation_code(tmp_path):
                for d, _, files in os.walk(os.path.join(ROOT, "simhash_udf")) for f in files
                if f.endswith((".py", ".toml"))}
     assert shipped == {n for n in on_disk if not n.startswith("simhash_udf/evaluation/")}
+
+
+def test_no_function_is_longer_than_the_limit():
+    """Every function and method in simhash_udf, its docstring included, is at most MAX_FUNCTION_LINES lines:
+    a stage, a check or a page section that grows past it is split into functions a reader can take one at a
+    time (the near-duplicate stages were one function of 199 lines)."""
+    too_long, seen = [], 0
+    for folder, _, files in os.walk(os.path.join(ROOT, "simhash_udf")):
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as fh:
+                tree = ast.parse(fh.read(), path)
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    seen += 1
+                    lines = node.end_lineno - node.lineno + 1
+                    if lines > MAX_FUNCTION_LINES:
+                        too_long.append(f"{os.path.relpath(path, ROOT)}:{node.lineno} {node.name} ({lines} lines)")
+    assert seen > 300, seen  # the walk found the package's functions
+    assert not too_long, too_long

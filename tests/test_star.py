@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from reference import brute_force_clusters, brute_force_star, check_kept_fp_and_shape, planted_fingerprints, shape_reference
 
 from simhash_udf.core.star import star_centres
-from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
+from simhash_udf.job.stages import SearchSpecs, StageContext, StageTimer, near_duplicate_clusters
 
 
 @settings(max_examples=200, deadline=None)
@@ -34,9 +34,9 @@ def cluster(spark, tmp_path_factory):
         df = spark.createDataFrame(list(zip(ids, fps)), "id long, fingerprint long").repartition(partitions)
         docs = df.withColumn("rank", F.struct(F.col("id").alias("i")))
         persisted = []
-        found = near_duplicate_clusters(
-            docs, k=k, max_rounds=50, timer=StageTimer(), keep=lambda d: persisted.append(d.cache()) or d.cache(),
-            cluster_mode=mode)
+        found = near_duplicate_clusters(docs, StageContext(
+            SearchSpecs(k, cluster_mode=mode, max_rounds=50), StageTimer(),
+            lambda d: persisted.append(d.cache()) or d.cache()))
         collected = found.clusters.collect()
         rows = {r.id: r.cluster_id for r in collected}
         check_kept_fp_and_shape(collected, found.histogram, found.stats)

@@ -22,7 +22,14 @@ from reference import (
 from simhash_udf.core.blocks import plan_tables
 from simhash_udf.core.shingles import jaccard, shingle_set
 from simhash_udf.core.verified import VerifySpec, greedy_centres, verified_centres, verify_groups
-from simhash_udf.job.stages import StageTimer, near_duplicate_clusters
+from simhash_udf.job.stages import (
+    LARGE_RUN_PAGES,
+    HistoryView,
+    SearchSpecs,
+    StageContext,
+    StageTimer,
+    near_duplicate_clusters,
+)
 from simhash_udf.spark.session import scoped_settings
 
 SPEC = VerifySpec(0.7)
@@ -110,10 +117,11 @@ def cluster(spark, tmp_path_factory):
         # joins planned as at scale (no broadcast), so that run.last_plan shows the shuffles a large run makes
         with scoped_settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
             run.last_timer = StageTimer()
-            found = near_duplicate_clusters(
-                docs, k=k, max_rounds=50, timer=run.last_timer, keep=lambda d: persisted.append(d.cache()) or d.cache(),
-                cluster_mode=mode, verify=verify, history=history, run_date="2026-11-23" if history is not None else "",
-                n_pages=n_pages)
+            found = near_duplicate_clusters(docs, StageContext(
+                SearchSpecs(k, verify=verify, cluster_mode=mode, max_rounds=50), run.last_timer,
+                lambda d: persisted.append(d.cache()) or d.cache(),
+                history=HistoryView(history, None, "2026-11-23") if history is not None else None,
+                large=n_pages >= LARGE_RUN_PAGES))
             clusters, stats = found.clusters, found.stats
             collected = clusters.collect()
             rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id for r in collected}

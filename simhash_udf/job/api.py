@@ -1,6 +1,6 @@
 """The near-duplicate step for PySpark users: a DataFrame in (id and text, or id and fingerprint [and
 signature]), clusters and kept rows out, with the job's report as a dict. The same stages as the job
-(stages.py) with the same defaults (DedupConfig); nothing is read from or written to files.
+(stages.run_stages) with the same defaults (DedupConfig); nothing is read from or written to files.
 
 It never stops or reconfigures the caller's session: the settings it needs are set for its own actions and
 put back (scoped_settings), and component rounds are checkpointed locally (localCheckpoint: in the
@@ -20,7 +20,7 @@ from ..spark.session import scoped_settings
 from .config import DedupConfig, apply_settings
 from .pipeline import check_input_columns, job_settings
 from .report import dedup_report
-from .stages import StageTimer, _persist, fingerprint_stage, near_duplicate_clusters, short_text_stage
+from .stages import StageTimer, persisting, run_stages
 
 
 @dataclass
@@ -81,20 +81,13 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
     check_ids(raw, id_col)
     result = NearDuplicates(None, None, {})
     timer = StageTimer()
-
-    def keep(d: DataFrame) -> DataFrame:
-        result.persisted.append(_persist(d))
-        return result.persisted[-1]
-
     with scoped_settings(df.sparkSession, job_settings(cfg)):
-        fp = fingerprint_stage(raw, cfg, keep, timer)
-        short = short_text_stage(fp.docs, cfg, keep, timer, fp.stats["short_pages"])
-        found = near_duplicate_clusters(
-            fp.docs, k=cfg.k, blocks=cfg.blocks, max_rounds=cfg.max_component_rounds, timer=timer, keep=keep,
-            checkpoint=result.local_checkpoint, cluster_mode=cfg.cluster_mode, short_edges=short.edges, verify=cfg.verify,
-            bands=cfg.bands, n_pages=fp.stats["input_rows"])
+        stages = run_stages(raw, cfg, timer=timer, persist=persisting(result.persisted),
+                            checkpoint=result.local_checkpoint)
+        found = stages.clustered
         kept_rows = sum(found.histogram.values())
-        result.report = {**dedup_report(cfg, fp, short, found, kept_rows), "seconds": timer.seconds}
+        result.report = {**dedup_report(cfg, stages.fingerprinted, stages.short_text, found, kept_rows),
+                         "seconds": timer.seconds}
     result.clusters = found.clusters.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate")
     kept_ids = found.clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
     result.kept = df.join(kept_ids, df[id_col] == kept_ids["_kept_id"], "left_semi")

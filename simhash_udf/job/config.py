@@ -142,9 +142,13 @@ class DedupConfig:
         """The column of --keep earliest:COLUMN; None for the other policies."""
         return self.keep.split(":", 1)[1] if self.keep.startswith("earliest:") else None
 
-    def fingerprint_version(self) -> str:
-        """The feature definition and the signature's: what stored fingerprints and signatures depend on."""
-        return f"{self.features.version()}+{self.signature.version()}"
+    def fingerprint_version(self, features: FeatureSpec | None = None) -> str:
+        """The feature definition and the signature's: what stored fingerprints and signatures depend on
+        (report.json, the history's version file). features: the run's, when weighting tfidf-corpus has
+        added the corpus idf table (its digest is part of the version); the configured ones otherwise."""
+        if self.input_format == "fingerprints":
+            return "as stored in the input"
+        return f"{(features if features is not None else self.features).version()}+{self.signature.version()}"
 
     @property
     def short_text(self) -> ShortTextSpec:
@@ -193,14 +197,7 @@ class DedupConfig:
         bad = DedupError
         if self.input_format not in INPUT_FORMATS:
             raise bad(f"--input-format {self.input_format!r} is unknown; choose one of {', '.join(INPUT_FORMATS)}")
-        if self.tokenizer not in TOKENIZERS:
-            raise bad(f"--tokenizer {self.tokenizer!r} is unknown; choose one of {', '.join(TOKENIZERS)}")
-        if self.segmenter not in SEGMENTERS:
-            raise bad(f"--segmenter {self.segmenter!r} is unknown; choose one of {', '.join(SEGMENTERS)}")
-        if self.weighting not in WEIGHTINGS:
-            raise bad(f"--weighting {self.weighting!r} is unknown; choose one of {', '.join(WEIGHTINGS)}")
-        if self.stop_words and self.tokenizer == "char":
-            raise bad("--stop-words removes word tokens; it does not apply to --tokenizer char (drop one of them)")
+        check_fingerprint_options({name: getattr(self, name) for name in FINGERPRINT_OPTIONS}, option_flag)
         if self.weighting == "tfidf-corpus" and self.input_format == "fingerprints":
             raise bad("--weighting tfidf-corpus needs the text; --input-format fingerprints has none")
         if not (self.keep in ("id", "longest") or (self.keep.startswith("earliest:") and len(self.keep) > 9)):
@@ -215,8 +212,7 @@ class DedupConfig:
                       f"got {self.min_similarity}")
         if self.cluster_mode == "star" and self.history:
             raise bad("--cluster-mode star cannot be combined with --history yet: use the transitive mode")
-        for name in ("char_ngram", "word_ngram", "max_text_chars", "arrow_batch_size", "arrow_batch_mb", "max_component_rounds",
-                     "lock_stale_minutes"):
+        for name in ("arrow_batch_size", "arrow_batch_mb", "max_component_rounds", "lock_stale_minutes"):
             if getattr(self, name) < 1:
                 raise bad(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
         if self.simulate_fingerprint_bits and not self.k < self.simulate_fingerprint_bits <= 64:
@@ -225,8 +221,8 @@ class DedupConfig:
             if getattr(self, name) < 0:
                 raise bad(f"--{name.replace('_', '-')} must be 0 or more (got {getattr(self, name)})")
         # Spark takes these as 32-bit ints (arrow_batch_mb in bytes): larger values failed inside Spark
-        for name, most in (("max_text_chars", INT_MAX), ("input_partitions", INT_MAX), ("arrow_batch_size", INT_MAX),
-                           ("shuffle_partitions", INT_MAX), ("arrow_batch_mb", INT_MAX >> 20)):
+        for name, most in (("input_partitions", INT_MAX), ("arrow_batch_size", INT_MAX), ("shuffle_partitions", INT_MAX),
+                           ("arrow_batch_mb", INT_MAX >> 20)):
             if getattr(self, name) > most:
                 raise bad(f"--{name.replace('_', '-')} must be at most {most:,} (got {getattr(self, name):,})")
         try:
@@ -246,6 +242,33 @@ class DedupConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+# The options that decide a fingerprint, checked by check_fingerprint_options for the job and the Python API
+# (DedupConfig.check_options) and for the Params of the SimHashFingerprint Transformer (spark/ml.py).
+FINGERPRINT_OPTIONS = ("tokenizer", "segmenter", "weighting", "char_ngram", "word_ngram", "stop_words", "max_text_chars")
+
+
+def option_flag(name: str) -> str:
+    """The command-line flag of a DedupConfig field: char_ngram -> --char-ngram."""
+    return "--" + name.replace("_", "-")
+
+
+def check_fingerprint_options(values: dict, flag=option_flag) -> None:
+    """The one check of the options that decide a fingerprint (FINGERPRINT_OPTIONS: name -> value), raising
+    DedupError with a message naming the option as `flag(name)` gives it (the job's flags by default; the
+    Transformer passes its Param names)."""
+    for name, allowed in (("tokenizer", TOKENIZERS), ("segmenter", SEGMENTERS), ("weighting", WEIGHTINGS)):
+        if values[name] not in allowed:
+            raise DedupError(f"{flag(name)} {values[name]!r} is unknown; choose one of {', '.join(allowed)}")
+    if values["stop_words"] and values["tokenizer"] == "char":
+        raise DedupError(f"{flag('stop_words')} removes word tokens; it does not apply to {flag('tokenizer')} char "
+                         "(drop one of them)")
+    for name in ("char_ngram", "word_ngram", "max_text_chars"):
+        if values[name] < 1:
+            raise DedupError(f"{flag(name)} must be at least 1 (got {values[name]})")
+    if values["max_text_chars"] > INT_MAX:  # Spark takes it as a 32-bit int: a larger one failed inside Spark
+        raise DedupError(f"{flag('max_text_chars')} must be at most {INT_MAX:,} (got {values['max_text_chars']:,})")
 
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # as Hadoop's Path parses one: hdfs://nn/x, hdfs:/x, s3a://b/x

@@ -1,7 +1,7 @@
 """The job: read -> fingerprint -> short text -> exact collapse -> blocks -> candidates -> verify ->
 components -> resolve -> write -> report, with the output's safety around it (checks before anything is
-written, a lock, a staging directory moved into place last). The stages are in stages.py, report.json is
-built in report.py; the Python API (api.py) runs the same stages on a DataFrame."""
+written, a lock, a staging directory moved into place last). The stages are in stages/ (run_stages), report.json
+is built in report.py; the Python API (api.py) runs the same stages on a DataFrame."""
 from __future__ import annotations
 
 import logging
@@ -31,7 +31,7 @@ from .config import DedupConfig
 from .report import dedup_report, empty_report, run_report
 from .report_html import PageData, collect_page_data, render_html
 from .report_plots import write_plots
-from .stages import Clustered, Fingerprinted, StageTimer, _persist, fingerprint_stage, near_duplicate_clusters, short_text_stage
+from .stages import Clustered, Fingerprinted, HistoryView, Persist, StageTimer, persisting, run_stages
 
 log = logging.getLogger("simhash_dedup")
 
@@ -41,11 +41,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
     The session's settings are put back as they were when it returns."""
     started, timer, persisted = time.time(), StageTimer(), []
     out, history = check_before_writing(spark, cfg)
-
-    def keep(df: DataFrame) -> DataFrame:
-        persisted.append(_persist(df))
-        return persisted[-1]
-
+    persist = persisting(persisted)
     out.acquire(cfg.lock_stale_minutes * 60)  # one run at a time onto DIR; dead runs' leftovers removed
     with cleaned_up(spark, out, history, persisted):
         out.check_writable(cfg.overwrite)  # again: a run that held the lock may have finished DIR meanwhile
@@ -54,26 +50,21 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             history.claim_staging()  # a history that cannot be written stops the run here, not after the work
         with scoped_settings(spark, job_settings(cfg, spark), cfg.checkpoint_dir or out.staged("_checkpoints")):
             try:
-                loaded = read_stage(spark, cfg, history, keep, timer)
+                loaded = read_stage(spark, cfg, history, persist, timer)
             except EmptyInput as empty:
                 return write_empty_output(spark, cfg, out, empty, timer, started, history)
             partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
             if not cfg.shuffle_partitions:
                 partitions = shuffle_partitions_for(loaded.rows, partitions)
                 spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-            fp = fingerprint_stage(loaded.df, cfg, keep, timer)
             earlier, earlier_bands, history_report = read_history(history, cfg)
-            short = short_text_stage(fp.docs, cfg, keep, timer, fp.stats["short_pages"])
-            found = near_duplicate_clusters(
-                fp.docs, k=cfg.k, blocks=cfg.blocks, max_rounds=cfg.max_component_rounds, timer=timer, keep=keep,
-                history=earlier, history_band_rows=earlier_bands, run_date=history.run_date if history else "",
-                cluster_mode=cfg.cluster_mode,
-                short_edges=short.edges, verify=cfg.verify,
-                bands=cfg.bands, n_pages=fp.stats["input_rows"])
+            view = HistoryView(earlier, earlier_bands, history.run_date) if earlier is not None else None
+            stages = run_stages(loaded.df, cfg, timer=timer, persist=persist, history=view)
+            fp, found = stages.fingerprinted, stages.clustered
             kept_rows = count_kept(found, history, history_report)
             write_stage(cfg, out, history, loaded.df, found, fp, kept_rows, timer)
             page = report_stage(spark, cfg, out, loaded.df, found, fp.stats["input_rows"] - kept_rows, timer)
-            report = run_report(cfg, dedup_report(cfg, fp, short, found, kept_rows),
+            report = run_report(cfg, dedup_report(cfg, fp, stages.short_text, found, kept_rows),
                                 input_files={"format": loaded.fmt, **loaded.files.describe()},
                                 history=history_report, seconds=timer.seconds, spark_version=spark.version,
                                 started=started)
@@ -157,14 +148,15 @@ def shuffle_partitions_for(rows: int, current: int) -> int:
     return max(current, -(-rows // PAGES_PER_SHUFFLE_PARTITION))
 
 
-def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, keep, timer: StageTimer) -> LoadedInput:
+def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, persist: Persist,
+               timer: StageTimer) -> LoadedInput:
     """Stage 1: the input's rows, their columns and ids checked (raises EmptyInput for --allow-empty)."""
     with timer("read") as counts:
         try:
             # the --keep earliest column orders by its type: a CSV column's is inferred (the others, and the ids,
             # are read as text)
             typed = (cfg.keep_column,) if cfg.keep_column not in (None, cfg.id_col) else ()
-            loaded = load_input(spark, cfg.input, cfg.input_format, keep, typed)
+            loaded = load_input(spark, cfg.input, cfg.input_format, persist, typed)
         except EmptyInput as empty:
             if not cfg.allow_empty:
                 raise DedupError(f"{empty}: check that the input is complete (a missing day, a wrong --input), "

@@ -17,13 +17,6 @@ BAD_ROWS_TREATMENT = (
     "member): no fingerprint, kept as a cluster of its own with the bytes present as text")
 
 
-def fingerprint_version(cfg: DedupConfig, fp: Fingerprinted | None = None) -> str:
-    if cfg.input_format == "fingerprints":
-        return "as stored in the input"
-    spec = fp.spec if fp is not None else cfg.features
-    return f"{spec.version()}+{cfg.signature.version()}"
-
-
 def bad_rows(stats: dict) -> dict:
     return {"null_text": stats.get("null_text", 0), "no_features": stats.get("no_features", 0),
             "invalid_utf8_replaced": stats.get("invalid_utf8", 0), "truncated": stats.get("truncated", 0),
@@ -39,7 +32,7 @@ def dedup_report(cfg: DedupConfig, fp: Fingerprinted, short: ShortText, found: C
     exact = near.pop("exact_duplicates")  # star.cluster_shape: copies of the kept page's or a fellow's fingerprint
     return {
         "simhash_dedup_version": __version__,
-        "fingerprint_version": fingerprint_version(cfg, fp),
+        "fingerprint_version": cfg.fingerprint_version(fp.spec),
         "input_rows": input_rows,
         "kept": kept_rows,
         "duplicates": duplicates,
@@ -78,7 +71,7 @@ def empty_report(cfg: DedupConfig, why: str, seconds: dict, spark_version: str, 
     """report.json of --allow-empty on an input of 0 rows."""
     return {
         "simhash_dedup_version": __version__,
-        "fingerprint_version": fingerprint_version(cfg),
+        "fingerprint_version": cfg.fingerprint_version(),
         "input": cfg.input,
         "output": cfg.output,
         "empty_input": why,

@@ -490,13 +490,6 @@ def _rate_table(name: str, dim: dict) -> str:
 
 def render_html(report: dict, examples: list[dict]) -> str:
     """The whole page; every value from the input (ids, texts, URLs, paths, configuration) is escaped."""
-    n_in, dups = report["input_rows"], report["duplicates"]
-    rate = dups / n_in if n_in else 0.0
-    bad = report["bad_rows"]
-    k = report["config"]["k"]
-    cand = report["candidates"]
-    clusters = report["clusters"]
-    to_kept = report.get("duplicates_to_kept") or {}
     parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
              f'content="width=device-width,initial-scale=1"><title>simhash-dedup report: {esc(report["output"])}</title>'
              f"<style>{CSS}</style></head><body><main>"]
@@ -505,7 +498,27 @@ def render_html(report: dict, examples: list[dict]) -> str:
                  f'{esc(report["total_seconds"])} s · simhash-dedup {esc(report["simhash_dedup_version"])} · Spark '
                  f'{esc(report["spark_version"])} · fingerprint version <code id="fingerprint-version">'
                  f'{esc(report["fingerprint_version"])}</code></div>')
-    parts.append('<div class="cards" id="headline">' + "".join([
+    parts.append(_headline(report))
+    parts.append('<h2>Plots</h2><div class="grid2">' + "".join(_figures(report)) + "</div>")
+    parts.append(_examples(report, examples))
+    rates = report.get("duplicate_rate_by") or {}
+    if rates:
+        parts.append('<h2>Where the duplicates are</h2><div class="tables">'
+                     + "".join(_rate_table(name, dim) for name, dim in rates.items()) + "</div>")
+    parts.append(_run_tables(report))
+    config_rows = [[f"<code>{esc(key)}</code>", esc(v)] for key, v in report["config"].items()]
+    parts.append("<details open><summary><b>Configuration</b></summary>"
+                 + _table(["option", "value"], config_rows, set(), "config") + "</details>")
+    parts.append('<p class="note">Every number here is in <code>report.json</code> beside this page.</p>')
+    parts.append("</main></body></html>\n")
+    return "".join(parts)
+
+
+def _headline(report: dict) -> str:
+    """The cards of the headline numbers."""
+    n_in, dups, clusters = report["input_rows"], report["duplicates"], report["clusters"]
+    rate = dups / n_in if n_in else 0.0
+    return '<div class="cards" id="headline">' + "".join([
         _card("input_rows", n_in, "input rows"),
         _card("kept", report["kept"], "kept"),
         _card("duplicates", dups, "duplicates removed", hi=True),
@@ -514,39 +527,27 @@ def render_html(report: dict, examples: list[dict]) -> str:
         _card("duplicate_rate", round(rate, 6), "duplicate rate (duplicates / input rows)", f"{rate:.1%}", hi=True),
         _card("clusters.with_duplicates", clusters["with_duplicates"], "clusters with duplicates"),
         _card("clusters.largest", clusters["largest"], "pages in the largest cluster"),
-        _card("bad_rows", sum(v for v in bad.values() if isinstance(v, int)), "bad-row cases counted (see Run)"),
+        _card("bad_rows", sum(v for v in report["bad_rows"].values() if isinstance(v, int)),
+              "bad-row cases counted (see Run)"),
         _card("total_seconds", report["total_seconds"], "seconds in all", f"{report['total_seconds']:,.1f}"),
-    ]) + "</div>")
+    ]) + "</div>"
 
-    # plots
-    figs = []
-    labels, removed, n_clusters = removed_by_size(clusters["size_histogram"])
-    figs.append(figure("plot-removed-by-size", "Documents removed by cluster size", svg_bars(
+
+def _figures(report: dict) -> list[str]:
+    """The plots: removed documents by cluster size, the duplicates' distance and similarity to their kept
+    page, and the candidate pairs by distance and by similarity."""
+    k, dups, cand = report["config"]["k"], report["duplicates"], report["candidates"]
+    to_kept = report.get("duplicates_to_kept") or {}
+    labels, removed, n_clusters = removed_by_size(report["clusters"]["size_histogram"])
+    figs = [figure("plot-removed-by-size", "Documents removed by cluster size", svg_bars(
         labels, [("documents removed", removed, BLUE)], "pages in the cluster", "documents removed",
         notes=[f"{c:,} cl." for c in n_clusters]),
         f"A cluster of s pages keeps one and removes s − 1; the bars add up to the {dups:,} duplicates. Above each "
-        "bar: documents removed · clusters of that size. Sizes above 10 are grouped by powers of two."))
+        "bar: documents removed · clusters of that size. Sizes above 10 are grouped by powers of two.")]
     if to_kept.get("distance_histogram"):
-        labels, values, beyond = kept_distances(to_kept["distance_histogram"], k)
-        figs.append(figure("plot-distance-to-kept", "Each duplicate's distance to its kept page", svg_bars(
-            labels, [("duplicates", values, [RED if b else BLUE for b in beyond])], "Hamming distance (bits of 64)",
-            "duplicates", marker=(k + 0.5, f"k = {k}")),
-            f"0: an exact copy (same fingerprint). Red, beyond k = {k}: {to_kept['beyond_k']:,} duplicates joined to "
-            "their kept page through other pages (a chain of near pairs); in the verified mode each of them was "
-            "still checked against its kept page's signature." + (
-                f" {to_kept['kept_in_earlier_run']:,} duplicates of pages kept by earlier runs are not shown."
-                if to_kept.get("kept_in_earlier_run") else "")))
+        figs.append(_distance_to_kept_figure(to_kept, k))
     if to_kept.get("similarity_histogram"):
-        sims = to_kept["similarity_histogram"]
-        threshold = to_kept["min_similarity"]
-        below = [float(b.split("-")[1]) <= threshold + 1e-9 for b in sims]
-        figs.append(figure("plot-similarity-to-kept", "Each duplicate's estimated similarity to its kept page", svg_bars(
-            [b.split("-")[0] for b in sims], [("duplicates", list(sims.values()), [GREY if b else BLUE for b in below])],
-            "estimated Jaccard index of the feature sets (band start)", "duplicates",
-            marker=(threshold * len(sims) - 0.5, f"min similarity {threshold}") if threshold else None),
-            f"From the 128-bin signatures. {to_kept['below_min_similarity']:,} duplicates are below the threshold "
-            "(grey): short pages verified by their exact shingle Jaccard, or pages chained together in the transitive "
-            "mode."))
+        figs.append(_similarity_to_kept_figure(to_kept))
     labels, values = accepted_pair_distances(cand["pairs_accepted_by_distance"])
     figs.append(figure("plot-pair-distances", "Candidate pairs within k by Hamming distance", svg_bars(
         labels, [("pairs", values, BLUE)], "Hamming distance of two distinct fingerprints", "pairs"),
@@ -561,10 +562,37 @@ def render_html(report: dict, examples: list[dict]) -> str:
             "estimated Jaccard index of the feature sets", "pairs"),
             f"{cand['pairs_verified']:,} verified, {cand['pairs_rejected']:,} rejected: a pair within k becomes an "
             f"edge only with an estimated similarity of at least {cand['verification']['min_similarity']}."))
-    parts.append('<h2>Plots</h2><div class="grid2">' + "".join(figs) + "</div>")
+    return figs
 
-    # examples
-    parts.append("<h2>Example pairs</h2>")
+
+def _distance_to_kept_figure(to_kept: dict, k: int) -> str:
+    labels, values, beyond = kept_distances(to_kept["distance_histogram"], k)
+    return figure("plot-distance-to-kept", "Each duplicate's distance to its kept page", svg_bars(
+        labels, [("duplicates", values, [RED if b else BLUE for b in beyond])], "Hamming distance (bits of 64)",
+        "duplicates", marker=(k + 0.5, f"k = {k}")),
+        f"0: an exact copy (same fingerprint). Red, beyond k = {k}: {to_kept['beyond_k']:,} duplicates joined to "
+        "their kept page through other pages (a chain of near pairs); in the verified mode each of them was "
+        "still checked against its kept page's signature." + (
+            f" {to_kept['kept_in_earlier_run']:,} duplicates of pages kept by earlier runs are not shown."
+            if to_kept.get("kept_in_earlier_run") else ""))
+
+
+def _similarity_to_kept_figure(to_kept: dict) -> str:
+    sims = to_kept["similarity_histogram"]
+    threshold = to_kept["min_similarity"]
+    below = [float(b.split("-")[1]) <= threshold + 1e-9 for b in sims]
+    return figure("plot-similarity-to-kept", "Each duplicate's estimated similarity to its kept page", svg_bars(
+        [b.split("-")[0] for b in sims], [("duplicates", list(sims.values()), [GREY if b else BLUE for b in below])],
+        "estimated Jaccard index of the feature sets (band start)", "duplicates",
+        marker=(threshold * len(sims) - 0.5, f"min similarity {threshold}") if threshold else None),
+        f"From the 128-bin signatures. {to_kept['below_min_similarity']:,} duplicates are below the threshold "
+        "(grey): short pages verified by their exact shingle Jaccard, or pages chained together in the transitive "
+        "mode.")
+
+
+def _examples(report: dict, examples: list[dict]) -> str:
+    """The example pairs, side by side, what differs marked."""
+    parts = ["<h2>Example pairs</h2>"]
     if examples:
         parts.append(f'<p class="note">{len(examples)} duplicates least similar to their kept page, one per cluster '
                      f"and per (distance, similarity): the borderline cases "
@@ -573,32 +601,33 @@ def render_html(report: dict, examples: list[dict]) -> str:
                      "the two pages first differ; what differs is marked.</p>")
     else:
         parts.append('<p class="note">No duplicates in this run.</p>')
-    for e in examples:
-        da, db = excerpt_pair(e.get("duplicate_text"), e.get("kept_text"))
-        sim = "n/a (no signature)" if e["similarity"] is None else f"{e['similarity']:.2f}"
-        why = ""
-        if e.get("below_min_similarity"):
-            how = {"transitive": "chained through other pages",
-                   "star": "within k bits of its kept page (the star mode does not verify)"}.get(
-                report["config"].get("cluster_mode"), "short pages, verified by their exact shingle Jaccard")
-            why = f' <span class="why">(below {esc(report["config"]["min_similarity"])}: {how})</span>'
+    parts += [_example_pair(report, e) for e in examples]
+    return "".join(parts)
 
-        sides = []
-        for side, text_html in (("duplicate", da), ("kept", db)):
-            url = e.get(f"{side}_url")
-            sides.append(f'<div class="side"><div class="who">{side} <b>{esc(e[side])}</b>'
-                         f'{" · " + esc(url) if url else ""}</div><p class="excerpt">{text_html}</p></div>')
-        parts.append(f'<section class="pair"><div class="head">duplicate {esc(e["duplicate"])} → kept {esc(e["kept"])} · '
-                     f'distance <span class="distance">{e["distance"]}</span> bits · similarity '
-                     f'<span class="similarity">{sim}</span>{why}</div><div class="sides">{"".join(sides)}</div></section>')
 
-    rates = report.get("duplicate_rate_by") or {}
-    if rates:
-        parts.append('<h2>Where the duplicates are</h2><div class="tables">'
-                     + "".join(_rate_table(name, dim) for name, dim in rates.items()) + "</div>")
+def _example_pair(report: dict, e: dict) -> str:
+    da, db = excerpt_pair(e.get("duplicate_text"), e.get("kept_text"))
+    sim = "n/a (no signature)" if e["similarity"] is None else f"{e['similarity']:.2f}"
+    why = ""
+    if e.get("below_min_similarity"):
+        how = {"transitive": "chained through other pages",
+               "star": "within k bits of its kept page (the star mode does not verify)"}.get(
+            report["config"].get("cluster_mode"), "short pages, verified by their exact shingle Jaccard")
+        why = f' <span class="why">(below {esc(report["config"]["min_similarity"])}: {how})</span>'
+    sides = []
+    for side, text_html in (("duplicate", da), ("kept", db)):
+        url = e.get(f"{side}_url")
+        sides.append(f'<div class="side"><div class="who">{side} <b>{esc(e[side])}</b>'
+                     f'{" · " + esc(url) if url else ""}</div><p class="excerpt">{text_html}</p></div>')
+    return (f'<section class="pair"><div class="head">duplicate {esc(e["duplicate"])} → kept {esc(e["kept"])} · '
+            f'distance <span class="distance">{e["distance"]}</span> bits · similarity '
+            f'<span class="similarity">{sim}</span>{why}</div><div class="sides">{"".join(sides)}</div></section>')
 
-    # numbers
-    parts.append("<h2>Run</h2><div class=\"tables\">")
+
+def _run_tables(report: dict) -> str:
+    """The run's numbers: seconds per stage, bad rows, candidate pairs, the history."""
+    bad, cand = report["bad_rows"], report["candidates"]
+    parts = ["<h2>Run</h2><div class=\"tables\">"]
     total = sum(report["seconds"].values()) or 1
     parts.append("<div><h3>Seconds per stage</h3>" + _table(["stage", "seconds", ""], [
         [esc(s), f"{v:,.1f}", f'<span class="bar" style="width:{round(160 * v / total)}px"></span>']
@@ -616,9 +645,4 @@ def render_html(report: dict, examples: list[dict]) -> str:
         parts.append("<div><h3>History</h3>" + _table(["", ""], [[esc(key.replace("_", " ")), esc(v)] for key, v in h.items()],
                                                        set(), "history") + "</div>")
     parts.append("</div>")
-    config_rows = [[f"<code>{esc(key)}</code>", esc(v)] for key, v in report["config"].items()]
-    parts.append("<details open><summary><b>Configuration</b></summary>"
-                 + _table(["option", "value"], config_rows, set(), "config") + "</details>")
-    parts.append('<p class="note">Every number here is in <code>report.json</code> beside this page.</p>')
-    parts.append("</main></body></html>\n")
     return "".join(parts)

@@ -16,7 +16,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
@@ -109,3 +109,29 @@ def corpus_doc_freq(docs: DataFrame, text_col: str, spec: FeatureSpec) -> tuple[
         .limit(MAX_FEATURES)
     )
     return {r["feature"]: int(r["count"]) for r in df.collect()}, n_docs
+
+
+@dataclasses.dataclass(frozen=True)
+class PreparedText:
+    """A text column as the fingerprint reads it (prepared_text), with the parts the job counts bad rows by."""
+
+    source: Column  # the text as a string (binary read as UTF-8 bytes, not yet checked)
+    is_valid: Column  # whether it is valid UTF-8 (null for a null text)
+    valid: Column  # made valid: invalid bytes replaced by U+FFFD
+    long: Column  # more than max_chars bytes, so possibly more than max_chars characters
+    text: Column  # valid, cut at max_chars characters: what is fingerprinted
+
+
+def prepared_text(df: DataFrame, text_col: str, max_chars: int) -> PreparedText:
+    """The one definition of the text a fingerprint is taken from (the job's fingerprint stage and the
+    SimHashFingerprint Transformer): binary read as UTF-8, invalid bytes replaced (U+FFFD), cut at max_chars
+    characters. Valid text is scanned once for validity and left as it is; a text of at most max_chars bytes
+    has at most as many characters, so only a longer one is counted and cut (each is a scan of the text, and
+    most pages are far below the cap)."""
+    source = F.col(text_col)
+    if dict(df.dtypes)[text_col] == "binary":
+        source = source.cast("string")
+    is_valid = F.is_valid_utf8(source)
+    valid = F.when(is_valid, source).otherwise(F.make_valid_utf8(source))
+    long = F.octet_length(valid) > max_chars
+    return PreparedText(source, is_valid, valid, long, F.when(long, F.substring(valid, 1, max_chars)).otherwise(valid))

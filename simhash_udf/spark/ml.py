@@ -24,13 +24,24 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from ..core.fingerprint import WEIGHTINGS, CorpusIdf, FeatureSpec
+from ..core.fingerprint import CorpusIdf, FeatureSpec
 from ..core.signature import SignatureSpec
 from ..core.text import SEGMENTERS, TOKENIZERS
-from .fingerprint import FINGERPRINT_FIELDS, SIGNATURE_FIELDS, corpus_doc_freq, fingerprint_record_batches
+from ..errors import DedupError
+from ..job.config import DedupConfig, check_fingerprint_options
+from .fingerprint import (
+    FINGERPRINT_FIELDS,
+    SIGNATURE_FIELDS,
+    corpus_doc_freq,
+    fingerprint_record_batches,
+    prepared_text,
+)
 
 _TEXT = "__simhash_text"  # the prepared text while the stage runs (dropped by the Arrow pass)
-_SPEC = FeatureSpec()  # the defaults of the Params are the FeatureSpec's
+_JOB = DedupConfig()  # the defaults of the Params are the job's
+# The Param of each of the job's fingerprint options (config.FINGERPRINT_OPTIONS), checked by the job's code
+_PARAM_OF = {"tokenizer": "tokenizer", "segmenter": "segmenter", "weighting": "weighting", "char_ngram": "charNgram",
+             "word_ngram": "wordNgram", "stop_words": "stopWords", "max_text_chars": "maxTextChars"}
 
 
 class _FingerprintParams(HasInputCol, HasOutputCol):
@@ -52,28 +63,23 @@ class _FingerprintParams(HasInputCol, HasOutputCol):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(inputCol="text", outputCol="fingerprint", signatureCol="", tokenizer=_SPEC.tokenizer,
-                         segmenter=_SPEC.segmenter, weighting=_SPEC.weighting, charNgram=_SPEC.char_ngram,
-                         wordNgram=_SPEC.word_ngram, stopWords=_SPEC.stop_words, maxTextChars=1_000_000)
+        self._setDefault(inputCol="text", outputCol="fingerprint", signatureCol="",
+                         **{param: getattr(_JOB, name) for name, param in _PARAM_OF.items()})
 
     def feature_spec(self, idf: CorpusIdf | None = None) -> FeatureSpec:
-        """The FeatureSpec these Params stand for (checked: a bad value fails here, naming the Param)."""
+        """The FeatureSpec these Params stand for, checked as the job's options are (config.
+        check_fingerprint_options): a bad value fails here, naming the Param."""
         g = self.getOrDefault
-        for name, allowed in (("tokenizer", TOKENIZERS), ("segmenter", SEGMENTERS), ("weighting", WEIGHTINGS)):
-            if g(name) not in allowed:
-                raise ValueError(f"{type(self).__name__}: {name}={g(name)!r} is not one of {', '.join(allowed)}")
+        try:
+            check_fingerprint_options({name: g(param) for name, param in _PARAM_OF.items()}, _PARAM_OF.get)
+        except DedupError as exc:
+            raise ValueError(f"{type(self).__name__}: {exc}") from None
         if g("weighting") == "tfidf-corpus" and idf is None:
             raise ValueError("weighting 'tfidf-corpus' needs the corpus pass: use SimHashFingerprintEstimator and "
                              "its fitted model")
         if g("weighting") != "tfidf-corpus" and idf is not None:
             raise ValueError(f"SimHashFingerprintEstimator fits the idf of weighting 'tfidf-corpus'; weighting "
                              f"{g('weighting')!r} needs no fit: use SimHashFingerprint")
-        for name in ("charNgram", "wordNgram", "maxTextChars"):  # as the job's options (DedupConfig.check_options)
-            if not 1 <= g(name) <= 2**31 - 1:
-                raise ValueError(f"{type(self).__name__}: {name}={g(name)} must be at least 1 (and below 2**31)")
-        if g("stopWords") and g("tokenizer") == "char":
-            raise ValueError(f"{type(self).__name__}: stopWords removes word tokens; it does not apply to tokenizer "
-                             "'char' (drop one of them)")
         return FeatureSpec(g("tokenizer"), g("weighting"), g("charNgram"), g("wordNgram"), g("segmenter"),
                            g("stopWords"), idf)
 
@@ -92,7 +98,7 @@ class _FingerprintParams(HasInputCol, HasOutputCol):
         # `signature` (an input with such columns, e.g. clusters/, would be ambiguous), their own names put back after
         inner = [f"__simhash_in{i}" for i in range(len(df.columns))]
         prepared = df.select(*[F.col("`" + c.replace("`", "``") + "`").alias(n) for c, n in zip(df.columns, inner)],
-                             prepared_text(df, text_col, self.getOrDefault("maxTextChars")).alias(_TEXT))
+                             prepared_text(df, text_col, self.getOrDefault("maxTextChars")).text.alias(_TEXT))
         fields = [f for f in prepared.schema.fields if f.name != _TEXT]
         schema = StructType(fields + FINGERPRINT_FIELDS + (SIGNATURE_FIELDS if signature else []))
         out = prepared.mapInArrow(lambda b: fingerprint_record_batches(b, _TEXT, spec, None, signature), schema)
@@ -100,15 +106,6 @@ class _FingerprintParams(HasInputCol, HasOutputCol):
         if signature:
             renamed.append(F.col("signature").alias(sig_col))
         return out.select(*renamed)
-
-
-def prepared_text(df: DataFrame, text_col: str, max_chars: int):
-    """The text the fingerprint is taken from, as the job takes it: binary read as UTF-8, invalid bytes
-    replaced (U+FFFD), cut at max_chars characters."""
-    text = F.col(text_col)
-    if dict(df.dtypes)[text_col] == "binary":
-        text = text.cast("string")
-    return F.substring(F.make_valid_utf8(text), 1, max_chars)
 
 
 class SimHashFingerprint(Transformer, _FingerprintParams, DefaultParamsReadable, DefaultParamsWritable):
@@ -135,7 +132,7 @@ class SimHashFingerprintEstimator(Estimator, _FingerprintParams, DefaultParamsRe
         self._set(inputCol=inputCol, outputCol=outputCol, signatureCol=signatureCol, **params)
 
     def _fit(self, df: DataFrame) -> "SimHashFingerprintModel":
-        prepared = df.select(prepared_text(df, self.getInputCol(), self.getOrDefault("maxTextChars")).alias(_TEXT))
+        prepared = df.select(prepared_text(df, self.getInputCol(), self.getOrDefault("maxTextChars")).text.alias(_TEXT))
         base = self.feature_spec(CorpusIdf({}, 0))
         doc_freq, n_docs = corpus_doc_freq(prepared, _TEXT, base)
         model = SimHashFingerprintModel(doc_freq, n_docs)

@@ -1,0 +1,98 @@
+"""Stage 7, resolve: one kept page per cluster, chosen in keep order; every other page a duplicate of it
+(verified-similar to it in the default mode), or of an earlier run's cluster with a history."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ...io.history import attach_history
+from ...spark.joins import broadcast_if_small
+from ...spark.star import cluster_shape, resolve_clusters, star_clusters
+from ...spark.verified import verified_clusters
+from .blocks import Blocks
+from .components import Components
+from .context import StageContext
+from .exact_collapse import Collapsed
+
+
+@dataclass
+class Resolved:
+    clusters: DataFrame  # id, fingerprint, cluster_id, is_duplicate, signature, kept_fp[, kept_run_date]
+    histogram: dict[int, int]  # cluster size -> clusters
+    max_distance_to_kept: dict[int, int]  # clusters by their members' largest distance to the kept page
+    exact_duplicates: int  # duplicates with their kept page's (or a fellow duplicate's) fingerprint
+
+
+def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: StageContext) -> Resolved:
+    """Stage 7: each page's cluster by the cluster mode (ctx.specs.cluster_mode), cached, and the clusters'
+    shape (star.cluster_shape)."""
+    mode, history, match = ctx.specs.cluster_mode, ctx.history, blocks.history
+    with ctx.timer("resolve") as counts:
+        pages = collapsed.pages.select("id", "fingerprint", "rank", "signature", "short_text", "unit")
+        if mode == "verified":
+            clusters = verified_mode_clusters(pages, collapsed, blocks, comps, ctx)
+        elif mode == "star":
+            clusters = star_clusters(pages.select("id", "fingerprint", "rank"), comps.roots, ctx.specs.k)
+        else:
+            clusters = resolve_clusters(pages.select("id", "fingerprint", "rank"), comps.roots)
+        if history is not None and mode != "verified":
+            clusters = attach_history(clusters, comps.roots, match.related, history.run_date)
+        if mode != "verified":  # the signature goes into clusters/ with its page
+            clusters = clusters.join(pages.select("id", "signature"), "id")
+        clusters = ctx.persist(clusters)
+        histogram, chaining, exact = cluster_shape(clusters)
+        counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
+    return Resolved(clusters, histogram, chaining, exact)
+
+
+def verified_mode_clusters(pages: DataFrame, collapsed: Collapsed, blocks: Blocks, comps: Components,
+                           ctx: StageContext) -> DataFrame:
+    """The default mode: per component, greedy centres of verified-similar units (spark.verified.
+    verified_clusters); an earlier run's cluster (with a history) takes part through its kept page's
+    signature, or, unverified, as itself."""
+    verify, match = ctx.specs.verify, blocks.history
+    fixed, n_fixed = None, -1
+    if match is not None:
+        fixed = match.related.where(F.col("kept_signature").isNotNull() | F.lit(verify is None)).select(
+            "fingerprint", "h_cluster", "h_kept_date", F.col("kept_signature").alias("signature"))
+        n_fixed = match.n_related
+    assigned = verified_clusters(collapsed.units, comps.roots, verify, fixed, n_fixed, comps.n_roots)
+    n_assigned = -1
+    if ctx.large:  # cached and counted: the split pages are not partitioned by fingerprint, and a broadcast of
+        # the assignments, when few, spares them a shuffle
+        assigned = ctx.persist(assigned)
+        n_assigned = assigned.count()
+    return resolve_verified(pages, assigned, n_assigned, ctx.history.run_date if ctx.history is not None else None)
+
+
+def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run_date: str | None) -> DataFrame:
+    """Each page's cluster from its unit's centre (verified_pairs.verified_clusters; n_assigned rows, -1: not
+    known): the best page of the centre unit, or an earlier run's cluster; pages without a fingerprint are
+    clusters of their own. With a run date (--history) also kept_run_date. Keeps the page's signature (for
+    clusters/ and the history), and adds kept_fp: the kept page's fingerprint, null when it is an earlier run's
+    (star.cluster_shape)."""
+    # joined on the fingerprint alone, then the unit, so that only the per-unit assignments move: broadcast
+    # when known to be few (joins.is_small), or by a sort-merge join, which moves the assignments alone when the
+    # pages are partitioned by fingerprint (with_units, unless split). A unit without an
+    # assignment is alone in its component and kept by its best page; all units of a fingerprint have one or
+    # none.
+    with_fp = pages.where(F.col("fingerprint").isNotNull()).join(
+        broadcast_if_small(assigned, n_assigned), "fingerprint", "left").where(
+        F.col("unit_id").isNull() | (F.col("unit.id") == F.col("unit_id")))
+    without = pages.where(F.col("fingerprint").isNull()).select(
+        *pages.columns, *[F.lit(None).cast(t).alias(c) for c, t in assigned.dtypes if c != "fingerprint"])
+    joined = with_fp.unionByName(without)
+    id_type = dict(pages.dtypes)["id"]
+    earlier = F.col("h_cluster").isNotNull()
+    kept = F.coalesce("kept_id", F.when(F.col("fingerprint").isNotNull(), F.col("unit.id")), "id")
+    cluster_id = F.when(earlier, F.col("h_cluster").cast(id_type)).otherwise(kept)
+    # kept_fp: the kept page's fingerprint when it is among this run's pages (cluster_shape groups the duplicates
+    # alone with it, instead of every page by cluster)
+    kept_fp = F.when(~earlier, F.coalesce("kept_fingerprint", "fingerprint"))
+    cols = [F.col("id"), F.col("fingerprint"), cluster_id.alias("cluster_id"),
+            (earlier | (F.col("id") != kept)).alias("is_duplicate"), F.col("signature"), kept_fp.alias("kept_fp")]
+    if run_date is not None:
+        cols.append(F.when(earlier, F.col("h_kept_date")).otherwise(F.lit(run_date)).alias("kept_run_date"))
+    return joined.select(*cols)

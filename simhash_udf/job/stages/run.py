@@ -1,0 +1,132 @@
+"""The stages in order: run_stages (fingerprint, short text, then near_duplicate_clusters: exact collapse,
+blocks, candidates, verify, components, resolve), for the job (pipeline.run) and the Python API (api.py)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ...core.blocks import plan_cost
+from ...core.verified import BANDS
+from ...spark.session import scoped_settings
+from ..config import DedupConfig
+from .blocks import Blocks, blocks_stage
+from .candidates import Candidates, candidates_stage
+from .components import Components, components_stage
+from .context import HistoryView, Persist, SearchSpecs, StageContext, StageTimer, reliable_checkpoint
+from .exact_collapse import Collapsed, exact_collapse_stage
+from .fingerprint import Fingerprinted, fingerprint_stage
+from .resolve import Resolved, resolve_stage
+from .short_text import ShortText, short_text_stage
+from .verify import Verified, verify_stage
+
+# Session settings of the clustering stages (put back afterwards):
+# - caches not compressed: they hold random 64-bit fingerprints and 128-byte signatures, which do not compress,
+#   and compressing them made each persist of 3M pages ~2x slower;
+# - a join whose keys include the ones a side is already partitioned by keeps that partitioning: the pages are
+#   partitioned by fingerprint (with_units, unless split in a large run), and Spark turns "join on
+#   fingerprint, then unit = unit" into a join on both, which re-shuffled every unit's signature to fetch those
+#   of the few multi-unit components (4M fingerprints: 4M rows, 584 MB). Skew is no worse: that side is
+#   partitioned by fingerprint already.
+#   (verified_clusters no longer makes that join: it reads the signatures in its one pass over the units; the
+#   setting stays for any join of that shape.)
+CLUSTERING_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false",
+                       "spark.sql.requireAllClusterKeysForCoPartition": "false"}
+# From this many pages on (the fingerprint stage's count), the exact collapse shuffles only the pages of repeated
+# fingerprints (with_units' split), the verify joins meet the candidates' signatures alone (signatures_of) and
+# resolve broadcasts the units' assignments: passes over every page's signature saved (10M stored fingerprints,
+# new JVMs: 0.85 and 0.93 of the job time in two rounds, performance.md), but Spark jobs added (a run of 200
+# pages: 77 -> 93), which cost a small input more than the passes they save.
+LARGE_RUN_PAGES = 1_000_000
+
+
+@dataclass
+class Clustered:
+    clusters: DataFrame  # id, fingerprint, cluster_id, is_duplicate, signature, kept_fp[, kept_run_date]
+    histogram: dict[int, int]  # cluster size -> clusters
+    stats: dict  # pair statistics, table plan, chaining (near_duplicate_stats): report.json reads them
+
+
+@dataclass
+class StageResults:
+    fingerprinted: Fingerprinted
+    short_text: ShortText
+    clustered: Clustered
+
+
+def run_stages(raw: DataFrame, cfg: DedupConfig, *, timer: StageTimer, persist: Persist,
+               checkpoint: Persist = reliable_checkpoint, history: HistoryView | None = None) -> StageResults:
+    """Stages 2-7 on the input rows `raw` (read and checked): fingerprint, short text, and the near-duplicate
+    stages with the search settings taken from cfg once (SearchSpecs.of). persist caches a DataFrame and
+    registers it for clean-up; checkpoint cuts each component round's lineage; history: the earlier runs'
+    rows (--history), None without them."""
+    fp = fingerprint_stage(raw, cfg, persist, timer)
+    short = short_text_stage(fp.docs, cfg, persist, timer, fp.stats["short_pages"])
+    ctx = StageContext(SearchSpecs.of(cfg), timer, persist, checkpoint, history,
+                       large=fp.stats["input_rows"] >= LARGE_RUN_PAGES)
+    return StageResults(fp, short, near_duplicate_clusters(fp.docs, ctx, short.edges))
+
+
+def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: DataFrame | None = None) -> Clustered:
+    """Stages 3-7 on (id, fingerprint, rank[, signature][, short_text]) rows, under CLUSTERING_SETTINGS: exact
+    collapse, blocks, candidates, verify, components, resolve. Without a signature column every candidate
+    pair is an edge (as with ctx.specs.verify None). short_edges: the short-text stage's verified pairs,
+    more edges of the components.
+
+    Returns the clusters (id, fingerprint, cluster_id, is_duplicate, signature), the cluster-size histogram
+    {size: clusters} and the pair statistics. With a history (ctx.history), its fingerprints that share a key
+    with this run's join the pair search (the plan's keys are chosen wide enough that these are few,
+    blocks.choose_plan), only their clusters and signatures are read, and pages that meet them become
+    duplicates of their clusters (in verified mode only if verified-similar to the cluster's kept page); the
+    clusters then also carry kept_run_date, and the histogram counts this run's pages only."""
+    if "signature" not in docs.columns:
+        docs = docs.withColumn("signature", F.lit(None).cast("binary"))
+        ctx = dataclasses.replace(ctx, specs=dataclasses.replace(ctx.specs, verify=None))
+    if "short_text" not in docs.columns:
+        docs = docs.withColumn("short_text", F.lit(None).cast("string"))
+    with scoped_settings(docs.sparkSession, CLUSTERING_SETTINGS):
+        collapsed = exact_collapse_stage(docs, ctx)
+        blocks = blocks_stage(collapsed, ctx)
+        cands = candidates_stage(collapsed, blocks, ctx)
+        verified = verify_stage(blocks, cands, short_edges, ctx)
+        comps = components_stage(verified, ctx)
+        resolved = resolve_stage(collapsed, blocks, comps, ctx)
+    stats = near_duplicate_stats(ctx, collapsed, blocks, cands, verified, comps, resolved)
+    return Clustered(resolved.clusters, resolved.histogram, stats)
+
+
+def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks, cands: Candidates,
+                         verified: Verified, comps: Components, resolved: Resolved) -> dict:
+    """The stages' counts as report.json holds them (job/report.py: its `candidates`, `table_plan` and
+    cluster parts; history_rows and history_fingerprints_compared with a history)."""
+    specs, n_search, by_band = ctx.specs, collapsed.n_search, verified.by_band
+    stats = {
+        "distinct_fingerprints": collapsed.n_distinct,
+        "key_groups": cands.key_groups,
+        "pairs_compared": cands.compared,
+        "pairs_accepted": cands.accepted,
+        "pairs_verified": verified.n_verified,
+        "pairs_rejected": verified.n_rejected,
+        "similarity_bands": {f"{b / BANDS:.1f}-{(b + 1) / BANDS:.1f}": {"verified": by_band.get(b, (0, 0))[0],
+                                                                       "rejected": by_band.get(b, (0, 0))[1]}
+                             for b in range(BANDS)} if specs.verify is not None else None,
+        "verification": specs.verify.describe() if specs.verify is not None else None,
+        "forest_edges": verified.forest_edges,
+        "pairs_accepted_by_distance": {str(d): cands.accepted_by_distance.get(d, 0) for d in range(specs.k + 1)},
+        "component_rounds": comps.rounds,
+        "chance_pairs_uniform": cands.chance,
+        "table_plan": {**blocks.plan.describe(), **plan_cost(n_search, blocks.plan)},
+        "signature_bands": ({**specs.bands.describe(), "key_groups": cands.band_key_groups,
+                             "pairs_compared": cands.band_compared, "pairs_accepted": verified.band_accepted,
+                             "pairs_verified": verified.band_verified, "rows": n_search * specs.bands.bands,
+                             "expected_chance_comparisons": specs.bands.expected_chance_comparisons(n_search)}
+                            if specs.use_bands else None),
+        "max_distance_to_kept": {str(d): resolved.max_distance_to_kept[d] for d in sorted(resolved.max_distance_to_kept)},
+        "exact_duplicates": resolved.exact_duplicates,
+    }
+    if ctx.history is not None:
+        stats["history_rows"] = collapsed.n_history
+        stats["history_fingerprints_compared"] = blocks.history.n_related
+    return stats
