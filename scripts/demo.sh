@@ -8,7 +8,7 @@ say "generating a sample crawl (Chinese and English pages with planted near-dupl
 "$VENV/bin/python" -m simhash_udf.evaluation.sample_corpus "$WORK/crawl.jsonl" >/dev/null
 say "running: spark-submit jobs/dedup_job.py --input $WORK/crawl.jsonl --output $WORK/out"
 # a one-off small run: the JVM options of session.SHORT_RUN_JAVA_OPTIONS (client compiler, parallel collector)
-# took this demo from 29.5-33.3 s to 25.3-29.1 s (docs/performance.md); a long run should not use them
+# start a small job faster (docs/performance.md); a long run should not use them
 SHORT_RUN=$("$VENV/bin/python" -c 'from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS as o; print(o)')
 "$VENV/bin/spark-submit" --master "local[*]" \
   --conf spark.ui.showConsoleProgress=false \

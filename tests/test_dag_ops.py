@@ -85,8 +85,8 @@ def crawl_day(tmp_path):
 
 
 def test_without_a_marker_the_day_counts_once_nothing_in_it_has_changed_for_a_while(tmp_path):
-    """Before: the sensor passed as soon as the day's directory existed, so pages the crawler wrote into it after
-    that were never in the day's run."""
+    """The sensor must not pass as soon as the day's directory exists: pages the crawler writes into it after
+    that would never be in the day's run."""
     day = crawl_day(tmp_path)
     path, later = str(day), ops.input_deadline(DAY_END, 6, NOW)
     written_at(day, NOW - timedelta(minutes=10))

@@ -235,7 +235,7 @@ def test_history_option_errors(days, args, message):
 
 def test_id_type_is_pinned_and_a_change_refused_before_anything_is_written(spark, days, incremental, tmp_path):
     """Day 1 pinned the ids' type (bigint); a day with string ids is refused with both types and what to do
-    (before: accepted, and every later day failed with a message about merging Parquet schemas). A history
+    (accepted, every later day would fail with a message about merging Parquet schemas). A history
     written before the pin is checked against the type of its first run's rows."""
     root, rows = days
     hist = root / HISTORY

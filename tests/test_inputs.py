@@ -196,8 +196,8 @@ def loaded(spark, path, fmt="auto"):
 
 
 def test_subfolders_and_compressed_files_are_all_read(spark, tmp_path):
-    """Files in subfolders of --input (before: 10 of 40 rows read, exit 0) and .gz/.bz2/.zst JSON Lines
-    (before: .bz2 and .zst not recognised); hidden files and folders are skipped, as Spark does."""
+    """Files in subfolders of --input are read (not only the top folder's) and so are .gz/.bz2/.zst JSON Lines;
+    hidden files and folders are skipped, as Spark does."""
     root = tmp_path / "crawl"
     write_lines(root / "top.jsonl", rows_of(0, 10))
     write_lines(root / "2026" / "01" / "a.jsonl.gz", rows_of(10, 20), "gz")
@@ -251,8 +251,8 @@ def test_partition_directories_become_columns(spark, tmp_path):
 
 
 def test_globs_and_names_with_glob_characters(spark, tmp_path):
-    """A glob reads what it matches; an existing file whose name holds glob characters is that file (before:
-    both 'does not exist')."""
+    """A glob reads what it matches; an existing file whose name holds glob characters is that file (neither
+    may be called 'does not exist')."""
     write_lines(tmp_path / "day-1" / "a.jsonl", rows_of(0, 2))
     write_lines(tmp_path / "day-2" / "b.jsonl", rows_of(2, 5))
     write_lines(tmp_path / "day-2" / "skip.csv.gz", [])
@@ -265,7 +265,7 @@ def test_globs_and_names_with_glob_characters(spark, tmp_path):
 
 
 def test_json_page_over_the_parsers_limit_is_read_then_capped(spark, tmp_path):
-    """Jackson's default limit is 20,000,000 characters per string (before: the job stopped, 'malformed');
+    """Jackson's default limit is 20,000,000 characters per string (the job must not stop on it as 'malformed');
     the page is read whole, fingerprinted up to --max-text-chars and counted as truncated."""
     from pyspark.sql import functions as F
 
@@ -281,9 +281,9 @@ def test_json_page_over_the_parsers_limit_is_read_then_capped(spark, tmp_path):
 
 
 def test_zero_rows_fail_unless_allow_empty(spark, tmp_path):
-    """A run that reads 0 rows stops with exit 2 (before: an empty .jsonl blamed --id-col, an empty .csv was an
-    exit-1 traceback, a folder with only _SUCCESS 'holds no data files'); --allow-empty writes an empty,
-    finished output."""
+    """A run that reads 0 rows stops with exit 2 and says so (not blaming --id-col for an empty .jsonl, no
+    traceback for an empty .csv, the same message for a folder with only _SUCCESS); --allow-empty writes an
+    empty, finished output."""
     (tmp_path / "empty.jsonl").write_text("\n  \n")
     (tmp_path / "empty.csv").write_text("")
     (tmp_path / "header.csv").write_text("id,text\n")

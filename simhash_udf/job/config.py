@@ -277,7 +277,7 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # as Hadoop's Path parses on
 def is_local(path: str) -> bool:
     """Whether --input is checked on this machine's disk before Spark starts: a file: URI, or a plain path when
     plain paths name local files. Any other scheme (hdfs://, hdfs:/ without an authority, s3a://) is checked
-    by the read stage on its file system (before: `hdfs:/crawl/D` was looked for on the local disk and refused
+    by the read stage on its file system (an `hdfs:/crawl/D` looked for on the local disk would be refused
     as missing)."""
     scheme = _SCHEME.match(path)
     if scheme:
@@ -289,8 +289,8 @@ def plain_paths_are_local() -> bool:
     """Whether a plain path names a local file. Not under spark-submit (PYSPARK_GATEWAY_PORT: the JVM that
     started this driver decides, and on a cluster Hadoop's fs.defaultFS is usually HDFS), nor when the Hadoop
     configuration that Spark will load (core-site.xml in HADOOP_CONF_DIR or YARN_CONF_DIR) names another
-    default file system; the read stage checks such paths on the right file system (before: a plain
-    `/crawl/D` on an HDFS cluster was looked for on the driver's disk and refused as missing)."""
+    default file system; the read stage checks such paths on the right file system (a plain `/crawl/D` on an
+    HDFS cluster must not be looked for on the driver's disk)."""
     if os.environ.get("PYSPARK_GATEWAY_PORT"):
         return False
     for var in ("HADOOP_CONF_DIR", "YARN_CONF_DIR"):

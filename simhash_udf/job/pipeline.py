@@ -112,9 +112,8 @@ def check_before_writing(spark: SparkSession, cfg: DedupConfig) -> tuple[OutputD
 
 # Characters of a query plan's description (the Spark UI's, explain's). Spark builds one at every query and
 # every adaptive re-plan, and a plan prints in full every cached plan it reads: with --history the report's
-# queries read a dozen caches and made 15 MB strings (65 MB with a change that read the pages twice, which
-# filled a 3 GB heap; docs/performance.md). Capped, the three days of tests/test_history.py's runs took 25.9,
-# 23.8, 20.2 s against 34.8, 33.2, 28.7 s (45 pages; a second round: 25.2, 24.3, 23.8 against 30.7, 29.4, 25.3).
+# queries read a dozen caches and made strings of many megabytes, which can fill a small driver heap and cost
+# a large share of a small run's time (docs/performance.md).
 PLAN_STRING_CHARS = 100_000
 
 
@@ -135,8 +134,8 @@ def job_settings(cfg: DedupConfig, spark: SparkSession | None = None) -> dict[st
 
 # Pages per shuffle partition the run asks for at least. The widest shuffles carry ~150 bytes a page (the
 # pages with their signatures, by fingerprint) or ~10 rows a page (the signature bands), so this keeps a
-# partition's sort within ~40-60 MB: at 10^7 pages, local[2]'s 4 partitions spilled 2.1 GB of the band sort
-# to disk (10^7 fingerprints, the job with Spark's event log on: 264 -> 240 s with 32 partitions). Adaptive execution
+# partition's sort within ~40-60 MB; with fewer, larger partitions the band sort of 10^7 pages spills gigabytes
+# to disk. Adaptive execution
 # merges partitions that turn out small, so a larger count costs little on a small input.
 PAGES_PER_SHUFFLE_PARTITION = 250_000
 
@@ -204,8 +203,8 @@ def input_split(partitions: int, cores: int, requested: int = 0, rows: int = 0, 
 
     largest: the rows of the fullest read partition. The partitions that count are rows / largest, not the
     reader's: Spark cuts a Parquet file into byte ranges, and a file of one row group (pyarrow's default up
-    to a million rows) gives one range all the rows and the others none (80,000 Chinese pages, 2 cores: the
-    fingerprint stage 14.4 s as read in 2 partitions, 7.8 s split; scripts/bench/job_fingerprint.py).
+    to a million rows) gives one range all the rows and the others none, leaving a core idle in the fingerprint stage
+    (scripts/bench/job_fingerprint.py measures it).
 
     stored: the input holds stored fingerprints (--input-format fingerprints), which skip the Python function
     and are not cached (stages.fingerprint_stage): a split would spread nothing, and each pass over the rows

@@ -32,7 +32,7 @@ def exact_collapse_stage(docs: DataFrame, ctx: StageContext) -> Collapsed:
     with ctx.timer("exact_collapse") as counts:
         # units: pages with the same fingerprint, signature and short text, which verify alike. Only the
         # columns the later stages read are shuffled and cached, or in a large run read again (the bad-row
-        # flags were counted already: 10M fingerprints, this persist 19.9-22.6 -> 17.1-20.2 s)
+        # flags were counted already, and carrying them would make this persist larger)
         docs = docs.select("id", "fingerprint", "rank", "signature", "short_text")
         pages, repeated = with_units(docs, ctx.persist, ctx.checkpoint, split=ctx.large)
         if repeated is not None:

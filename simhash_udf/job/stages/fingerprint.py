@@ -83,7 +83,7 @@ def fingerprint_stage(raw: DataFrame, cfg: DedupConfig, persist: Persist, timer:
     with timer("fingerprint") as counts:
         if cfg.input_format == "fingerprints":
             # a projection of the input, not cached: the exact collapse reads it once, and this count reads
-            # its fingerprint column alone (10M stored fingerprints with signatures: caching them took 24.5 s)
+            # its fingerprint column alone (caching 10M stored fingerprints with their signatures costs more than it saves)
             docs = stored_fingerprints(raw, cfg)
         else:
             prepared = prepare_documents(raw, cfg)

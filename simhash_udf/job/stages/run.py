@@ -27,18 +27,15 @@ from .verify import Verified, verify_stage
 #   and compressing them made each persist of 3M pages ~2x slower;
 # - a join whose keys include the ones a side is already partitioned by keeps that partitioning: the pages are
 #   partitioned by fingerprint (with_units, unless split in a large run), and Spark turns "join on
-#   fingerprint, then unit = unit" into a join on both, which re-shuffled every unit's signature to fetch those
-#   of the few multi-unit components (4M fingerprints: 4M rows, 584 MB). Skew is no worse: that side is
-#   partitioned by fingerprint already.
-#   (verified_clusters no longer makes that join: it reads the signatures in its one pass over the units; the
-#   setting stays for any join of that shape.)
+#   fingerprint, then unit = unit" into a join on both, which would re-shuffle every unit's signature to fetch those
+#   of the few multi-unit components. Skew is no worse: that side is partitioned by fingerprint already.
 CLUSTERING_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false",
                        "spark.sql.requireAllClusterKeysForCoPartition": "false"}
 # From this many pages on (the fingerprint stage's count), the exact collapse shuffles only the pages of repeated
 # fingerprints (with_units' split), the verify joins meet the candidates' signatures alone (signatures_of) and
-# resolve broadcasts the units' assignments: passes over every page's signature saved (10M stored fingerprints,
-# new JVMs: 0.85 and 0.93 of the job time in two rounds, performance.md), but Spark jobs added (a run of 200
-# pages: 77 -> 93), which cost a small input more than the passes they save.
+# resolve broadcasts the units' assignments: passes over every page's signature saved (about a tenth of a 10M run's
+# time, docs/performance.md), but Spark jobs added (about a fifth more
+# for a run of 200 pages), which cost a small input more than the passes they save.
 LARGE_RUN_PAGES = 1_000_000
 
 
