@@ -78,16 +78,17 @@ def _typed(value, hint):
 
 
 
-def check(d: dict, cls: type[Part] | None = None, where: str = "") -> list[str]:
+def check(d: dict, cls: type[Part] | None = None, where: str = "", api: bool = False) -> list[str]:
     """What in the report dict `d` does not fit the schema (empty: it fits): keys the schema does not know,
-    required keys missing, values of another type. A report written by this version fits exactly."""
+    required keys missing, values of another type. A report written by this version fits exactly.
+    api: d is the Python API's report (Report.api_dict), which has no job-only fields."""
     cls = cls or Report
     hints = typing.get_type_hints(cls)
     names = {f.name: f for f in dataclasses.fields(cls)}
     problems = [f"{where}{k}: not in the schema" for k in d if k not in names]
     for name, f in names.items():
         if name not in d:
-            if not f.metadata["optional"]:
+            if not f.metadata["optional"] and not (api and f.metadata["job_only"]):
                 problems.append(f"{where}{name}: missing")
             continue
         problems += _check_value(d[name], hints[name], f"{where}{name}")
