@@ -199,6 +199,9 @@ def check_input(input_path: str, marker: str | None, deadline: datetime, now: da
 
 
 # --- the day's result ----------------------------------------------------------------------------------------
+# Fields of report.json (docs/report.md; defined in simhash_udf/job/report_schema.py) that every report has. The DAG
+# reads the JSON itself: Airflow's environment need not have the job's package, and these five integers are all
+# the gate needs. tests/test_dag_ops.py checks that they are the schema's.
 SUMMARY_KEYS = ("input_rows", "kept", "duplicates", "exact_duplicates", "near_duplicates")
 
 

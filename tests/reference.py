@@ -268,11 +268,11 @@ def shape_reference(rows):
 def check_kept_fp_and_shape(collected, histogram, stats, kept_elsewhere=lambda row: False):
     """The resolved clusters' rows (collected Spark rows) carry kept_fp, their kept page's fingerprint (None
     where kept_elsewhere(row): an earlier run's kept page), and the report's sizes and chaining made from it
-    (histogram, stats["max_distance_to_kept"]) equal shape_reference on these rows."""
+    (histogram, stats.max_distance_to_kept) equal shape_reference on these rows."""
     fp_of = {r.id: r.fingerprint for r in collected}
     assert [r.kept_fp for r in collected] == [None if kept_elsewhere(r) else fp_of[r.cluster_id] for r in collected]
     run = [r.asDict().get("kept_run_date") for r in collected]  # with --history, a cluster is (kept id, its run)
     sizes, chaining, exact = shape_reference([((r.id, d), (r.cluster_id, d), r.is_duplicate, r.fingerprint)
                                               for r, d in zip(collected, run)])
-    assert histogram == sizes and stats["exact_duplicates"] == exact
-    assert stats["max_distance_to_kept"] == {str(d): chaining[d] for d in sorted(chaining)}
+    assert histogram == sizes and stats.exact_duplicates == exact
+    assert stats.max_distance_to_kept == {str(d): chaining[d] for d in sorted(chaining)}

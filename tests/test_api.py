@@ -19,6 +19,7 @@ from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch
 from simhash_udf.core.signature import SignatureSpec
 from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.job.cli import main
+from simhash_udf.job.report_schema import check
 from simhash_udf.spark.session import _set_checkpoint_dir, checkpoint_dir
 
 # the session settings the job and the API set while they run, and must put back
@@ -116,6 +117,7 @@ def test_near_duplicates_leaves_the_session_as_it_was(spark):
     assert rows == {1: (1, False), 2: (1, True), 3: (3, False)}
     assert sorted(r.id for r in result.kept.collect()) == [1, 3]
     assert result.report["duplicates"] == 1 and result.report["input_rows"] == 3
+    assert check(result.report, api=True) == [] and list(result.report)[-1] == "seconds"  # the job's, less job-only
     assert result.checkpoints  # the component rounds' local checkpoints (persisted RDDs) ...
     result.unpersist()
     assert set(spark.sparkContext._jsc.getPersistentRDDs().keySet()) <= cached_rdds  # ... are freed with the rest

@@ -195,9 +195,9 @@ def test_stages_with_bands_equal_brute_force_definition(cluster, seed, k, partit
     want = brute_force_verified(ids, fps, sigs, k, SPEC.need, bands=layout)
     assert got == want
     assert got != brute_force_verified(ids, fps, sigs, k, SPEC.need)  # premise: the bands joined pages
-    b = stats["signature_bands"]
-    assert b["pairs_verified"] > 0 and b["pairs_accepted"] >= b["pairs_verified"]
-    assert stats["pairs_verified"] + stats["pairs_rejected"] == stats["pairs_accepted"] + b["pairs_accepted"]
+    b = stats.candidates.signature_bands
+    assert b.pairs_verified > 0 and b.pairs_accepted >= b.pairs_verified
+    assert stats.candidates.pairs_verified + stats.candidates.pairs_rejected == stats.candidates.pairs_accepted + b.pairs_accepted
 
 
 def test_history_page_sharing_a_band_is_found(cluster):
@@ -214,7 +214,7 @@ def test_history_page_sharing_a_band_is_found(cluster):
     sigs = [t_sig.tobytes(), rng.integers(0, 256, 128, dtype=np.uint8).tobytes()]
     got, stats = cluster(ids, fps, sigs, 3, SignatureBands(10, 4), history=history)
     assert got == {1: (100, "2026-11-20"), 2: (2, "2026-11-23")}
-    assert stats["history_fingerprints_compared"] == 1
+    assert stats.history_fingerprints_compared == 1
     without, _ = cluster(ids, fps, sigs, 3, None, history=history)
     assert without == {1: (1, "2026-11-23"), 2: (2, "2026-11-23")}
 

@@ -2,6 +2,7 @@
 settings from DAG params, param defaults from the environment and the failure callback. Paths on other file
 systems go through the real Hadoop client (FsShell from pyspark's jars, what `hdfs dfs` runs) on file: URIs.
 tests/test_airflow.py runs the same functions inside real Airflow 2.x and 3.x."""
+import dataclasses
 import glob
 import importlib.util
 import json
@@ -9,10 +10,15 @@ import logging
 import os
 import shlex
 import shutil
+import typing
 from datetime import datetime, timedelta, timezone
 
 import pyspark
 import pytest
+
+from simhash_udf.job.config import DedupConfig
+from simhash_udf.job.report import empty_report
+from simhash_udf.job.report_schema import Report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _spec = importlib.util.spec_from_file_location("simhash_dedup_ops", os.path.join(ROOT, "dags", "simhash_dedup_ops.py"))
@@ -24,11 +30,13 @@ DAY_END = datetime(2026, 11, 22, tzinfo=timezone.utc)
 
 
 def write_report(folder, finished=True, **counts):
+    """A report.json as the job writes it (report_schema's Report, an empty run's with these counts)."""
     os.makedirs(folder, exist_ok=True)
-    report = {"input_rows": 1000, "kept": 700, "duplicates": 300, "exact_duplicates": 120, "near_duplicates": 180}
-    report.update(counts)
+    numbers = {"input_rows": 1000, "kept": 700, "duplicates": 300, "exact_duplicates": 120, "near_duplicates": 180}
+    cfg = DedupConfig(input="/crawl/day", output=str(folder), allow_empty=True)
+    report = dataclasses.replace(empty_report(cfg, "", {}, pyspark.__version__, 0.0), **{**numbers, **counts})
     with open(os.path.join(folder, "report.json"), "w") as f:
-        json.dump(report, f)
+        json.dump(report.to_dict(), f)
     if finished:
         open(os.path.join(folder, "_SUCCESS"), "w").close()
     return str(folder)
@@ -199,6 +207,16 @@ def test_result_gate_rejects_with_the_numbers(tmp_path, bounds, counts, message)
     out = write_report(tmp_path / "day", **counts)
     with pytest.raises(ops.ResultRejected, match=message):
         ops.judge_result(ops.read_report(out), out, *bounds)
+
+
+def test_result_gate_reads_the_schemas_counts():
+    """The gate's numbers are fields of report.json's schema (job/report_schema.py) that every report has: the
+    DAG cannot import the package (Airflow's own environment), so this test ties its keys to the schema."""
+    fields = {f.name: f for f in dataclasses.fields(Report)}
+    hints = typing.get_type_hints(Report)
+    for key in ops.SUMMARY_KEYS:
+        assert key in fields and hints[key] is int, key
+        assert not fields[key].metadata["optional"] and not fields[key].metadata["job_only"], key
 
 
 def test_result_gate_needs_a_finished_run(tmp_path):

@@ -45,7 +45,7 @@ def test_clusters_equal_brute_force_components(cluster, seed, k, extra_blocks, n
     assert {i: r[0] for i, r in rows.items()} == expect
     assert all(r[1] == (i != r[0]) for i, r in rows.items())
     assert sum(s * c for s, c in histogram.items()) == len(ids)  # every document exactly once
-    assert stats["distinct_fingerprints"] == len(set(fps))
+    assert stats.distinct_fingerprints == len(set(fps))
 
 
 def test_pairs_just_outside_k_stay_apart(cluster):
@@ -57,7 +57,7 @@ def test_pairs_just_outside_k_stay_apart(cluster):
     rows, _, stats = cluster([1, 2, 3], [a, b, c], k)
     assert rows[1][0] == 1 and rows[3][0] == 1  # a ~ c
     assert rows[2][0] == 2 and not rows[2][1]  # b is distance 4 from a and 3+4 from c
-    assert stats["pairs_accepted"] == 1
+    assert stats.candidates.pairs_accepted == 1
 
 
 def test_exact_copies_never_enter_the_pair_stage(cluster):
@@ -65,10 +65,10 @@ def test_exact_copies_never_enter_the_pair_stage(cluster):
     a = -0x123456789ABCDEF
     ids = list(range(1000, 2000)) + [5]
     rows, histogram, stats = cluster(ids, [a] * 1000 + [a ^ 0b101], 3)
-    assert stats["distinct_fingerprints"] == 2
+    assert stats.distinct_fingerprints == 2
     # the pair shares the keys of tables 1-3 (its two differing bits are in block 0): compared 3 times,
     # accepted once (in table 1, its first shared table)
-    assert stats["pairs_compared"] == 3 and stats["pairs_accepted"] == 1
+    assert stats.candidates.pairs_compared == 3 and stats.candidates.pairs_accepted == 1
     assert histogram == {1001: 1}
     assert {r[0] for r in rows.values()} == {5}
 
@@ -91,7 +91,7 @@ def test_groups_cut_across_arrow_batches_stay_exact(cluster, seed, plan):
         pairs.GROUP_BATCH_ROWS = before
     assert {i: r[0] for i, r in rows.items()} == brute_force_clusters(ids, fps, k)
     n = len(set(fps))
-    assert stats["pairs_accepted"] == sum(
+    assert stats.candidates.pairs_accepted == sum(
         hamming(a, b) <= k for i, a in enumerate(sorted(set(fps))) for b in sorted(set(fps))[i + 1:]
     )
-    assert 0 < stats["key_groups"] <= n * len(stats["table_plan"]["key_bits"])
+    assert 0 < stats.candidates.key_groups <= n * len(stats.table_plan.key_bits)

@@ -17,6 +17,7 @@ from simhash_udf.errors import DedupError
 from simhash_udf.evaluation.sample_corpus import write_sample_corpus
 from simhash_udf.job.config import DedupConfig, load_config
 from simhash_udf.job.pipeline import input_split, run
+from simhash_udf.job.report_schema import Report, check, load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -165,10 +166,24 @@ def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
         assert len(a) < 140 and len(b) < 140 and jaccard(shingle_set(a), shingle_set(b)) >= spec.short_min_jaccard
         by_text += 1
     assert len(dups) > 50 and by_text < len(dups)
-    cand = report["candidates"]
-    band_pairs = (cand["signature_bands"] or {}).get("pairs_accepted", 0)  # the band search's, verified alike
-    assert cand["pairs_verified"] + cand["pairs_rejected"] == cand["pairs_accepted"] + band_pairs
-    assert sum(b["verified"] + b["rejected"] for b in cand["similarity_bands"].values()) == cand["pairs_accepted"] + band_pairs
+    cand = Report.from_dict(report).candidates
+    band_pairs = cand.signature_bands.pairs_accepted if cand.signature_bands else 0  # the band search's, verified alike
+    assert cand.pairs_verified + cand.pairs_rejected == cand.pairs_accepted + band_pairs
+    assert sum(b.verified + b.rejected for b in cand.similarity_bands.values()) == cand.pairs_accepted + band_pairs
+
+
+def test_report_fits_its_schema(sample_run):
+    """report.json as written is what report_schema defines, field for field and in its order, and reads back
+    typed (docs/report.md is generated from the same classes)."""
+    out, report = sample_run
+    path = os.path.join(out, "report.json")
+    with open(path, encoding="utf-8") as fh:
+        on_disk = json.load(fh)
+    assert check(on_disk) == [] and on_disk == report
+    typed = load(path)
+    assert typed.to_dict() == on_disk and list(typed.to_dict()) == list(on_disk)
+    assert typed.candidates.verification.min_similarity == on_disk["config"]["min_similarity"]
+    assert typed.short_text.enabled and typed.example_pairs[0].distance >= 0 and typed.history is None
 
 
 def test_simulated_fingerprint_width():

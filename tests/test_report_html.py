@@ -29,6 +29,7 @@ from simhash_udf.job.report_html import (
     to_kept_summary,
 )
 from simhash_udf.job.report_plots import accepted_pair_distances, kept_distances, removed_by_size
+from simhash_udf.job.report_schema import Report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Every page starts with markup that must stay text: a script, an image from the network, an entity.
@@ -303,8 +304,8 @@ def test_series_say_what_the_plots_claim():
     assert kept_distances({"0": 5}, k=3)[0] == ["0", "1", "2", "3", "4"]  # room beyond k to see none there
     summary = to_kept_summary([(0, 128, 7), (8, 100, 2), (3, None, 1)], duplicates=12, k=6, spec=SignatureSpec(),
                               need=90, min_similarity=0.7)
-    assert summary["beyond_k"] == 2 and summary["kept_in_earlier_run"] == 2 and summary["below_min_similarity"] == 0
-    assert summary["similarity_histogram"]["0.95-1.00"] == 7 and summary["similarity_histogram"]["0.75-0.80"] == 2
+    assert summary.beyond_k == 2 and summary.kept_in_earlier_run == 2 and summary.below_min_similarity == 0
+    assert summary.similarity_histogram["0.95-1.00"] == 7 and summary.similarity_histogram["0.75-0.80"] == 2
     assert nice_ticks(47) == [0, 10, 20, 30, 40, 50] and nice_ticks(3) == [0, 1, 2, 3]
 
 
@@ -340,7 +341,7 @@ def test_everything_from_the_input_is_escaped_on_the_page():
             {"host": bad, "pages": 3, "duplicates": 1, "duplicate_rate": 0.3333}]}},
         "seconds": {bad: 1.0}, "config": {"k": 1, bad: bad},
     }
-    page = render_html(report, [{"duplicate": bad, "kept": 1, "distance": 0, "similarity": 1.0,
+    page = render_html(Report.from_dict(report), [{"duplicate": bad, "kept": 1, "distance": 0, "similarity": 1.0,
                                  "duplicate_text": bad, "kept_text": bad, "duplicate_url": bad, "kept_url": None}])
     assert "<script" not in page and page.count("&lt;script&gt;") >= 8
 
@@ -357,10 +358,10 @@ def test_a_run_without_duplicates_still_gets_its_page_and_pictures():
         "duplicates_to_kept": {"distance_histogram": {}, "similarity_histogram": {}, "beyond_k": 0},
         "duplicate_rate_by": {}, "seconds": {"read": 1.0}, "config": {"k": 1},
     }
-    page = render_html(report, [])
+    page = render_html(Report.from_dict(report), [])
     assert "No duplicates in this run" in page and 'id="plot-removed-by-size"' in page
     assert "plot-distance-to-kept" not in page
-    for png in (cluster_sizes_png(report), pair_distances_png(report)):
+    for png in (cluster_sizes_png(Report.from_dict(report)), pair_distances_png(Report.from_dict(report))):
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -398,7 +399,7 @@ def test_pictures_keep_every_text_inside_and_tick_labels_apart(monkeypatch, size
         def write_bytes(self, path, data):
             self.written[path] = data
 
-    assert sorted(report_plots.write_plots(report, Out())) == sorted(report_plots.PLOTS)
+    assert sorted(report_plots.write_plots(Report.from_dict(report), Out())) == sorted(report_plots.PLOTS)
     assert len(figures) == 4
     for fig in figures:
         canvas = FigureCanvasAgg(fig)

@@ -163,7 +163,7 @@ def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partition
     assert not re.search(r"Exchange hashpartitioning\([^)]*unit", plan), plan
     for i, c in got.items():  # every duplicate is verified-similar to its kept page
         assert c == i or agreeing(sigs[ids.index(i)], sigs[ids.index(c)]) >= SPEC.need
-    assert stats["pairs_verified"] + stats["pairs_rejected"] == stats["pairs_accepted"]
+    assert stats.candidates.pairs_verified + stats.candidates.pairs_rejected == stats.candidates.pairs_accepted
 
 
 def test_graph_nodes_broadcast_when_few_same_clusters_either_way(cluster, monkeypatch):
@@ -227,7 +227,7 @@ def test_chance_pairs_are_never_joined(cluster):
     ids = [1, 2, 3, 4]
     got, stats = cluster(ids, fps, sigs, 6)
     assert got == {1: 1, 2: 2, 3: 3, 4: 4}
-    assert stats["pairs_accepted"] >= 3 and stats["pairs_verified"] == 0 and stats["forest_edges"] == 0
+    assert stats.candidates.pairs_accepted >= 3 and stats.candidates.pairs_verified == 0 and stats.candidates.forest_edges == 0
     joined, _ = cluster(ids, fps, sigs, 6, mode="transitive", verify=None)
     assert set(joined.values()) == {1}
 

@@ -86,8 +86,9 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
                             checkpoint=result.local_checkpoint)
         found = stages.clustered
         kept_rows = sum(found.histogram.values())
-        result.report = {**dedup_report(cfg, stages.fingerprinted, stages.short_text, found, kept_rows),
-                         "seconds": timer.seconds}
+        report = dedup_report(cfg, stages.fingerprinted, stages.short_text, found, kept_rows)
+        report.seconds = timer.seconds
+        result.report = report.api_dict()
     result.clusters = found.clusters.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate")
     kept_ids = found.clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
     result.kept = df.join(kept_ids, df[id_col] == kept_ids["_kept_id"], "left_semi")

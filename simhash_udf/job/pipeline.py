@@ -31,13 +31,15 @@ from .config import DedupConfig
 from .report import dedup_report, empty_report, run_report
 from .report_html import PageData, collect_page_data, render_html
 from .report_plots import write_plots
+from .report_schema import InputFiles, Report, RunHistory
 from .stages import Clustered, Fingerprinted, HistoryView, Persist, StageTimer, persisting, run_stages
 
 log = logging.getLogger("simhash_dedup")
 
 
 def run(cfg: DedupConfig, spark: SparkSession) -> dict:
-    """Run the job for a validated configuration; returns the report (also written to DIR/report.json).
+    """Run the job for a validated configuration; returns the report as written to DIR/report.json (a dict;
+    report_schema.Report.from_dict types it).
     The session's settings are put back as they were when it returns."""
     started, timer, persisted = time.time(), StageTimer(), []
     out, history = check_before_writing(spark, cfg)
@@ -65,13 +67,13 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             write_stage(cfg, out, history, loaded.df, found, fp, kept_rows, timer)
             page = report_stage(spark, cfg, out, loaded.df, found, fp.stats["input_rows"] - kept_rows, timer)
             report = run_report(cfg, dedup_report(cfg, fp, stages.short_text, found, kept_rows),
-                                input_files={"format": loaded.fmt, **loaded.files.describe()},
+                                input_files=InputFiles(format=loaded.fmt, **loaded.files.describe()),
                                 history=history_report, seconds=timer.seconds, spark_version=spark.version,
                                 started=started)
-            report["shuffle_partitions"] = partitions
+            report.shuffle_partitions = partitions
             write_report_files(cfg, out, report, page, started)
-        commit(cfg, out, history, report)
-        return report
+        commit(cfg, out, history)
+        return report.to_dict()
 
 
 @contextmanager
@@ -217,7 +219,8 @@ def input_split(partitions: int, cores: int, requested: int = 0, rows: int = 0, 
     return 2 * cores if holding < cores and rows >= 2 * cores * batch else 0
 
 
-def read_history(history: History | None, cfg: DedupConfig) -> tuple[DataFrame | None, DataFrame | None, dict | None]:
+def read_history(history: History | None, cfg: DedupConfig) -> tuple[DataFrame | None, DataFrame | None,
+                                                                     RunHistory | None]:
     """The earlier runs' rows (--history; read lazily, not cached: a run reads their fingerprints, and the
     clusters and signatures of the few that meet its own), their band rows (from the runs' band indexes), and
     the history part of the report."""
@@ -225,26 +228,26 @@ def read_history(history: History | None, cfg: DedupConfig) -> tuple[DataFrame |
         return None, None, None
     earlier, dates_read, dates_ignored = history.earlier()
     bands = history.band_rows(dates_read, cfg.bands) if earlier is not None and cfg.bands is not None else None
-    report = {"path": history.path, "run_date": history.run_date, "runs_read": len(dates_read),
-              "first_run": dates_read[0] if dates_read else None, "later_or_same_runs_ignored": dates_ignored,
-              "duplicates_of_earlier_runs": 0, "history_rows": 0, "history_fingerprints_compared": 0}
+    report = RunHistory(path=history.path, run_date=history.run_date, runs_read=len(dates_read),
+                        first_run=dates_read[0] if dates_read else None, later_or_same_runs_ignored=dates_ignored,
+                        duplicates_of_earlier_runs=0, history_rows=0, history_fingerprints_compared=0)
     if dates_ignored:
         log.warning("history %s has runs on or after %s (%s): they are not read, and the later ones did not see "
                     "this run's pages", history.path, history.run_date, ", ".join(dates_ignored))
     return earlier, bands, report
 
 
-def count_kept(found: Clustered, history: History | None, history_report: dict | None) -> int:
+def count_kept(found: Clustered, history: History | None, history_report: RunHistory | None) -> int:
     """Pages kept by this run; with a history, also how many became duplicates of earlier runs' pages."""
-    if history_report is None or "history_rows" not in found.stats:
+    if history_report is None or found.stats.history_rows is None:
         return sum(found.histogram.values())  # one kept document per cluster
     counts = found.clusters.agg(
         F.sum((~F.col("is_duplicate")).cast("long")).alias("kept"),
         F.sum((F.col("kept_run_date") != history.run_date).cast("long")).alias("of_history"),
     ).first()
-    history_report["duplicates_of_earlier_runs"] = int(counts["of_history"] or 0)
-    history_report["history_rows"] = found.stats["history_rows"]
-    history_report["history_fingerprints_compared"] = found.stats["history_fingerprints_compared"]
+    history_report.duplicates_of_earlier_runs = int(counts["of_history"] or 0)
+    history_report.history_rows = found.stats.history_rows
+    history_report.history_fingerprints_compared = found.stats.history_fingerprints_compared
     return int(counts["kept"] or 0)
 
 
@@ -277,21 +280,23 @@ def report_stage(spark: SparkSession, cfg: DedupConfig, out: OutputDir, raw: Dat
     return page
 
 
-def write_report_files(cfg: DedupConfig, out: OutputDir, report: dict, page: PageData, started: float) -> None:
+def write_report_files(cfg: DedupConfig, out: OutputDir, report: Report, page: PageData, started: float) -> None:
     """The plots, report.html and report.json, staged. total_seconds (from `started`, the run's time.time() at
     its start) is taken again once the plots are drawn (~1 s in a new driver), so that both files count them;
     only rendering those two files and the commit come after it."""
     if not cfg.checkpoint_dir:
         out.remove_staged("_checkpoints")
-    report.update(page.summary)
-    report["plots"] = write_plots(report, out)
-    report["total_seconds"] = round(time.time() - started, 3)
-    report["report_html"] = "report.html"
+    report.duplicates_to_kept = page.duplicates_to_kept
+    report.duplicate_rate_by = page.duplicate_rate_by
+    report.example_pairs = page.example_pairs
+    report.plots = write_plots(report, out)
+    report.total_seconds = round(time.time() - started, 3)
+    report.report_html = "report.html"
     out.write_text(out.staged("report.html"), render_html(report, page.examples))
-    out.write_report(report)
+    out.write_report(report.to_dict())
 
 
-def commit(cfg: DedupConfig, out: OutputDir, history: History | None, report: dict) -> None:
+def commit(cfg: DedupConfig, out: OutputDir, history: History | None) -> None:
     """Publish the history's rows, then move the output into place (_SUCCESS last)."""
     termination.check()  # a SIGTERM from here on lets the commit finish
     out.check_still_owner()  # before the history too
@@ -324,11 +329,11 @@ def write_empty_output(spark: SparkSession, cfg: DedupConfig, out: OutputDir, em
     termination.check()
     out.check_still_owner()  # before the history too
     if history is not None:
-        report["history"]["earlier_attempt_removed"] = history.remove_date()
+        report.history.earlier_attempt_removed = history.remove_date()
         history.abort()  # this run's staging owner file
-    out.write_report(report)
+    out.write_report(report.to_dict())
     out.commit()
-    return report
+    return report.to_dict()
 
 
 def settle_spark_jobs(spark: SparkSession, timeout: float = 30.0) -> None:

@@ -1,12 +1,15 @@
 """report.json in one place: what the run read, kept and removed, the bad rows and their treatment, the pair
-search, the seconds per stage and the configuration. The job writes it next to clusters/ and kept/ (with
-report.html and the plots built from it); the Python API returns the same dict without the file parts."""
+search, the seconds per stage and the configuration, built as report_schema's typed Report (which defines each
+field and writes the JSON). The job writes it next to clusters/ and kept/ (with report.html and the plots built
+from it); the Python API returns the same dict without the job-only parts (Report.api_dict)."""
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from .. import __version__
 from .config import DedupConfig
+from .report_schema import BadRows, Clusters, EmptyRunHistory, InputFiles, Report, RunHistory
 from .stages import Clustered, Fingerprinted, ShortText
 
 BAD_ROWS_TREATMENT = (
@@ -17,74 +20,69 @@ BAD_ROWS_TREATMENT = (
     "member): no fingerprint, kept as a cluster of its own with the bytes present as text")
 
 
-def bad_rows(stats: dict) -> dict:
-    return {"null_text": stats.get("null_text", 0), "no_features": stats.get("no_features", 0),
-            "invalid_utf8_replaced": stats.get("invalid_utf8", 0), "truncated": stats.get("truncated", 0),
-            "truncated_records": stats.get("truncated_records", 0), "treatment": BAD_ROWS_TREATMENT}
+def bad_rows(stats: dict) -> BadRows:
+    """The bad-row part from the fingerprint stage's counts (none counted: zeros)."""
+    return BadRows(null_text=stats.get("null_text", 0), no_features=stats.get("no_features", 0),
+                   invalid_utf8_replaced=stats.get("invalid_utf8", 0), truncated=stats.get("truncated", 0),
+                   truncated_records=stats.get("truncated_records", 0), treatment=BAD_ROWS_TREATMENT)
 
 
-def dedup_report(cfg: DedupConfig, fp: Fingerprinted, short: ShortText, found: Clustered, kept_rows: int) -> dict:
+def dedup_report(cfg: DedupConfig, fp: Fingerprinted, short: ShortText, found: Clustered, kept_rows: int) -> Report:
     """The counts of a run of the stages: the part of report.json that the API returns as well."""
-    near = dict(found.stats)
-    histogram = found.histogram
+    near, histogram = found.stats, found.histogram
     input_rows = fp.stats["input_rows"]
     duplicates = input_rows - kept_rows
-    exact = near.pop("exact_duplicates")  # star.cluster_shape: copies of the kept page's or a fellow's fingerprint
-    return {
-        "simhash_dedup_version": __version__,
-        "fingerprint_version": cfg.fingerprint_version(fp.spec),
-        "input_rows": input_rows,
-        "kept": kept_rows,
-        "duplicates": duplicates,
-        "exact_duplicates": exact,
-        "near_duplicates": duplicates - exact,
-        "bad_rows": bad_rows(fp.stats),
-        "distinct_fingerprints": near["distinct_fingerprints"],
-        "clusters": {
-            "total": sum(histogram.values()),
-            "with_duplicates": sum(c for s, c in histogram.items() if s > 1),
-            "largest": max(histogram) if histogram else 0,
-            "size_histogram": {str(s): histogram[s] for s in sorted(histogram)},
-            # clusters by the largest Hamming distance of a member to its kept page (> k: joined by a chain)
-            "max_distance_to_kept_histogram": near.pop("max_distance_to_kept"),
-        },
-        "candidates": {k: v for k, v in near.items()
-                       if k not in ("distinct_fingerprints", "table_plan", "history_rows",
-                                    "history_fingerprints_compared")},
-        "table_plan": near["table_plan"],
-        "short_text": short.report,
-    }
+    return Report(
+        simhash_dedup_version=__version__,
+        fingerprint_version=cfg.fingerprint_version(fp.spec),
+        input_rows=input_rows,
+        kept=kept_rows,
+        duplicates=duplicates,
+        exact_duplicates=near.exact_duplicates,
+        near_duplicates=duplicates - near.exact_duplicates,
+        bad_rows=bad_rows(fp.stats),
+        distinct_fingerprints=near.distinct_fingerprints,
+        clusters=Clusters(
+            total=sum(histogram.values()),
+            with_duplicates=sum(c for s, c in histogram.items() if s > 1),
+            largest=max(histogram) if histogram else 0,
+            size_histogram={str(s): histogram[s] for s in sorted(histogram)},
+            max_distance_to_kept_histogram=near.max_distance_to_kept),
+        candidates=near.candidates,
+        table_plan=near.table_plan,
+        short_text=short.report)
 
 
-def run_report(cfg: DedupConfig, body: dict, *, input_files: dict, history: dict | None, seconds: dict,
-               spark_version: str, started: float) -> dict:
+def run_report(cfg: DedupConfig, body: Report, *, input_files: InputFiles, history: RunHistory | None,
+               seconds: dict, spark_version: str, started: float) -> Report:
     """report.json of a job run: the stages' counts plus where the data came from and went, and timing."""
-    head = {k: body[k] for k in ("simhash_dedup_version", "fingerprint_version")}
-    return {**head, "input": cfg.input, "output": cfg.output, "input_files": input_files,
-            **{k: v for k, v in body.items() if k not in head},
-            "history": history, "seconds": seconds, "config": cfg.to_dict(), "spark_version": spark_version,
-            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-            "total_seconds": round(time.time() - started, 3)}
+    return dataclasses.replace(
+        body, input=cfg.input, output=cfg.output, input_files=input_files, history=history, seconds=seconds,
+        config=cfg.to_dict(), spark_version=spark_version, started_at=started_at(started),
+        total_seconds=round(time.time() - started, 3))
 
 
-def empty_report(cfg: DedupConfig, why: str, seconds: dict, spark_version: str, started: float) -> dict:
+def empty_report(cfg: DedupConfig, why: str, seconds: dict, spark_version: str, started: float) -> Report:
     """report.json of --allow-empty on an input of 0 rows."""
-    return {
-        "simhash_dedup_version": __version__,
-        "fingerprint_version": cfg.fingerprint_version(),
-        "input": cfg.input,
-        "output": cfg.output,
-        "empty_input": why,
-        "input_rows": 0, "kept": 0, "duplicates": 0, "exact_duplicates": 0, "near_duplicates": 0,
-        "bad_rows": bad_rows({}),
-        "distinct_fingerprints": 0,
-        "clusters": {"total": 0, "with_duplicates": 0, "largest": 0, "size_histogram": {},
-                     "max_distance_to_kept_histogram": {}},
-        "history": {"path": cfg.history, "run_date": cfg.run_date, "written": False} if cfg.history else None,
-        "seconds": seconds,
-        "config": cfg.to_dict(),
-        "spark_version": spark_version,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-        "total_seconds": round(time.time() - started, 3),
-        "plots": [],
-    }
+    return Report(
+        simhash_dedup_version=__version__,
+        fingerprint_version=cfg.fingerprint_version(),
+        input=cfg.input,
+        output=cfg.output,
+        empty_input=why,
+        input_rows=0, kept=0, duplicates=0, exact_duplicates=0, near_duplicates=0,
+        bad_rows=bad_rows({}),
+        distinct_fingerprints=0,
+        clusters=Clusters(total=0, with_duplicates=0, largest=0, size_histogram={}, max_distance_to_kept_histogram={}),
+        history=EmptyRunHistory(path=cfg.history, run_date=cfg.run_date, written=False) if cfg.history else None,
+        seconds=seconds,
+        config=cfg.to_dict(),
+        spark_version=spark_version,
+        started_at=started_at(started),
+        total_seconds=round(time.time() - started, 3),
+        plots=[],
+    )
+
+
+def started_at(started: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))

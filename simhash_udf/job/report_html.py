@@ -29,6 +29,7 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 from ..core.signature import SignatureSpec, agreeing_bins, from_arrow
 from ..spark import joins
 from .report_plots import BLUE, GREY, RED, accepted_pair_distances, kept_distances, removed_by_size
+from .report_schema import DuplicatesToKept, ExamplePair, RateDimension, Report
 
 EXAMPLE_PAIRS = 5  # example pairs shown side by side, one per (distance, similarity) cell and cluster
 EXAMPLES_BELOW = 2  # of which at most this many below the similarity threshold, when others are there
@@ -48,10 +49,12 @@ LANGUAGE_COLUMNS = ("lang", "language")
 
 @dataclass
 class PageData:
-    """What report.html shows beyond report.json's other keys: `summary` goes into report.json as well
-    (duplicates_to_kept, duplicate_rate_by, example_pairs); `examples` also carries the excerpts."""
+    """What report.html shows beyond report.json's other parts: the first three go into report.json as well;
+    `examples` are the example pairs with their excerpts."""
 
-    summary: dict = field(default_factory=dict)
+    duplicates_to_kept: DuplicatesToKept | None = None
+    duplicate_rate_by: dict[str, RateDimension] = field(default_factory=dict)
+    example_pairs: list[ExamplePair] = field(default_factory=list)
     examples: list[dict] = field(default_factory=list)
 
 
@@ -102,7 +105,7 @@ def band_label(b: int, bands: int = SIMILARITY_BANDS) -> str:
 
 
 def to_kept_summary(cells: list[tuple[int | None, int | None, int]], duplicates: int, k: int,
-                    spec: SignatureSpec, need: int | None, min_similarity: float) -> dict:
+                    spec: SignatureSpec, need: int | None, min_similarity: float) -> DuplicatesToKept:
     """report.json's `duplicates_to_kept` from the (distance, agreeing bins, duplicates) cells of the
     duplicate-to-kept pairs: the distance histogram, the similarity histogram in bands of 0.05, how many
     are beyond k, and how many are below the similarity threshold (joined by the short-text check, or
@@ -119,18 +122,18 @@ def to_kept_summary(cells: list[tuple[int | None, int | None, int]], duplicates:
             sims[min(int(similarity_of(agreeing, spec) * SIMILARITY_BANDS), SIMILARITY_BANDS - 1)] += n
             below += n if need is not None and agreeing < need else 0
     compared = sum(n for *_, n in cells)
-    return {
-        "compared": compared,
-        "kept_in_earlier_run": duplicates - compared,
-        "distance_histogram": {str(d): distances[d] for d in sorted(distances)},
-        "beyond_k": beyond,
-        "similarity_histogram": {band_label(b): sims[b] for b in range(SIMILARITY_BANDS)} if with_sig else {},
-        "min_similarity": min_similarity,
-        "below_min_similarity": below,
-        "meaning": "each duplicate against the page kept for it: Hamming distance of the 64-bit fingerprints "
+    return DuplicatesToKept(
+        compared=compared,
+        kept_in_earlier_run=duplicates - compared,
+        distance_histogram={str(d): distances[d] for d in sorted(distances)},
+        beyond_k=beyond,
+        similarity_histogram={band_label(b): sims[b] for b in range(SIMILARITY_BANDS)} if with_sig else {},
+        min_similarity=min_similarity,
+        below_min_similarity=below,
+        meaning="each duplicate against the page kept for it: Hamming distance of the 64-bit fingerprints "
         "(beyond k: joined through other pages) and the estimated Jaccard index of the feature sets from the "
         "signatures (below min_similarity: verified by the short-text check, or chained in the transitive mode)",
-    }
+    )
 
 
 def _text_column(raw: DataFrame, text_col: str) -> F.Column:
@@ -294,14 +297,13 @@ def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg,
     for e in examples:
         for side in ("duplicate", "kept"):
             e[f"{side}_text"], e[f"{side}_url"] = found.get(e[side], (None, None))
-    summary = {
-        "duplicates_to_kept": to_kept_summary([(c["distance"], c["agreeing"], c["n"]) for c in cells], duplicates,
-                                              cfg.k, spec, need, cfg.min_similarity),
-        "duplicate_rate_by": rates,
-        "example_pairs": [{k: e[k] for k in ("duplicate", "kept", "distance", "similarity", "below_min_similarity")}
-                          for e in examples],
-    }
-    return PageData(summary, examples)
+    return PageData(
+        duplicates_to_kept=to_kept_summary([(c["distance"], c["agreeing"], c["n"]) for c in cells], duplicates,
+                                           cfg.k, spec, need, cfg.min_similarity),
+        duplicate_rate_by={name: RateDimension(**dim) for name, dim in rates.items()},
+        example_pairs=[ExamplePair(**{k: e[k] for k in ("duplicate", "kept", "distance", "similarity",
+                                                           "below_min_similarity")}) for e in examples],
+        examples=examples)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -475,37 +477,37 @@ def _table(headers: list[str], rows: list[list], numeric: set[int], table_id: st
     return f'<table{f" id={chr(34)}{table_id}{chr(34)}" if table_id else ""}><tr>{th}</tr>{body}</table>'
 
 
-def _rate_table(name: str, dim: dict) -> str:
+def _rate_table(name: str, dim: RateDimension) -> str:
     rows = []
-    for r in dim["top"]:
+    for r in dim.top:
         value = r[name]
         rows.append([esc(value) if value is not None else "<em>(none)</em>", f"{r['pages']:,}", f"{r['duplicates']:,}",
                      f'{r["duplicate_rate"]:.1%}',
                      f'<span class="bar" style="width:{round(80 * r["duplicate_rate"])}px"></span>'])
-    shown = f"top {len(dim['top'])} of {dim['values']:,}" if dim["values"] > len(dim["top"]) else f"all {dim['values']:,}"
-    return (f'<div><h3>Duplicate rate per {esc(name)} (column <code>{esc(dim["column"])}</code>; {shown}, most '
+    shown = f"top {len(dim.top)} of {dim.values:,}" if dim.values > len(dim.top) else f"all {dim.values:,}"
+    return (f'<div><h3>Duplicate rate per {esc(name)} (column <code>{esc(dim.column)}</code>; {shown}, most '
             f'duplicates first)</h3>{_table([name, "pages", "duplicates", "rate", ""], rows, {1, 2, 3}, f"rate-{name}")}</div>')
 
 
-def render_html(report: dict, examples: list[dict]) -> str:
+def render_html(report: Report, examples: list[dict]) -> str:
     """The whole page; every value from the input (ids, texts, URLs, paths, configuration) is escaped."""
     parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
-             f'content="width=device-width,initial-scale=1"><title>simhash-dedup report: {esc(report["output"])}</title>'
+             f'content="width=device-width,initial-scale=1"><title>simhash-dedup report: {esc(report.output)}</title>'
              f"<style>{CSS}</style></head><body><main>"]
-    parts.append(f'<h1>Near-duplicate report</h1><div class="meta">input <code>{esc(report["input"])}</code> → output '
-                 f'<code>{esc(report["output"])}</code> · started {esc(report["started_at"])} · '
-                 f'{esc(report["total_seconds"])} s · simhash-dedup {esc(report["simhash_dedup_version"])} · Spark '
-                 f'{esc(report["spark_version"])} · fingerprint version <code id="fingerprint-version">'
-                 f'{esc(report["fingerprint_version"])}</code></div>')
+    parts.append(f'<h1>Near-duplicate report</h1><div class="meta">input <code>{esc(report.input)}</code> → output '
+                 f'<code>{esc(report.output)}</code> · started {esc(report.started_at)} · '
+                 f'{esc(report.total_seconds)} s · simhash-dedup {esc(report.simhash_dedup_version)} · Spark '
+                 f'{esc(report.spark_version)} · fingerprint version <code id="fingerprint-version">'
+                 f'{esc(report.fingerprint_version)}</code></div>')
     parts.append(_headline(report))
     parts.append('<h2>Plots</h2><div class="grid2">' + "".join(_figures(report)) + "</div>")
     parts.append(_examples(report, examples))
-    rates = report.get("duplicate_rate_by") or {}
+    rates = report.duplicate_rate_by or {}
     if rates:
         parts.append('<h2>Where the duplicates are</h2><div class="tables">'
                      + "".join(_rate_table(name, dim) for name, dim in rates.items()) + "</div>")
     parts.append(_run_tables(report))
-    config_rows = [[f"<code>{esc(key)}</code>", esc(v)] for key, v in report["config"].items()]
+    config_rows = [[f"<code>{esc(key)}</code>", esc(v)] for key, v in report.config.items()]
     parts.append("<details open><summary><b>Configuration</b></summary>"
                  + _table(["option", "value"], config_rows, set(), "config") + "</details>")
     parts.append('<p class="note">Every number here is in <code>report.json</code> beside this page.</p>')
@@ -513,83 +515,83 @@ def render_html(report: dict, examples: list[dict]) -> str:
     return "".join(parts)
 
 
-def _headline(report: dict) -> str:
+def _headline(report: Report) -> str:
     """The cards of the headline numbers."""
-    n_in, dups, clusters = report["input_rows"], report["duplicates"], report["clusters"]
+    n_in, dups, clusters = report.input_rows, report.duplicates, report.clusters
     rate = dups / n_in if n_in else 0.0
     return '<div class="cards" id="headline">' + "".join([
         _card("input_rows", n_in, "input rows"),
-        _card("kept", report["kept"], "kept"),
+        _card("kept", report.kept, "kept"),
         _card("duplicates", dups, "duplicates removed", hi=True),
-        _card("exact_duplicates", report["exact_duplicates"], "exact duplicates (same fingerprint)"),
-        _card("near_duplicates", report["near_duplicates"], "near duplicates"),
+        _card("exact_duplicates", report.exact_duplicates, "exact duplicates (same fingerprint)"),
+        _card("near_duplicates", report.near_duplicates, "near duplicates"),
         _card("duplicate_rate", round(rate, 6), "duplicate rate (duplicates / input rows)", f"{rate:.1%}", hi=True),
-        _card("clusters.with_duplicates", clusters["with_duplicates"], "clusters with duplicates"),
-        _card("clusters.largest", clusters["largest"], "pages in the largest cluster"),
-        _card("bad_rows", sum(v for v in report["bad_rows"].values() if isinstance(v, int)),
+        _card("clusters.with_duplicates", clusters.with_duplicates, "clusters with duplicates"),
+        _card("clusters.largest", clusters.largest, "pages in the largest cluster"),
+        _card("bad_rows", sum(v for v in report.bad_rows.to_dict().values() if isinstance(v, int)),
               "bad-row cases counted (see Run)"),
-        _card("total_seconds", report["total_seconds"], "seconds in all", f"{report['total_seconds']:,.1f}"),
+        _card("total_seconds", report.total_seconds, "seconds in all", f"{report.total_seconds:,.1f}"),
     ]) + "</div>"
 
 
-def _figures(report: dict) -> list[str]:
+def _figures(report: Report) -> list[str]:
     """The plots: removed documents by cluster size, the duplicates' distance and similarity to their kept
     page, and the candidate pairs by distance and by similarity."""
-    k, dups, cand = report["config"]["k"], report["duplicates"], report["candidates"]
-    to_kept = report.get("duplicates_to_kept") or {}
-    labels, removed, n_clusters = removed_by_size(report["clusters"]["size_histogram"])
+    k, dups, cand = report.config["k"], report.duplicates, report.candidates
+    to_kept = report.duplicates_to_kept
+    labels, removed, n_clusters = removed_by_size(report.clusters.size_histogram)
     figs = [figure("plot-removed-by-size", "Documents removed by cluster size", svg_bars(
         labels, [("documents removed", removed, BLUE)], "pages in the cluster", "documents removed",
         notes=[f"{c:,} cl." for c in n_clusters]),
         f"A cluster of s pages keeps one and removes s − 1; the bars add up to the {dups:,} duplicates. Above each "
         "bar: documents removed · clusters of that size. Sizes above 10 are grouped by powers of two.")]
-    if to_kept.get("distance_histogram"):
+    if to_kept and to_kept.distance_histogram:
         figs.append(_distance_to_kept_figure(to_kept, k))
-    if to_kept.get("similarity_histogram"):
+    if to_kept and to_kept.similarity_histogram:
         figs.append(_similarity_to_kept_figure(to_kept))
-    labels, values = accepted_pair_distances(cand["pairs_accepted_by_distance"])
+    labels, values = accepted_pair_distances(cand.pairs_accepted_by_distance)
     figs.append(figure("plot-pair-distances", "Candidate pairs within k by Hamming distance", svg_bars(
         labels, [("pairs", values, BLUE)], "Hamming distance of two distinct fingerprints", "pairs"),
-        f"{cand['pairs_accepted']:,} pairs of distinct fingerprints within k = {k} of {cand['pairs_compared']:,} "
-        f"compared. No bar at 0: the {report['exact_duplicates']:,} exact copies are merged before the pair search. "
+        f"{cand.pairs_accepted:,} pairs of distinct fingerprints within k = {k} of {cand.pairs_compared:,} "
+        f"compared. No bar at 0: the {report.exact_duplicates:,} exact copies are merged before the pair search. "
         "The job compares only pairs within k; distances beyond k are in the plot of duplicates to kept pages."))
-    bands = cand.get("similarity_bands")
+    bands = cand.similarity_bands
     if bands:
         figs.append(figure("plot-pair-similarity", "Candidate pairs by estimated similarity", svg_bars(
-            list(bands), [("verified (edge)", [b["verified"] for b in bands.values()], BLUE),
-                          ("rejected", [b["rejected"] for b in bands.values()], RED)],
+            list(bands), [("verified (edge)", [b.verified for b in bands.values()], BLUE),
+                          ("rejected", [b.rejected for b in bands.values()], RED)],
             "estimated Jaccard index of the feature sets", "pairs"),
-            f"{cand['pairs_verified']:,} verified, {cand['pairs_rejected']:,} rejected: a pair within k becomes an "
-            f"edge only with an estimated similarity of at least {cand['verification']['min_similarity']}."))
+            f"{cand.pairs_verified:,} verified, {cand.pairs_rejected:,} rejected: a pair within k becomes an "
+            f"edge only with an estimated similarity of at least {cand.verification.min_similarity}."))
     return figs
 
 
-def _distance_to_kept_figure(to_kept: dict, k: int) -> str:
-    labels, values, beyond = kept_distances(to_kept["distance_histogram"], k)
+def _distance_to_kept_figure(to_kept: DuplicatesToKept, k: int) -> str:
+    labels, values, beyond = kept_distances(to_kept.distance_histogram, k)
     return figure("plot-distance-to-kept", "Each duplicate's distance to its kept page", svg_bars(
         labels, [("duplicates", values, [RED if b else BLUE for b in beyond])], "Hamming distance (bits of 64)",
         "duplicates", marker=(k + 0.5, f"k = {k}")),
-        f"0: an exact copy (same fingerprint). Red, beyond k = {k}: {to_kept['beyond_k']:,} duplicates joined to "
+        f"0: an exact copy (same fingerprint). Red, beyond k = {k}: {to_kept.beyond_k:,} duplicates joined to "
         "their kept page through other pages (a chain of near pairs); in the verified mode each of them was "
         "still checked against its kept page's signature." + (
-            f" {to_kept['kept_in_earlier_run']:,} duplicates of pages kept by earlier runs are not shown."
-            if to_kept.get("kept_in_earlier_run") else ""))
+            f" {to_kept.kept_in_earlier_run:,} duplicates of pages kept by earlier runs are not shown."
+            if to_kept.kept_in_earlier_run else ""))
 
 
-def _similarity_to_kept_figure(to_kept: dict) -> str:
-    sims = to_kept["similarity_histogram"]
-    threshold = to_kept["min_similarity"]
+def _similarity_to_kept_figure(to_kept: DuplicatesToKept) -> str:
+    sims = to_kept.similarity_histogram
+    threshold = to_kept.min_similarity
     below = [float(b.split("-")[1]) <= threshold + 1e-9 for b in sims]
     return figure("plot-similarity-to-kept", "Each duplicate's estimated similarity to its kept page", svg_bars(
         [b.split("-")[0] for b in sims], [("duplicates", list(sims.values()), [GREY if b else BLUE for b in below])],
         "estimated Jaccard index of the feature sets (band start)", "duplicates",
         marker=(threshold * len(sims) - 0.5, f"min similarity {threshold}") if threshold else None),
-        f"From the 128-bin signatures. {to_kept['below_min_similarity']:,} duplicates are below the threshold "
+        f"From the 128-bin signatures. {to_kept.below_min_similarity:,} duplicates are below the threshold "
         "(grey): short pages verified by their exact shingle Jaccard, or pages chained together in the transitive "
         "mode.")
 
 
-def _examples(report: dict, examples: list[dict]) -> str:
+def _examples(report: Report, examples: list[dict]) -> str:
     """The example pairs, side by side, what differs marked."""
     parts = ["<h2>Example pairs</h2>"]
     if examples:
@@ -604,15 +606,15 @@ def _examples(report: dict, examples: list[dict]) -> str:
     return "".join(parts)
 
 
-def _example_pair(report: dict, e: dict) -> str:
+def _example_pair(report: Report, e: dict) -> str:
     da, db = excerpt_pair(e.get("duplicate_text"), e.get("kept_text"))
     sim = "n/a (no signature)" if e["similarity"] is None else f"{e['similarity']:.2f}"
     why = ""
     if e.get("below_min_similarity"):
         how = {"transitive": "chained through other pages",
                "star": "within k bits of its kept page (the star mode does not verify)"}.get(
-            report["config"].get("cluster_mode"), "short pages, verified by their exact shingle Jaccard")
-        why = f' <span class="why">(below {esc(report["config"]["min_similarity"])}: {how})</span>'
+            report.config.get("cluster_mode"), "short pages, verified by their exact shingle Jaccard")
+        why = f' <span class="why">(below {esc(report.config["min_similarity"])}: {how})</span>'
     sides = []
     for side, text_html in (("duplicate", da), ("kept", db)):
         url = e.get(f"{side}_url")
@@ -623,24 +625,24 @@ def _example_pair(report: dict, e: dict) -> str:
             f'<span class="similarity">{sim}</span>{why}</div><div class="sides">{"".join(sides)}</div></section>')
 
 
-def _run_tables(report: dict) -> str:
+def _run_tables(report: Report) -> str:
     """The run's numbers: seconds per stage, bad rows, candidate pairs, the history."""
-    bad, cand = report["bad_rows"], report["candidates"]
+    bad, cand = report.bad_rows, report.candidates
     parts = ["<h2>Run</h2><div class=\"tables\">"]
-    total = sum(report["seconds"].values()) or 1
+    total = sum(report.seconds.values()) or 1
     parts.append("<div><h3>Seconds per stage</h3>" + _table(["stage", "seconds", ""], [
         [esc(s), f"{v:,.1f}", f'<span class="bar" style="width:{round(160 * v / total)}px"></span>']
-        for s, v in report["seconds"].items()], {1}, "seconds") + "</div>")
-    bad_rows = [[esc(name.replace("_", " ")), f"{v:,}"] for name, v in bad.items() if isinstance(v, int)]
+        for s, v in report.seconds.items()], {1}, "seconds") + "</div>")
+    bad_rows = [[esc(name.replace("_", " ")), f"{v:,}"] for name, v in bad.to_dict().items() if isinstance(v, int)]
     parts.append(f'<div><h3>Bad rows (counted, never dropped)</h3>{_table(["kind", "rows"], bad_rows, {1}, "bad-rows")}'
-                 f'<p class="note" style="max-width:420px">{esc(bad.get("treatment", ""))}</p></div>')
-    pair_rows = [[esc(name.replace("_", " ")), f"{cand[name]:,}"] for name in (
+                 f'<p class="note" style="max-width:420px">{esc(bad.treatment or "")}</p></div>')
+    pair_rows = [[esc(name.replace("_", " ")), f"{getattr(cand, name):,}"] for name in (
         "pairs_compared", "pairs_accepted", "pairs_verified", "pairs_rejected", "forest_edges", "component_rounds")
-        if isinstance(cand.get(name), int)]
-    pair_rows.append(["pairs within k expected by chance", f"{cand.get('chance_pairs_uniform', 0):,.2f}"])
+        if isinstance(getattr(cand, name), int)]
+    pair_rows.append(["pairs within k expected by chance", f"{cand.chance_pairs_uniform or 0:,.2f}"])
     parts.append(f'<div><h3>Candidate pairs</h3>{_table(["", "count"], pair_rows, {1}, "pairs")}</div>')
-    if report.get("history"):
-        h = report["history"]
+    if report.history:
+        h = report.history.to_dict()
         parts.append("<div><h3>History</h3>" + _table(["", ""], [[esc(key.replace("_", " ")), esc(v)] for key, v in h.items()],
                                                        set(), "history") + "</div>")
     parts.append("</div>")

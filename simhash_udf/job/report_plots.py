@@ -1,4 +1,5 @@
-"""The report's pictures, drawn on the driver from report.json's numbers (never from per-document data).
+"""The report's pictures, drawn on the driver from report.json's numbers (the typed Report of report_schema;
+never from per-document data).
 
 The series (what each picture shows) are small pure functions shared by the PNG files written here with
 matplotlib and by the inline SVG of report.html (report_html.py), so both say the same thing:
@@ -14,6 +15,8 @@ from __future__ import annotations
 import io
 import logging
 import math
+
+from .report_schema import Report
 
 log = logging.getLogger("simhash_dedup")
 PLOTS = {"cluster_sizes.png": "documents removed by cluster size",
@@ -121,29 +124,29 @@ def _bar_axes(ax, title: str, xlabel: str, ylabel: str, labels: list[str], value
     ax.set_ylabel(ylabel)
 
 
-def cluster_sizes_png(report: dict) -> bytes:
-    labels, removed, clusters = removed_by_size(report["clusters"]["size_histogram"])
+def cluster_sizes_png(report: Report) -> bytes:
+    labels, removed, clusters = removed_by_size(report.clusters.size_histogram)
     fig, (ax,) = _canvas()
-    _bar_axes(ax, f"Documents removed by cluster size ({report['duplicates']:,} in all)", "pages in the cluster",
+    _bar_axes(ax, f"Documents removed by cluster size ({report.duplicates:,} in all)", "pages in the cluster",
               "documents removed", labels, removed, notes=[f"{c:,} cl." for c in clusters])
     return _png(fig)
 
 
-def pair_distances_png(report: dict) -> bytes:
-    labels, values = accepted_pair_distances(report["candidates"]["pairs_accepted_by_distance"])
+def pair_distances_png(report: Report) -> bytes:
+    labels, values = accepted_pair_distances(report.candidates.pairs_accepted_by_distance)
     fig, (ax,) = _canvas()
-    _bar_axes(ax, f"Accepted pairs of distinct fingerprints\n({report['exact_duplicates']:,} exact copies were "
+    _bar_axes(ax, f"Accepted pairs of distinct fingerprints\n({report.exact_duplicates:,} exact copies were "
               "merged before: no distance-0 bar)", "Hamming distance", "pairs", labels, values)
     return _png(fig)
 
 
-def pair_similarity_png(report: dict) -> bytes:
-    bands = report["candidates"]["similarity_bands"]
-    threshold = report["candidates"]["verification"]["min_similarity"]
+def pair_similarity_png(report: Report) -> bytes:
+    bands = report.candidates.similarity_bands
+    threshold = report.candidates.verification.min_similarity
     fig, (ax,) = _canvas()
     bottom = [0] * len(bands)
     for name, key, colour in (("verified (edge)", "verified", BLUE), ("rejected", "rejected", RED)):
-        values = [b[key] for b in bands.values()]
+        values = [getattr(b, key) for b in bands.values()]
         ax.bar(range(len(bands)), values, bottom=bottom, color=colour, label=name)
         bottom = [b + v for b, v in zip(bottom, values)]
     for x, v in enumerate(bottom):
@@ -157,17 +160,17 @@ def pair_similarity_png(report: dict) -> bytes:
     return _png(fig)
 
 
-def duplicates_to_kept_png(report: dict) -> bytes:
-    to_kept = report["duplicates_to_kept"]
-    k = report["config"]["k"]
-    sims = to_kept["similarity_histogram"]
+def duplicates_to_kept_png(report: Report) -> bytes:
+    to_kept = report.duplicates_to_kept
+    k = report.config["k"]
+    sims = to_kept.similarity_histogram
     fig, axes = _canvas(2 if sims else 1)
-    labels, values, beyond = kept_distances(to_kept["distance_histogram"], k)
-    _bar_axes(axes[0], f"Each duplicate's distance to its kept page ({to_kept['beyond_k']:,} beyond k = {k}, red)",
+    labels, values, beyond = kept_distances(to_kept.distance_histogram, k)
+    _bar_axes(axes[0], f"Each duplicate's distance to its kept page ({to_kept.beyond_k:,} beyond k = {k}, red)",
               "Hamming distance of the fingerprints (beyond k: joined through other pages)", "duplicates", labels, values,
               colours=[RED if b else BLUE for b in beyond], marker=(k + 0.5, f"k = {k}"))
     if sims:
-        threshold = to_kept["min_similarity"]
+        threshold = to_kept.min_similarity
         below = [float(b.split("-")[1]) <= threshold + 1e-9 for b in sims]
         _bar_axes(axes[1], "Each duplicate's estimated similarity to its kept page", "estimated Jaccard index",
                   "duplicates", [b.split("-")[0] for b in sims], list(sims.values()),
@@ -176,13 +179,13 @@ def duplicates_to_kept_png(report: dict) -> bytes:
     return _png(fig)
 
 
-def write_plots(report: dict, out) -> list[str]:
+def write_plots(report: Report, out) -> list[str]:
     """Write the PNGs beside report.json (out: write.OutputDir); returns the file names written."""
     try:
         pictures = {"cluster_sizes.png": cluster_sizes_png(report), "pair_distances.png": pair_distances_png(report)}
-        if report["candidates"].get("similarity_bands"):
+        if report.candidates.similarity_bands:
             pictures["pair_similarity.png"] = pair_similarity_png(report)
-        if report.get("duplicates_to_kept", {}).get("distance_histogram"):
+        if report.duplicates_to_kept and report.duplicates_to_kept.distance_histogram:
             pictures["duplicates_to_kept.png"] = duplicates_to_kept_png(report)
     except ImportError:
         log.warning("matplotlib is not installed: report.json is written without its pictures")

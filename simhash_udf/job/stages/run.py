@@ -12,6 +12,7 @@ from ...core.blocks import plan_cost
 from ...core.verified import BANDS
 from ...spark.session import scoped_settings
 from ..config import DedupConfig
+from ..report_schema import BandCounts, CandidateStats, SignatureBandStats, TablePlanStats, Verification
 from .blocks import Blocks, blocks_stage
 from .candidates import Candidates, candidates_stage
 from .components import Components, components_stage
@@ -40,10 +41,22 @@ LARGE_RUN_PAGES = 1_000_000
 
 
 @dataclass
+class NearDuplicateStats:
+    """The near-duplicate stages' counts (near_duplicate_stats), in report.json's types (report.py)."""
+    distinct_fingerprints: int
+    candidates: CandidateStats
+    table_plan: TablePlanStats
+    max_distance_to_kept: dict[str, int]  # clusters by the largest distance of a member to its kept page
+    exact_duplicates: int  # resolve: copies of the kept page's or a fellow member's fingerprint
+    history_rows: int | None = None  # with a history: its rows in the pair search
+    history_fingerprints_compared: int | None = None  # and its fingerprints that share a key with this run's
+
+
+@dataclass
 class Clustered:
     clusters: DataFrame  # id, fingerprint, cluster_id, is_duplicate, signature, kept_fp[, kept_run_date]
     histogram: dict[int, int]  # cluster size -> clusters
-    stats: dict  # pair statistics, table plan, chaining (near_duplicate_stats): report.json reads them
+    stats: NearDuplicateStats  # pair statistics, table plan, chaining: report.json reads them
 
 
 @dataclass
@@ -95,35 +108,36 @@ def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: Dat
 
 
 def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks, cands: Candidates,
-                         verified: Verified, comps: Components, resolved: Resolved) -> dict:
-    """The stages' counts as report.json holds them (job/report.py: its `candidates`, `table_plan` and
+                         verified: Verified, comps: Components, resolved: Resolved) -> NearDuplicateStats:
+    """The stages' counts, typed as report.json holds them (report_schema: its candidates, table_plan and
     cluster parts; history_rows and history_fingerprints_compared with a history)."""
     specs, n_search, by_band = ctx.specs, collapsed.n_search, verified.by_band
-    stats = {
-        "distinct_fingerprints": collapsed.n_distinct,
-        "key_groups": cands.key_groups,
-        "pairs_compared": cands.compared,
-        "pairs_accepted": cands.accepted,
-        "pairs_verified": verified.n_verified,
-        "pairs_rejected": verified.n_rejected,
-        "similarity_bands": {f"{b / BANDS:.1f}-{(b + 1) / BANDS:.1f}": {"verified": by_band.get(b, (0, 0))[0],
-                                                                       "rejected": by_band.get(b, (0, 0))[1]}
-                             for b in range(BANDS)} if specs.verify is not None else None,
-        "verification": specs.verify.describe() if specs.verify is not None else None,
-        "forest_edges": verified.forest_edges,
-        "pairs_accepted_by_distance": {str(d): cands.accepted_by_distance.get(d, 0) for d in range(specs.k + 1)},
-        "component_rounds": comps.rounds,
-        "chance_pairs_uniform": cands.chance,
-        "table_plan": {**blocks.plan.describe(), **plan_cost(n_search, blocks.plan)},
-        "signature_bands": ({**specs.bands.describe(), "key_groups": cands.band_key_groups,
-                             "pairs_compared": cands.band_compared, "pairs_accepted": verified.band_accepted,
-                             "pairs_verified": verified.band_verified, "rows": n_search * specs.bands.bands,
-                             "expected_chance_comparisons": specs.bands.expected_chance_comparisons(n_search)}
-                            if specs.use_bands else None),
-        "max_distance_to_kept": {str(d): resolved.max_distance_to_kept[d] for d in sorted(resolved.max_distance_to_kept)},
-        "exact_duplicates": resolved.exact_duplicates,
-    }
-    if ctx.history is not None:
-        stats["history_rows"] = collapsed.n_history
-        stats["history_fingerprints_compared"] = blocks.history.n_related
-    return stats
+    verify = specs.verify
+    candidates = CandidateStats(
+        key_groups=cands.key_groups,
+        pairs_compared=cands.compared,
+        pairs_accepted=cands.accepted,
+        pairs_verified=verified.n_verified,
+        pairs_rejected=verified.n_rejected,
+        similarity_bands={f"{b / BANDS:.1f}-{(b + 1) / BANDS:.1f}": BandCounts(verified=by_band.get(b, (0, 0))[0],
+                                                                             rejected=by_band.get(b, (0, 0))[1])
+                          for b in range(BANDS)} if verify is not None else None,
+        verification=Verification(**verify.describe()) if verify is not None else None,
+        forest_edges=verified.forest_edges,
+        pairs_accepted_by_distance={str(d): cands.accepted_by_distance.get(d, 0) for d in range(specs.k + 1)},
+        component_rounds=comps.rounds,
+        chance_pairs_uniform=cands.chance,
+        signature_bands=SignatureBandStats(
+            **specs.bands.describe(), key_groups=cands.band_key_groups, pairs_compared=cands.band_compared,
+            pairs_accepted=verified.band_accepted, pairs_verified=verified.band_verified,
+            rows=n_search * specs.bands.bands,
+            expected_chance_comparisons=specs.bands.expected_chance_comparisons(n_search)) if specs.use_bands else None)
+    with_history = ctx.history is not None
+    return NearDuplicateStats(
+        distinct_fingerprints=collapsed.n_distinct,
+        candidates=candidates,
+        table_plan=TablePlanStats(**blocks.plan.describe(), **plan_cost(n_search, blocks.plan)),
+        max_distance_to_kept={str(d): resolved.max_distance_to_kept[d] for d in sorted(resolved.max_distance_to_kept)},
+        exact_duplicates=resolved.exact_duplicates,
+        history_rows=collapsed.n_history if with_history else None,
+        history_fingerprints_compared=blocks.history.n_related if with_history else None)

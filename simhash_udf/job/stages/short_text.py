@@ -8,13 +8,14 @@ from pyspark.sql import DataFrame
 
 from ...spark.short_text import short_text_edges
 from ..config import DedupConfig
+from ..report_schema import ShortTextStats
 from .context import Persist, StageTimer
 
 
 @dataclass
 class ShortText:
     edges: DataFrame | None  # (src, dst) fingerprint pairs verified by shingle Jaccard; None when off
-    report: dict
+    report: ShortTextStats  # report.json's short_text part
 
 
 def short_text_stage(docs: DataFrame, cfg: DedupConfig, persist: Persist, timer: StageTimer,
@@ -23,9 +24,9 @@ def short_text_stage(docs: DataFrame, cfg: DedupConfig, persist: Persist, timer:
     short_pages: the fingerprint stage's count of short pages with a fingerprint (-1: not known)."""
     off = cfg.short_text_off_because()
     if off:
-        return ShortText(None, {"enabled": False, "off_because": off})
+        return ShortText(None, ShortTextStats(enabled=False, off_because=off))
     with timer("short_text") as counts:
         edges, stats = short_text_edges(docs, cfg.short_text, persist, short_pages)
         edges = persist(edges) if edges is not None else None
         counts.update(candidates=stats["candidate_pairs"], verified=stats["verified_pairs"])
-    return ShortText(edges, {"enabled": True, **stats})
+    return ShortText(edges, ShortTextStats(enabled=True, **stats))
