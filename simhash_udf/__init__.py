@@ -7,9 +7,11 @@ The public API (pyspark is imported on first use only, so `simhash_udf.core` run
     result = near_duplicates(fp.transform(df), fingerprint_col="fingerprint")   # or near_duplicates(df)
     result.clusters, result.kept, result.report
 
-- SimHashFingerprint, SimHashFingerprintEstimator, SimHashFingerprintModel: pyspark.ml stages (spark/ml.py)
+- SimHashFingerprint, SimHashFingerprintEstimator, SimHashFingerprintModel, SimHashDedup: pyspark.ml stages
+  (spark/ml.py)
 - near_duplicates, NearDuplicates: the job's near-duplicate stages on a DataFrame (job/api.py)
 - DedupConfig: every option and its default (job/config.py); DedupError: a problem the user can fix
+- get_spark: the active session, or a local one on every core whose Python workers run this interpreter
 - run: the whole job (files in, output directory out) on a session (job/pipeline.py)
 """
 
@@ -19,11 +21,13 @@ _EXPORTS = {
     "SimHashFingerprint": "simhash_udf.spark.ml",
     "SimHashFingerprintEstimator": "simhash_udf.spark.ml",
     "SimHashFingerprintModel": "simhash_udf.spark.ml",
+    "SimHashDedup": "simhash_udf.spark.ml",
     "near_duplicates": "simhash_udf.job.api",
     "NearDuplicates": "simhash_udf.job.api",
     "DedupConfig": "simhash_udf.job.config",
     "DedupError": "simhash_udf.errors",
     "run": "simhash_udf.job.pipeline",
+    "get_spark": "simhash_udf.spark.session",
 }
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

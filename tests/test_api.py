@@ -349,3 +349,92 @@ def test_java_options_for_a_started_jvm_go_before_the_callers(monkeypatch, spark
         "spark.driver.extraJavaOptions": f"{LARGE_RUN_JAVA_OPTIONS} -Xss4m"}
     jvm = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     assert "-XX:+UseParallelGC" in list(jvm.getInputArguments())  # tests/conftest.py's option, through get_spark
+
+
+def readme_python_snippet() -> str:
+    """The README's Python API snippet, as written."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8") as fh:
+        readme = fh.read()
+    section = readme[readme.index("**Python API**"):]
+    return section[section.index("```python\n") + len("```python\n"):section.index("\n```")]
+
+
+def test_readme_python_snippet_runs_as_a_script_with_the_projects_python(tmp_path):
+    """The snippet as a script in a fresh process with the project's Python and no activated virtualenv (no
+    VIRTUAL_ENV, no PYSPARK_PYTHON, the venv's bin not on PATH): it failed inside a Python worker with
+    `No module named 'simhash_udf'` under a Java stack trace."""
+    script = tmp_path / "snippet.py"
+    script.write_text(readme_python_snippet() + "\nimport json\nprint(json.dumps({'report': result.report['duplicates'], "
+                      "'clusters': sorted(map(tuple, result.clusters.select('id', 'cluster_id').collect())), "
+                      "'pipeline': sorted(map(tuple, model.transform(df).select('id', 'is_duplicate').collect()))}))\n")
+    venv_bin = os.path.dirname(sys.executable)
+    env = {k: v for k, v in os.environ.items() if k not in (
+        "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", "PYSPARK_GATEWAY_PORT",
+        "PYSPARK_SUBMIT_ARGS", "SIMHASH_DEDUP_MASTER")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if os.path.realpath(p) != venv_bin)
+    env.update(SPARK_LOCAL_IP="127.0.0.1", SIMHASH_DEDUP_MASTER="local[1]")
+    proc = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert answer == {"report": 1, "clusters": [[1, 1], [2, 1], [3, 3]],
+                      "pipeline": [[1, False], [2, True], [3, False]]}, proc.stdout[-2000:]
+
+
+def test_workers_that_cannot_import_the_package_are_named_with_the_fix_before_any_job(spark):
+    """A session whose Python workers run an interpreter without the package (here the venv's base Python, as
+    `python3` from PATH is without an activated venv): one line naming the interpreter and the fix, from
+    near_duplicates and the fingerprint stages, before any Spark job runs."""
+    from simhash_udf.spark import workers
+
+    sc = spark.sparkContext
+    df = spark.createDataFrame([(1, "a b c d e f")], "id long, text string")
+    base_python = os.path.realpath(sys._base_executable)
+    assert workers.import_failure(sys.executable, workers.worker_environment(sc)) is None
+    # ('simhash_udf' itself, or from the repository's folder, where a worker finds it too, a dependency of it)
+    assert "ModuleNotFoundError: No module named" in workers.import_failure(base_python, workers.worker_environment(sc))
+    own, sc.pythonExec = sc.pythonExec, base_python
+    sc.setJobGroup("worker-python-check", "no jobs expected")
+    try:
+        for call in (lambda: near_duplicates(df), lambda: SimHashFingerprint().transform(df),
+                     lambda: SimHashFingerprintEstimator().fit(df)):
+            with pytest.raises(DedupError) as caught:
+                call()
+            message = str(caught.value)
+            assert "\n" not in message and repr(base_python) in message and "No module named" in message
+            assert f"set PYSPARK_PYTHON={sys.executable} before the session starts" in message
+        assert list(sc.statusTracker().getJobIdsForGroup("worker-python-check")) == []
+    finally:
+        sc.pythonExec = own
+        sc.setLocalProperty("spark.jobGroup.id", None)
+
+
+def test_api_shuffle_partitions_follow_the_input_not_the_session():
+    from simhash_udf.job.pipeline import api_shuffle_partitions
+
+    assert [api_shuffle_partitions(rows, 2) for rows in (0, 32, 25_000, 10**6, 10**8)] == [1, 1, 3, 4, 400]
+    assert api_shuffle_partitions(32, 1000) == 1 and api_shuffle_partitions(10**7, 1000) == 1000
+
+
+def test_near_duplicates_sizes_its_shuffles_from_its_input_on_a_default_session(spark):
+    """On a session with Spark's default of 200 shuffle partitions a 32-row call ran 13,522 tasks (stages of
+    up to 400): it sizes its own partitions from the rows (one here), and the session keeps its 200."""
+    from simhash_udf.spark.session import scoped_settings
+
+    sc = spark.sparkContext
+    df = spark.createDataFrame(pd.DataFrame(make_sample_corpus(32, seed=5)).head(32)).repartition(2)
+    with scoped_settings(spark, {"spark.sql.shuffle.partitions": "200"}):
+        sc.setJobGroup("api-partitions", "tasks counted")
+        try:
+            result = near_duplicates(df)
+            assert result.clusters.count() == 32
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "200"
+    tracker = sc.statusTracker()
+    stages = [tracker.getStageInfo(s) for j in tracker.getJobIdsForGroup("api-partitions")
+              for s in tracker.getJobInfo(j).stageIds]
+    tasks = [s.numTasks for s in stages if s is not None]
+    assert result.report["shuffle_partitions"] == 1 and tasks
+    assert max(tasks) <= 2, tasks  # the input's two partitions, one partition a shuffle
+    result.unpersist()

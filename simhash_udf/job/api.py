@@ -17,8 +17,9 @@ from pyspark.sql import functions as F
 from ..errors import DedupError
 from ..io.read import check_ids
 from ..spark.session import scoped_settings
+from ..spark.workers import check_worker_python
 from .config import DedupConfig, apply_settings
-from .pipeline import check_input_columns, job_settings
+from .pipeline import api_shuffle_partitions, check_input_columns, job_settings
 from .report import dedup_report
 from .stages import StageTimer, persisting, run_stages
 
@@ -67,6 +68,7 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
     cfg.check_options()
     if cfg.history:
         raise DedupError("near_duplicates: history is a job feature (files by run date); use the job for it")
+    check_worker_python(df.sparkSession.sparkContext, "near_duplicates")
     needed = [id_col, fingerprint_col or text_col]
     missing = [c for c in needed if c not in df.columns]
     if missing:
@@ -81,13 +83,22 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
     check_ids(raw, id_col)
     result = NearDuplicates(None, None, {})
     timer = StageTimer()
-    with scoped_settings(df.sparkSession, job_settings(cfg)):
+    spark = df.sparkSession
+
+    def size_shuffles(rows: int) -> None:  # inside scoped_settings: the caller's value is put back after
+        if not cfg.shuffle_partitions:
+            partitions = api_shuffle_partitions(rows, spark.sparkContext.defaultParallelism)
+            spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+        result.report["shuffle_partitions"] = int(spark.conf.get("spark.sql.shuffle.partitions"))
+
+    with scoped_settings(spark, job_settings(cfg, spark)):
         stages = run_stages(raw, cfg, timer=timer, persist=persisting(result.persisted),
-                            checkpoint=result.local_checkpoint)
+                            checkpoint=result.local_checkpoint, input_rows=size_shuffles)
         found = stages.clustered
         kept_rows = sum(found.histogram.values())
         report = dedup_report(cfg, stages.fingerprinted, stages.short_text, found, kept_rows)
         report.seconds = timer.seconds
+        report.shuffle_partitions = result.report["shuffle_partitions"]
         result.report = report.api_dict()
     result.clusters = found.clusters.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate")
     kept_ids = found.clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))

@@ -149,6 +149,21 @@ def shuffle_partitions_for(rows: int, current: int) -> int:
     return max(current, -(-rows // PAGES_PER_SHUFFLE_PARTITION))
 
 
+# Pages per shuffle partition the Python API asks for at most below two partitions a core: a shuffle task costs
+# tens of milliseconds whatever it holds, and the clustering stages spend microseconds a page.
+API_PAGES_PER_SMALL_PARTITION = 10_000
+
+
+def api_shuffle_partitions(rows: int, cores: int) -> int:
+    """The Python API's spark.sql.shuffle.partitions when not given (shuffle_partitions=0), sized from the rows
+    it was given rather than taken from the caller's session, whose 200 (Spark's default) cost a small call
+    ~12x its time in empty tasks: two a core as on the job's local session (get_spark), fewer for a small input
+    (one per API_PAGES_PER_SMALL_PARTITION rows, at least one), raised for a large one as the job's
+    (shuffle_partitions_for)."""
+    small = min(2 * cores, -(-rows // API_PAGES_PER_SMALL_PARTITION))
+    return shuffle_partitions_for(rows, max(1, small))
+
+
 def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, persist: Persist,
                timer: StageTimer) -> LoadedInput:
     """Stage 1: the input's rows, their columns and ids checked (raises EmptyInput for --allow-empty)."""

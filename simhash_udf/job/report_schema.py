@@ -310,8 +310,8 @@ class Report(Part):
     spark_version: str | None = item("Spark's version", optional=True, job_only=True)
     started_at: str | None = item("start of the run, UTC (YYYY-MM-DDTHH:MM:SSZ)", optional=True, job_only=True)
     total_seconds: float | None = item("seconds of the whole run, the pictures included", optional=True, job_only=True)
-    shuffle_partitions: int | None = item("spark.sql.shuffle.partitions of the run", optional=True,
-                                          job_only=True)
+    shuffle_partitions: int | None = item("spark.sql.shuffle.partitions of the run (the API's: of its own actions)",
+                                          optional=True)
     duplicates_to_kept: DuplicatesToKept | None = item("each duplicate against its kept page", optional=True,
                                                        job_only=True)
     duplicate_rate_by: dict[str, RateDimension] | None = item(

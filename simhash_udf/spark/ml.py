@@ -7,6 +7,9 @@ The values are the job's: the same features, weights and 64-bit SimHash (`core/f
 valid UTF-8 and cut at maxTextChars first; a text without features (or null) gets a null fingerprint."""
 from __future__ import annotations
 
+import dataclasses
+import re
+
 from pyspark.ml import Estimator, Model, Transformer
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasInputCol, HasOutputCol
@@ -28,6 +31,7 @@ from ..core.fingerprint import CorpusIdf, FeatureSpec
 from ..core.signature import SignatureSpec
 from ..core.text import SEGMENTERS, TOKENIZERS
 from ..errors import DedupError
+from ..job.api import near_duplicates
 from ..job.config import DedupConfig, check_fingerprint_options
 from .fingerprint import (
     FINGERPRINT_FIELDS,
@@ -36,6 +40,7 @@ from .fingerprint import (
     fingerprint_record_batches,
     prepared_text,
 )
+from .workers import check_worker_python
 
 _TEXT = "__simhash_text"  # the prepared text while the stage runs (dropped by the Arrow pass)
 _JOB = DedupConfig()  # the defaults of the Params are the job's
@@ -85,6 +90,7 @@ class _FingerprintParams(HasInputCol, HasOutputCol):
 
     def _fingerprint(self, df: DataFrame, idf: CorpusIdf | None) -> DataFrame:
         spec = self.feature_spec(idf)
+        check_worker_python(df.sparkSession.sparkContext, type(self).__name__)
         text_col, out_col, sig_col = (self.getOrDefault(p) for p in ("inputCol", "outputCol", "signatureCol"))
         if text_col not in df.columns:
             raise ValueError(f"{type(self).__name__}: inputCol {text_col!r} is not a column of {df.columns}")
@@ -132,6 +138,7 @@ class SimHashFingerprintEstimator(Estimator, _FingerprintParams, DefaultParamsRe
         self._set(inputCol=inputCol, outputCol=outputCol, signatureCol=signatureCol, **params)
 
     def _fit(self, df: DataFrame) -> "SimHashFingerprintModel":
+        check_worker_python(df.sparkSession.sparkContext, type(self).__name__)
         prepared = df.select(prepared_text(df, self.getInputCol(), self.getOrDefault("maxTextChars")).text.alias(_TEXT))
         base = self.feature_spec(CorpusIdf({}, 0))
         doc_freq, n_docs = corpus_doc_freq(prepared, _TEXT, base)
@@ -185,3 +192,85 @@ class _ModelReader(MLReader):
         model._resetUid(meta["uid"])
         DefaultParamsReader.getAndSetParams(model, meta)
         return model
+
+
+# The near-duplicate options of SimHashDedup: DedupConfig field -> Param (their defaults are the job's, their
+# values checked by the job's code, DedupConfig.check_options). The short-text mode needs the text, which a
+# stage after SimHashFingerprint does not read: it is off here, as for the job's stored fingerprints.
+_DEDUP_PARAM_OF = {"k": "k", "blocks": "blocks", "min_similarity": "minSimilarity",
+                   "signature_bands": "signatureBands", "band_bins": "bandBins", "cluster_mode": "clusterMode",
+                   "keep": "keep", "max_component_rounds": "maxComponentRounds",
+                   "shuffle_partitions": "shufflePartitions"}
+_CONVERTER = {int: TypeConverters.toInt, float: TypeConverters.toFloat, str: TypeConverters.toString}
+_FIELD_HELP = {**{f.name: f.metadata["help"] for f in dataclasses.fields(DedupConfig)},
+               "shuffle_partitions": "spark.sql.shuffle.partitions of the step; 0 = sized from the input's rows"}
+_OUTPUT_COLUMNS = ("cluster_id", "is_duplicate")
+
+
+class _DedupParams(Params):
+    idCol = Param(Params._dummy(), "idCol", "column with the row's id (unique, not null)",
+                  typeConverter=TypeConverters.toString)
+    fingerprintCol = Param(Params._dummy(), "fingerprintCol", "column with the 64-bit SimHash (bigint), e.g. "
+                           "SimHashFingerprint's outputCol", typeConverter=TypeConverters.toString)
+    signatureCol = Param(Params._dummy(), "signatureCol", "column with the verification signature (binary), e.g. "
+                         "SimHashFingerprint's signatureCol; not needed with minSimilarity=0",
+                         typeConverter=TypeConverters.toString)
+    # one Param a _DEDUP_PARAM_OF option, made from its DedupConfig field (help text, type)
+    locals().update({param: Param(Params._dummy(), param, _FIELD_HELP[name],
+                                  typeConverter=_CONVERTER[type(getattr(_JOB, name))])
+                     for name, param in _DEDUP_PARAM_OF.items()})
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(idCol=_JOB.id_col, fingerprintCol="fingerprint", signatureCol="signature",
+                         **{param: getattr(_JOB, name) for name, param in _DEDUP_PARAM_OF.items()})
+
+
+class SimHashDedup(Transformer, _DedupParams, DefaultParamsReadable, DefaultParamsWritable):
+    """The near-duplicate step as a pyspark.ml stage, after SimHashFingerprint in a Pipeline: df with two
+    columns added, `cluster_id` (the id of the row kept for its cluster; its own id for a kept row) and
+    `is_duplicate` (false exactly for kept rows), the values of near_duplicates(df, fingerprint_col=...) with the
+    same options. Every column and row of df stays, so a next stage can filter (`WHERE NOT is_duplicate`) or
+    group by cluster.
+
+        Pipeline(stages=[SimHashFingerprint(signatureCol="signature"), SimHashDedup(k=3, minSimilarity=0.8)])
+    """
+
+    def __init__(self, *, idCol: str = "id", fingerprintCol: str = "fingerprint", signatureCol: str = "signature",
+                 **params):
+        super().__init__()
+        self._set(idCol=idCol, fingerprintCol=fingerprintCol, signatureCol=signatureCol, **params)
+
+    def options(self) -> dict:
+        """The Params as near_duplicates' options (DedupConfig fields)."""
+        return {name: self.getOrDefault(param) for name, param in _DEDUP_PARAM_OF.items()}
+
+    def _transform(self, df: DataFrame) -> DataFrame:
+        id_col, fp_col, sig_col = (self.getOrDefault(p) for p in ("idCol", "fingerprintCol", "signatureCol"))
+        taken = [c for c in _OUTPUT_COLUMNS if c in df.columns]
+        if taken:
+            raise ValueError(f"SimHashDedup: the input already has column(s) {taken}, which this stage adds: "
+                             "drop or rename them first")
+        inner = df
+        if sig_col != "signature":  # near_duplicates reads the signatures as `signature`, and no other column
+            inner = df.drop("signature")
+            if sig_col in df.columns:
+                inner = inner.withColumnRenamed(sig_col, "signature")
+        try:
+            found = near_duplicates(inner, id_col=id_col, fingerprint_col=fp_col, **self.options())
+        except DedupError as exc:
+            raise DedupError(f"SimHashDedup: {_with_param_names(str(exc))}") from None
+        # only (id, cluster_id, is_duplicate) stay: checkpointed in the executors (freed with the returned
+        # DataFrame), the rest of the step's caches freed now
+        clusters = found.clusters.select(F.col("id").alias("__simhash_id"), *_OUTPUT_COLUMNS).localCheckpoint(eager=True)
+        found.unpersist()
+        joined = df.join(clusters, df[id_col] == clusters["__simhash_id"], "inner")
+        return joined.select(*[df[c] for c in df.columns], *[clusters[c] for c in _OUTPUT_COLUMNS])
+
+
+def _with_param_names(message: str) -> str:
+    """A message of the job's checks (naming --min-similarity, or `min_similarity` from near_duplicates) with
+    this stage's Param names (minSimilarity)."""
+    for name, param in _DEDUP_PARAM_OF.items():
+        message = re.sub(rf"(?<![\w-])(--{name.replace('_', '-')}|{name})(?![\w-])", param, message)
+    return message

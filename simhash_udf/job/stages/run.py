@@ -3,6 +3,7 @@ blocks, candidates, verify, components, resolve), for the job (pipeline.run) and
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -67,12 +68,16 @@ class StageResults:
 
 
 def run_stages(raw: DataFrame, cfg: DedupConfig, *, timer: StageTimer, persist: Persist,
-               checkpoint: Persist = reliable_checkpoint, history: HistoryView | None = None) -> StageResults:
+               checkpoint: Persist = reliable_checkpoint, history: HistoryView | None = None,
+               input_rows: Callable[[int], None] | None = None) -> StageResults:
     """Stages 2-7 on the input rows `raw` (read and checked): fingerprint, short text, and the near-duplicate
     stages with the search settings taken from cfg once (SearchSpecs.of). persist caches a DataFrame and
     registers it for clean-up; checkpoint cuts each component round's lineage; history: the earlier runs'
-    rows (--history), None without them."""
+    rows (--history), None without them. input_rows is called with the fingerprint stage's row count before
+    the stages that shuffle (the Python API sizes its shuffle partitions there, not knowing the count before)."""
     fp = fingerprint_stage(raw, cfg, persist, timer)
+    if input_rows is not None:
+        input_rows(fp.stats["input_rows"])
     short = short_text_stage(fp.docs, cfg, persist, timer, fp.stats["short_pages"])
     ctx = StageContext(SearchSpecs.of(cfg), timer, persist, checkpoint, history,
                        large=fp.stats["input_rows"] >= LARGE_RUN_PAGES)
