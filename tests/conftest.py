@@ -48,7 +48,8 @@ def spark():
 # A test is `spark` when it uses the session fixture (directly or through another fixture) or starts Spark in
 # a subprocess (the modules below); `cluster` starts a standalone cluster; `airflow` needs the Airflow
 # environments (scripts/airflow_env.sh); `slow` is set on the test itself.
-SUBPROCESS_SPARK = {"test_cluster.py", "test_job.py", "test_output_safety.py", "test_report_html.py"}
+SUBPROCESS_SPARK = {"test_cluster.py", "test_job.py", "test_output_safety.py", "test_report_html.py",
+                    "test_history_safety.py"}
 AIRFLOW = {"test_airflow.py"}
 # over ~20 s each on the 2-core CI machine (pytest --durations): skip them with -m "not slow"
 SLOW = {"test_executor_killed_mid_job", "test_clusters_equal_brute_force_components",
