@@ -150,7 +150,7 @@ print("done")
 AFTER_KILL = {
     "replace": {"history_begin": "old", "history_move_old_aside": "old", "history_move_new_in": "new",
                 "history_record": "new", "history_pin": "new", "history_drop_old": "new"},
-    "first": {"history_begin": None, "history_move_new_in": "new", "history_record": "new", "history_pin": "new"},
+    "first": {"history_move_new_in": "new", "history_record": "new", "history_pin": "new"},
     "remove": {"history_remove_move_aside": "old", "history_remove_record": "old", "history_remove_drop": None},
 }
 CASES = [(variant, step) for variant, steps in AFTER_KILL.items() for step in steps]

@@ -114,6 +114,7 @@ class History:
         self._stale_seconds = 600.0  # of owner files (--lock-stale-minutes), set by remove_stale_staging
         self._live_stagings: set[str] = set()  # staging names of live runs (remove_stale_staging)
         self._live_asides: dict[str, str] = {}  # date -> a live run's aside directory holding its earlier rows
+        self._dead_tokens: set[str] = set()  # of the dead runs whose owner files remove_stale_staging removed
         self.repairs: list[str] = []  # what recover did, in words (report.json: history.repaired)
         self.unchecked: list[str] = []  # dates without any manifest (written before them), read unchecked
 
@@ -125,9 +126,12 @@ class History:
         data = self.hfs.read(f"{self.path}/{name}")
         return None if data is None else data.decode("utf-8").strip()
 
-    def _write_pin(self, name: str, value: str) -> None:
-        if self._read_pin(name) is None:
-            self.hfs.write(f"{self.path}/{name}", (value + "\n").encode("utf-8"))
+    def _write_pin(self, name: str, value: str) -> bool:
+        """Write a pin unless it is there (pins are never changed); returns whether it was written."""
+        if self._read_pin(name) is not None:
+            return False
+        self.hfs.write(f"{self.path}/{name}", (value + "\n").encode("utf-8"))
+        return True
 
     def stored_version(self) -> str | None:
         return self._read_pin(VERSION_FILE)
@@ -292,9 +296,10 @@ class History:
                              f"({why}): check permissions on the history (the next run finishes this one's publish)"
                              ) from None
 
-    def _write_pins(self, manifest: Manifest) -> None:
-        self._write_pin(VERSION_FILE, manifest.fingerprint_version)
-        self._write_pin(ID_TYPE_FILE, manifest.id_type)
+    def _write_pins(self, manifest: Manifest) -> list[str]:
+        """The pins from a date's manifest, those not there yet; returns the ones written."""
+        pins = ((VERSION_FILE, manifest.fingerprint_version), (ID_TYPE_FILE, manifest.id_type))
+        return [name for name, value in pins if self._write_pin(name, value)]
 
     def abort(self) -> None:
         try:
@@ -416,6 +421,7 @@ class History:
             if is_dead(name[: -len(".owner")]):
                 self.hfs.delete(f"{self.path}/{name}")
                 removed.append(f"{self.path}/{name}")
+                self._dead_tokens.add(name[len("_staging-"): -len(".owner")])
             else:
                 self._live_stagings.add(name[: -len(".owner")])
         removed += self._remove_stale_records(stale_seconds)
@@ -482,6 +488,11 @@ class History:
             found = self._check_date(date, records.get(date)) if date in partitions else [self._gone(date, records[date])]
             if found:
                 problems[date] = found
+        for record in records.values():  # a first run killed between its record and its pins
+            written = self._write_pins(record) if record is not None and record.token in self._dead_tokens else []
+            if written:
+                self.repairs.append(f"{' and '.join(written)} written from the record of run_date={record.run_date}: "
+                                    "its run was killed before it pinned them")
         pin = self.stored_version()
         if pin is None and (partitions or records):
             raise DedupError(self._missing_pin(sorted(partitions | set(records)), records))
