@@ -337,3 +337,11 @@ def test_a_damaged_file_of_a_date_without_manifest_is_named_as_the_historys(spar
     assert "input file" not in message and "--input-format" not in message
     cause = message.split(" cannot be read (", 1)[1].split("): ", 1)[0]
     assert cause and str(hist) not in cause and (cause.endswith(" ...") or len(cause) < 240)
+
+
+def test_a_band_index_removed_whole_is_not_damage(spark, base, tmp_path):
+    """A date without its band index has its band keys computed from its signatures (as a date written before
+    band indexes): removing the whole index is allowed; removing part of it is refused (above)."""
+    hist = copy_history(base, tmp_path / "history")
+    shutil.rmtree(next((hist / f"run_date={D1}").glob("_band_index-*")))
+    History(spark, str(hist), D3).recover(600, base["version"])

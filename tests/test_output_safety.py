@@ -474,7 +474,7 @@ class _FailingMoveIn:
         return getattr(self.fs, name)
 
     def rename(self, src, dst):
-        if "/_staging-" in src.toString() and not src.toString().endswith("-replaced") and "run_date=" in dst.toString():
+        if "/_staging-" in src.toString() and "-replaced" not in src.toString() and "run_date=" in dst.toString():
             return False
         return self.fs.rename(src, dst)
 

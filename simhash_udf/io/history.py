@@ -38,8 +38,8 @@ warning (the run does not read it), and so is its own date's (the run replaces i
 
 A history written before manifests: a date without its record and without a manifest of its own is read as
 before, unchecked, with one warning naming how many (re-running such a date records it). A pin is never written
-by a run whose history holds dates without it (before: a deleted pin was silently re-pinned by the next run,
-of whatever tokenizer).
+by a run whose history holds dates without it (a deleted pin would otherwise be re-pinned by the next run, of
+whatever tokenizer), except from the record of a first run killed before its pins.
 """
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ HISTORY_COMMIT_STEPS = ("history_begin", "history_move_old_aside", "history_move
                         "history_pin", "history_drop_old")
 # The steps of History.remove_date (an --allow-empty re-run of a date whose input is now empty).
 HISTORY_REMOVE_STEPS = ("history_remove_move_aside", "history_remove_record", "history_remove_drop")
-# _staging-TOKEN-replaced-D (a run of this version) or _staging-TOKEN-replaced (before: no date in the name)
+# _staging-TOKEN-replaced-D, or _staging-TOKEN-replaced (left by a version that did not name the date)
 _ASIDE = re.compile(r"(?P<staging>_staging-.+?)-replaced(?:-(?P<date>\d{4}-\d{2}-\d{2}))?")
 _FAILED_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)")
 _SHOWN = 5  # problems named per date in a message
@@ -519,7 +519,8 @@ class History:
             self.unchecked.append(date)
             return []
         reference = own if own is not None else record
-        wrong = differences(reference, data_files(self.hfs, directory))
+        index_removed = bool(reference.band_index) and not self.hfs.exists(f"{directory}/{reference.band_index}")
+        wrong = differences(reference, data_files(self.hfs, directory), index_removed)
         if wrong:
             return [f"({reference.describe()} when written) " + "; ".join(wrong[:_SHOWN])
                     + (f"; and {len(wrong) - _SHOWN} more" if len(wrong) > _SHOWN else "")]
