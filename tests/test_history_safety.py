@@ -337,6 +337,7 @@ def test_a_damaged_file_of_a_date_without_manifest_is_named_as_the_historys(spar
     assert "input file" not in message and "--input-format" not in message
     cause = message.split(" cannot be read (", 1)[1].split("): ", 1)[0]
     assert cause and str(hist) not in cause and (cause.endswith(" ...") or len(cause) < 240)
+    assert "Exception" not in cause and "the file is not a Parquet file" in cause
 
 
 def test_a_band_index_removed_whole_is_not_damage(spark, base, tmp_path):

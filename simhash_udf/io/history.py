@@ -85,6 +85,7 @@ HISTORY_REMOVE_STEPS = ("history_remove_move_aside", "history_remove_record", "h
 # _staging-TOKEN-replaced-D, or _staging-TOKEN-replaced (left by a version that did not name the date)
 _ASIDE = re.compile(r"(?P<staging>_staging-.+?)-replaced(?:-(?P<date>\d{4}-\d{2}-\d{2}))?")
 _FAILED_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)")
+_JAVA_CLASS = re.compile(r"^(?:[\w$]+\.)+[\w$]+(?:Exception|Error): ")  # "java.lang.RuntimeException: "
 _SHOWN = 5  # problems named per date in a message
 
 
@@ -546,7 +547,7 @@ class History:
         if len(versions) == 1:
             how = f"its dates' manifests record version {versions[0]!r}: write that line into {self.path}/{VERSION_FILE}"
         else:
-            how = (f"write the fingerprint_version that the report.json of the runs that wrote it names into "
+            how = (f"write the fingerprint_version named in the report.json of the runs that wrote these dates into "
                    f"{self.path}/{VERSION_FILE}")
         return (f"history {self.path} holds {len(dates)} dates ({_dates(dates)}) but no {VERSION_FILE} file (deleted?): "
                 "without it this run cannot tell whether its fingerprints are comparable with theirs, and a run "
@@ -585,7 +586,8 @@ class History:
         name = failed[len(home):].lstrip("/")
         date = re.search(r"run_date=([0-9-]+)", name)
         cause = next((ln.split(": ", 1)[-1] for ln in text.splitlines() if ln.startswith("Caused by:")), "")
-        cause = _shortened(cause.replace(match.group(1), "the file") or "corrupt or not Parquet")
+        cause = _JAVA_CLASS.sub("", cause).replace(match.group(1), "the file")
+        cause = _shortened(cause or "corrupt or not Parquet")
         which, rerun = (f"run_date={date.group(1)}", f"--run-date {date.group(1)}") if date else ("a date", "that date")
         return DedupError(f"history {self.path}: the file {name} cannot be read ({cause}): {which} of the history is "
                           f"damaged: re-run {rerun} with that day's input to write it again, or restore the file from a "
