@@ -111,16 +111,20 @@ def test_each_date_is_recorded_with_its_files_and_rows(base):
     hist = base["hist"]
     assert records(hist) == [f"run_date={D1}.json", f"run_date={D2}.json"]
     for d in (D1, D2):
-        record = (hist / "_manifests" / f"run_date={d}.json").read_bytes()
-        assert (hist / f"run_date={d}" / "_manifest.json").read_bytes() == record  # the copy moved in with the rows
-        m = Manifest.parse(record)
         directory = hist / f"run_date={d}"
+        m = Manifest.parse((directory / "_manifest.json").read_bytes())  # moved in with the rows
         on_disk = {str(p.relative_to(directory)): p.stat().st_size for p in directory.rglob("*")
                    if p.is_file() and not p.name.startswith(("_", "."))}
-        assert m.files == on_disk and any(n.startswith("_band_index-") for n in on_disk)
+        assert m.files == on_disk and m.data_files == len(on_disk) and any(n.startswith("_band_index-") for n in on_disk)
+        everything = [p for p in directory.rglob("*") if p.is_file() and p.name != "_manifest.json"]
+        assert m.summary == [len(everything), sum(p.stat().st_size for p in everything)]
         assert m.rows == len(rows(directory)) == base["reports"][d]["input_rows"]
         assert m.run_date == d and m.fingerprint_version == base["version"] == (hist / "_fingerprint_version").read_text().strip()
         assert m.id_type == "bigint" and m.band_index and m.band_index in {n.split("/")[0] for n in on_disk}
+        # the record: the same without the file list, and the manifest's size (the summary leaves it out)
+        record = Manifest.parse((hist / "_manifests" / f"run_date={d}.json").read_bytes())
+        assert record.files is None and record.manifest_bytes == (directory / "_manifest.json").stat().st_size
+        assert {**vars(record), "files": m.files, "manifest_bytes": 0, "raw": b""} == {**vars(m), "raw": b""}
 
 
 # --- a kill after every step ------------------------------------------------------------------------------

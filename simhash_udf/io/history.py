@@ -13,14 +13,14 @@ after its partition was written) gives the same result. Earlier pages always out
 page in a component that holds history pages is a duplicate of the best history cluster in it (the earliest
 kept page, then the smallest cluster id); history rows are never rewritten.
 
-Crash safety. Each date has a manifest (history_manifest.py: its data files with their sizes, its row count,
-fingerprint version and id type, the token of the run that wrote it): one copy inside the date's directory,
-written into the staging directory before the publish, and the date's record HISTORY/_manifests/run_date=D.json,
-written after the rows are in place. The publish (HISTORY_COMMIT_STEPS) is:
+Crash safety. Each date has a manifest inside its directory (history_manifest.py: its data files with their
+sizes, its row count, fingerprint version and id type, the token of the run that wrote it), written into the
+staging directory before the publish, and a record HISTORY/_manifests/run_date=D.json (the same without the
+file list), written after the rows are in place. The publish (HISTORY_COMMIT_STEPS) is:
 1. history_move_old_aside: an earlier attempt's run_date=D is renamed to _staging-TOKEN-replaced-D (the date in
    the name, the run's owner file _staging-TOKEN.owner beside it);
 2. history_move_new_in: the staging directory is renamed to run_date=D (the rows and their manifest at once);
-3. history_record: the record is written (a temporary file renamed over the old record);
+3. history_record: the record is written (a temporary file renamed over the earlier attempt's record);
 4. history_pin: a first run's pins;
 5. history_drop_old: the earlier attempt's rows are deleted, now that the new ones are in place and recorded.
 A run killed at any point leaves either the old rows aside with no run_date=D (1), or the new rows in place
@@ -276,7 +276,7 @@ class History:
             raise DedupError(f"could not move {self.staging} to {self.partition}: check permissions on the history, "
                              "and that no other run of the same --run-date writes into it")
         after_step("history_move_new_in")
-        self._record(manifest)
+        self._record(manifest.record())
         after_step("history_record")
         self._write_pins(manifest)  # a first run's (kept as they are afterwards)
         after_step("history_pin")
@@ -288,12 +288,12 @@ class History:
             after_step("history_drop_old")
         self._release_staging()
 
-    def _record(self, manifest: Manifest) -> None:
+    def _record(self, record: Manifest) -> None:
         try:
-            write_record(self.hfs, self.path, manifest, self.token)
+            write_record(self.hfs, self.path, record, self.token)
         except (Py4JJavaError, OSError) as exc:
             why = java_message(exc) if isinstance(exc, Py4JJavaError) else str(exc)
-            raise DedupError(f"could not write the record of run_date={manifest.run_date} into {self.path}/{RECORDS} "
+            raise DedupError(f"could not write the record of run_date={record.run_date} into {self.path}/{RECORDS} "
                              f"({why}): check permissions on the history (the next run finishes this one's publish)"
                              ) from None
 
@@ -509,25 +509,28 @@ class History:
 
     def _check_date(self, date: str, record: Manifest | None) -> list[str]:
         """A date's problems ([] when it is complete). Fast path: the directory's file count and bytes are the
-        record's. Otherwise its files are listed and compared with its own manifest (or the record): a
-        complete date whose own manifest is not the record is a publish killed after moving its rows in,
+        record's. Otherwise its files are listed and compared with its manifest: a complete date whose manifest
+        is not its record's (another run's token, or no record) is a publish killed after moving its rows in,
         finished here unless its run is alive; a date with neither is a history's from before manifests."""
         directory = f"{self.path}/run_date={date}"
-        if record is not None and summary_matches(record, content_summary(self.hfs, directory)):
+        found = content_summary(self.hfs, directory)
+        if record is not None and summary_matches(record, found):
             return []
         own = Manifest.parse(self.hfs.read(f"{directory}/{MANIFEST}"))
         if own is None and record is None:
             self.unchecked.append(date)
             return []
-        reference = own if own is not None else record
-        index_removed = bool(reference.band_index) and not self.hfs.exists(f"{directory}/{reference.band_index}")
-        wrong = differences(reference, data_files(self.hfs, directory), index_removed)
+        if own is None:
+            return [f"({record.describe()} when written) its directory holds {found[0]} files of {found[1]} bytes where "
+                    f"the run left {record.summary[0]} of {record.summary[1]}, and its {MANIFEST}, which names the "
+                    "files, is gone"]
+        index_removed = bool(own.band_index) and not self.hfs.exists(f"{directory}/{own.band_index}")
+        wrong = differences(own, data_files(self.hfs, directory), index_removed)
         if wrong:
-            return [f"({reference.describe()} when written) " + "; ".join(wrong[:_SHOWN])
+            return [f"({own.describe()} when written) " + "; ".join(wrong[:_SHOWN])
                     + (f"; and {len(wrong) - _SHOWN} more" if len(wrong) > _SHOWN else "")]
-        if own is not None and (record is None or record.token != own.token) \
-                and f"_staging-{own.token}" not in self._live_stagings:
-            write_record(self.hfs, self.path, own, self.token)
+        if (record is None or record.token != own.token) and f"_staging-{own.token}" not in self._live_stagings:
+            write_record(self.hfs, self.path, own.record(), self.token)
             self._write_pins(own)
             self.repairs.append(f"run_date={date}: the publish of a run killed after moving its rows in was finished "
                                 "(its record and pins written)")

@@ -1,24 +1,26 @@
 """What the history records about each date, and how a date is checked against it.
 
-Two copies of one manifest per date: `run_date=D/_manifest.json`, written into the run's staging directory
-before the publish (so it moves into place with the rows, in the same rename), and the date's record
-`HISTORY/_manifests/run_date=D.json`, written after the rows are in place. The record lives outside the
-date's directory, so a date that vanished (its directory renamed away or deleted) is still known; the copy
-inside tells which run's rows a directory holds, so a later run can finish a publish that was killed between
-moving the rows in and writing the record.
+Per date two files: its manifest `run_date=D/_manifest.json`, written into the run's staging directory before
+the publish (so it moves into place with the rows, in the same rename), and its record
+`HISTORY/_manifests/run_date=D.json`, written after the rows are in place. The manifest lists the date's data
+files (Parquet parts, those of the band index too) with their byte sizes; both hold the row count, the file
+count and bytes of the whole directory (its summary), the fingerprint version and id type of the rows and the
+run's token. The record lives outside the date's directory, so a date that vanished (its directory renamed
+away or deleted) is still known; the manifest inside tells which run's rows a directory holds, so a later run
+can finish a publish that was killed between moving the rows in and writing the record.
 
-A manifest lists the date's data files (Parquet parts, those of the band index too) with their byte sizes,
-the row count, the fingerprint version and id type of its rows, and the run's token. Checking a date costs one
-call per date: the directory's file count and bytes (Hadoop's getContentSummary: one name-node call on HDFS,
-one listing inside the JVM on object stores) against the manifest's. Only when they differ are the files
-listed one by one and compared, to name what is missing, shorter or longer, or not the run's. Row counts are
-not read back from the footers at every run: a file of the recorded size is the file the run wrote, and the
-count is recorded for the messages and for people (it is counted once, when the run writes it).
+Checking a date costs two calls: its record (a few hundred bytes: the file list stays in the manifest, since a
+day of a large crawl has hundreds of part files, and py4j carried a 68 KB list in ~50 ms against ~2 ms for a
+short record) and its directory's summary (Hadoop's getContentSummary: one name-node call on HDFS, one listing
+inside the JVM on object stores). Only when the summary differs are the manifest read and the files listed one
+by one, to name what is missing, shorter or longer, or not the run's. Row counts are not read back from the
+footers at every run: a file of the recorded size is the file the run wrote, and the count is recorded for the
+messages and for people (it is counted once, when the run writes it).
 """
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from .hadoop_fs import HadoopFS, java_class
 
@@ -29,26 +31,31 @@ FORMAT = 1
 
 @dataclass
 class Manifest:
+    """A date's manifest (files: its data files) or its record (files None; manifest_bytes: the size of the
+    manifest inside the directory, which the summary leaves out)."""
+
     run_date: str
     token: str  # the run that wrote the rows (its staging directory's token)
     rows: int
-    files: dict[str, int]  # path below the date's directory -> bytes, the data files only
+    data_files: int
     summary: list[int]  # [files, bytes] of everything in the directory but the manifest itself
     fingerprint_version: str
     id_type: str
     band_index: str | None = None
+    files: dict[str, int] | None = None  # path below the date's directory -> bytes, the data files only
+    manifest_bytes: int = 0
     format: int = FORMAT
     raw: bytes = field(default=b"", repr=False, compare=False)
 
     def to_bytes(self) -> bytes:
         d = asdict(self)
         d.pop("raw")
-        return (json.dumps(d, indent=1, sort_keys=True) + "\n").encode("utf-8")
+        return (json.dumps(d, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
 
     @classmethod
     def parse(cls, data: bytes | None) -> "Manifest | None":
-        """None for a missing or unreadable file (a half-written one is never renamed into place; anything
-        else unreadable is treated as no manifest, and the date's own copy is used instead)."""
+        """None for a missing or unreadable file (a half-written record is never renamed into place; anything
+        else unreadable is treated as no record, and the date's manifest is used instead)."""
         try:
             d = json.loads((data or b"").decode("utf-8"))
             m = cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d and k != "raw"})
@@ -57,8 +64,14 @@ class Manifest:
         m.raw = data
         return m
 
+    def record(self) -> "Manifest":
+        """The record of the date this manifest describes."""
+        r = replace(self, files=None, manifest_bytes=len(self.raw))
+        r.raw = r.to_bytes()
+        return r
+
     def describe(self) -> str:
-        return f"{self.rows} rows in {len(self.files)} files"
+        return f"{self.rows} rows in {self.data_files} files"
 
 
 def _path(fs: HadoopFS, path: str):
@@ -100,13 +113,12 @@ def content_summary(fs: HadoopFS, root: str) -> tuple[int, int] | None:
     return int(s.getFileCount()), int(s.getLength())
 
 
-def summary_matches(manifest: Manifest, found: tuple[int, int] | None) -> bool:
-    """Whether a directory's (files, bytes) are the manifest's, with or without the manifest's own copy
-    inside (of the same bytes as the record)."""
+def summary_matches(record: Manifest, found: tuple[int, int] | None) -> bool:
+    """Whether a directory's (files, bytes) are the record's, with or without the manifest inside."""
     if found is None:
         return False
-    files, size = manifest.summary
-    return tuple(found) in ((files, size), (files + 1, size + len(manifest.raw or manifest.to_bytes())))
+    files, size = record.summary
+    return tuple(found) in ((files, size), (files + 1, size + record.manifest_bytes))
 
 
 def differences(manifest: Manifest, found: dict[str, int], index_removed: bool = False) -> list[str]:
@@ -114,7 +126,7 @@ def differences(manifest: Manifest, found: dict[str, int], index_removed: bool =
     removed whole (index_removed: its directory is gone) is not missing: a run computes the band keys of a date
     without one from its signatures (history.band_rows); one with some of its files gone would miss band keys,
     and is."""
-    expected = manifest.files
+    expected = manifest.files or {}
     if index_removed and manifest.band_index:
         expected = {name: size for name, size in expected.items() if not name.startswith(f"{manifest.band_index}/")}
     problems = []
@@ -132,12 +144,12 @@ def record_path(history: str, run_date: str) -> str:
     return f"{history}/{RECORDS}/run_date={run_date}.json"
 
 
-def write_record(fs: HadoopFS, history: str, manifest: Manifest, token: str) -> None:
+def write_record(fs: HadoopFS, history: str, record: Manifest, token: str) -> None:
     """Write a date's record: into a temporary file first, then renamed over the record, so that a record is
-    never half-written (a kill in between leaves the old record, or none: the date's own copy then stands)."""
-    final = record_path(history, manifest.run_date)
-    temporary = f"{history}/{RECORDS}/_tmp-{token}-run_date={manifest.run_date}.json"
-    fs.write(temporary, manifest.raw or manifest.to_bytes())
+    never half-written (a kill in between leaves the old record, or none: the date's manifest then stands)."""
+    final = record_path(history, record.run_date)
+    temporary = f"{history}/{RECORDS}/_tmp-{token}-run_date={record.run_date}.json"
+    fs.write(temporary, record.raw)
     if not fs.rename(temporary, final):  # HDFS and object stores do not rename onto an existing file
         fs.delete(final)
         if not fs.rename(temporary, final):
@@ -157,7 +169,7 @@ def new_manifest(fs: HadoopFS, directory: str, run_date: str, token: str, rows: 
                  id_type: str, band_index: str | None) -> Manifest:
     """The manifest of a staged date's directory as it is now (before its manifest is written into it)."""
     summary = content_summary(fs, directory) or (0, 0)
-    m = Manifest(run_date, token, rows, data_files(fs, directory), list(summary), fingerprint_version, id_type,
-                 band_index)
+    files = data_files(fs, directory)
+    m = Manifest(run_date, token, rows, len(files), list(summary), fingerprint_version, id_type, band_index, files)
     m.raw = m.to_bytes()
     return m
