@@ -239,6 +239,9 @@ class RunHistory(Part):
     duplicates_of_earlier_runs: int = item("this run's pages that are duplicates of earlier runs' pages")
     history_rows: int = item("history rows taking part in the pair search")
     history_fingerprints_compared: int = item("history fingerprints that share a key with this run's")
+    repaired: list[str] = item("what the run repaired in the history before reading it (a date restored from where "
+                               "a killed run had moved it, a killed publish finished), in words; empty when nothing")
+    runs_without_manifest: int = item("earlier runs written before per-date manifests, read without their checks")
 
 
 @dataclass(kw_only=True)
