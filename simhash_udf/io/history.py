@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..errors import DedupError
-from .read import escape_glob
+from .paths import escape_glob
 
 log = logging.getLogger("simhash_dedup")
 VERSION_FILE = "_fingerprint_version"
@@ -483,7 +483,7 @@ def attach_history(clusters: DataFrame, roots: DataFrame, history: DataFrame, ru
     (fingerprint, h_cluster, h_kept_date) of the related history fingerprints. A page whose component holds history
     fingerprints becomes a duplicate of the best history cluster there (earliest kept page, then smallest
     cluster id); the others keep their own resolution. Adds kept_run_date; kept_fp (the kept page's
-    fingerprint, star.cluster_shape) becomes null where the kept page is an earlier run's."""
+    fingerprint, clusters.cluster_shape) becomes null where the kept page is an earlier run's."""
 
     def with_comp(df: DataFrame) -> DataFrame:
         return df.join(roots, df["fingerprint"] == roots["node"], "left").withColumn(
