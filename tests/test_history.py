@@ -164,8 +164,9 @@ def test_history_layout_and_rerun_is_idempotent(spark, days, incremental):
     root, _ = days
     hist = root / HISTORY
     assert sorted(p for p in os.listdir(hist) if not p.startswith(".")) == [
-        "_fingerprint_version", "_id_type", *[f"run_date={d}" for d in DAYS]
+        "_fingerprint_version", "_id_type", "_manifests", *[f"run_date={d}" for d in DAYS]
     ]
+    assert sorted(os.listdir(hist / "_manifests")) == [f"run_date={d}.json" for d in DAYS]
     stored = pd.read_parquet(hist)
     assert len(stored) == sum(incremental[d]["input_rows"] for d in DAYS)
     # each run's band index: the band rows of its signatures, what a later run would compute from them

@@ -47,7 +47,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
     with cleaned_up(spark, out, history, persisted):
         out.check_writable(cfg.overwrite)  # again: a run that held the lock may have finished DIR meanwhile
         if history is not None:
-            history.remove_stale_staging(cfg.lock_stale_minutes * 60)
+            history.recover(cfg.lock_stale_minutes * 60, cfg.fingerprint_version())  # dead runs settled, dates checked
             history.claim_staging()  # a history that cannot be written stops the run here, not after the work
         with scoped_settings(spark, job_settings(cfg, spark), cfg.checkpoint_dir or out.staged("_checkpoints")):
             try:
@@ -86,7 +86,7 @@ def cleaned_up(spark: SparkSession, out: OutputDir, history: History | None, per
         out.abort()
         if history is not None:
             history.abort()
-        clear = input_error(exc)
+        clear = (history.read_error(exc) if history is not None else None) or input_error(exc)
         if clear is not None:
             raise clear from None
         raise
@@ -228,7 +228,8 @@ def read_history(history: History | None, cfg: DedupConfig) -> tuple[DataFrame |
     bands = history.band_rows(dates_read, cfg.bands) if earlier is not None and cfg.bands is not None else None
     report = {"path": history.path, "run_date": history.run_date, "runs_read": len(dates_read),
               "first_run": dates_read[0] if dates_read else None, "later_or_same_runs_ignored": dates_ignored,
-              "duplicates_of_earlier_runs": 0, "history_rows": 0, "history_fingerprints_compared": 0}
+              "duplicates_of_earlier_runs": 0, "history_rows": 0, "history_fingerprints_compared": 0,
+              "repaired": history.repairs, "runs_without_manifest": len(history.unchecked)}
     if dates_ignored:
         log.warning("history %s has runs on or after %s (%s): they are not read, and the later ones did not see "
                     "this run's pages", history.path, history.run_date, ", ".join(dates_ignored))
