@@ -55,7 +55,7 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], 
 
     clusters: (cluster_id, is_duplicate, fingerprint, kept_fp[, kept_run_date]), kept_fp the kept page's fingerprint on every
     row, null when the kept page is not among the rows (every resolve adds it: resolve_clusters, star_clusters,
-    stages.resolve.resolve_verified, history.attach_history). A kept page with duplicates has a fingerprint (duplicates
+    stages.resolve.resolve_verified, history_search.attach_history). A kept page with duplicates has a fingerprint (duplicates
     are found through fingerprints), so only the duplicates are grouped by cluster, and the clusters of one page
     are the kept pages left over: the duplicates are a small share of the pages (~7% at 10M), and no window
     over every page is needed to find the kept page's fingerprint."""

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ...io.history import attach_history
 from ...spark.clusters import cluster_shape, resolve_clusters
+from ...spark.history_search import attach_history
 from ...spark.joins import broadcast_if_small
 from ...spark.star import star_clusters
 from ...spark.verified import verified_clusters
