@@ -137,14 +137,15 @@ def test_glob_characters_in_output_and_history_paths(days, incremental):
 
 def test_history_search_without_broadcast_gives_the_same_clusters(spark, days, incremental, tmp_path, monkeypatch):
     """A day with many search keys joins them to the history's rows by a shuffle instead of a broadcast
-    (history.BROADCAST_KEYS), here with the default plan of 4 tables of 16-bit keys (every history
+    (history_search.BROADCAST_KEYS), here with the default plan of 4 tables of 16-bit keys (every history
     fingerprint shares a key with the day) and from a history without band indexes (as written before them:
     the band rows are computed from the signatures): the same clusters. The last day, over the first two
     days' partitions of the incremental fixture with their band indexes removed (a run of the middle day as
     well cost ~30 s and meets the same code)."""
     import simhash_udf.io.history as history_module
+    import simhash_udf.spark.history_search as history_search
 
-    monkeypatch.setattr(history_module, "BROADCAST_KEYS", -1)
+    monkeypatch.setattr(history_search, "BROADCAST_KEYS", -1)
     root, _ = days
     hist = tmp_path / "history"
     index_name = history_module.band_index_name(load_config(PINNED + ["--plan", "1000"]).bands)

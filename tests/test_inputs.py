@@ -215,7 +215,7 @@ def test_local_input_bytes_are_the_bytes_of_the_files_spark_reads(spark, tmp_pat
     """The size a local run's JVM options are chosen by (session.small_run_conf) is taken before any JVM starts:
     it is the bytes of the files Spark's own reader lists (hidden files and folders skipped), a compressed file
     counted 4x; inputs it cannot size without Spark are None; a tree is not walked past the limit."""
-    from simhash_udf.io.read import local_input_bytes
+    from simhash_udf.io.paths import local_input_bytes
 
     root = tmp_path / "crawl"
     sizes = {"a.jsonl": 100, "b.jsonl.gz": 50, "_SUCCESS": 1000, ".a.jsonl.crc": 12, "_temporary/0/x.jsonl": 5000,

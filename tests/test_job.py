@@ -408,12 +408,12 @@ def test_text_files_and_invalid_utf8(spark, tmp_path):
 
 
 def test_keep_policies(spark, tmp_path):
-    """Each --keep policy is a rank (star.keep_rank) whose minimum over a cluster is the page kept: all three
+    """Each --keep policy is a rank (clusters.keep_rank) whose minimum over a cluster is the page kept: all three
     ranked on the rows, and the job run with the one that reads a column with a null (a run per policy cost
     ~13 s each)."""
     from pyspark.sql import functions as F
 
-    from simhash_udf.spark.star import keep_rank
+    from simhash_udf.spark.clusters import keep_rank
 
     rows = pd.DataFrame({"id": [3, 1, 2], "day": ["2026-01-02", "2026-01-03", None],
                          "text": ["same words here", "same words here!", "same words here. "]})

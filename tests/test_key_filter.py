@@ -105,7 +105,7 @@ def test_band_arrays_pass_when_a_usable_band_key_is_the_days(spark, arrays, day,
     """History rows of band-key arrays (null: band not usable) against a filter of the day's (band, key) rows:
     a row passes iff one of its non-null (band, key) may be in the filter, a null never counts; every row
     that holds a day (band, key) passes."""
-    from simhash_udf.io.history import array_filter_keys, row_filter_keys
+    from simhash_udf.spark.history_search import array_filter_keys, row_filter_keys
     from simhash_udf.spark.key_filter import build_key_bloom
 
     day_df = spark.createDataFrame(day, "band int, key long").repartition(partitions)

@@ -76,3 +76,111 @@ def test_no_function_is_longer_than_the_limit():
                         too_long.append(f"{os.path.relpath(path, ROOT)}:{node.lineno} {node.name} ({lines} lines)")
     assert seen > 300, seen  # the walk found the package's functions
     assert not too_long, too_long
+
+
+PACKAGE = "simhash_udf"
+# Imports of simhash_udf modules inside functions, each for a reason other than dodging an import cycle:
+# (importing module, imported module): why it waits for the call.
+LAZY_IMPORTS = {
+    ("simhash_udf.job.cli", "simhash_udf.job.sizing"): "--plan only",
+    ("simhash_udf.job.cli", "simhash_udf.spark.session"):
+        "an option error or --plan answers without loading the Spark job",
+    ("simhash_udf.job.cli", "simhash_udf.job.pipeline"):
+        "an option error or --plan answers without loading the Spark job",
+}
+
+
+def package_modules() -> dict[str, str]:
+    """{dotted module name: file} of every module of simhash_udf (a package by its __init__.py)."""
+    modules = {}
+    for folder, _, files in os.walk(os.path.join(ROOT, PACKAGE)):
+        for name in files:
+            if name.endswith(".py"):
+                parts = os.path.relpath(os.path.join(folder, name), ROOT)[:-3].split(os.sep)
+                modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = os.path.join(folder, name)
+    return modules
+
+
+def imported_modules(module: str, path: str, node: ast.Import | ast.ImportFrom, modules) -> list[str]:
+    """The simhash_udf modules an import statement of `module` loads: `from .a import b` is module a.b when that is a
+    module, else a (b a name in it); relative imports resolved against the importing module's package."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name in modules]
+    if node.level:
+        package = module.split(".") if path.endswith("__init__.py") else module.split(".")[:-1]
+        base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+    else:
+        base = node.module or ""
+    if base.split(".")[0] != PACKAGE:
+        return []
+    found = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
+    return found if len(found) == len(node.names) else [base, *found]
+
+
+def import_graph() -> tuple[dict[str, set[str]], list[tuple[str, str, int]]]:
+    """({module: the simhash_udf modules it imports}, [(module, imported, line) of imports inside functions]),
+    read from the import statements themselves (module level and inside functions alike)."""
+    modules = package_modules()
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    in_functions = []
+    for module, path in modules.items():
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        local = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in imported_modules(module, path, node, modules):
+                    graph[module].add(target)
+                    if id(node) in local:
+                        in_functions.append((module, target, node.lineno))
+    return graph, in_functions
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of the graph as [a, b, ..., a], or None (a depth-first search for an edge back into the
+    current path)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def test_find_cycle_finds_a_cycle_and_only_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_the_modules_import_each_other_without_a_cycle():
+    """No module of simhash_udf imports, directly or through others, one that imports it back, counting the imports
+    inside functions too: an import moved into a function to dodge a cycle hides the cycle, not the tangle (two
+    modules that need each other are one responsibility split wrongly, or a helper in the wrong place)."""
+    graph, _ = import_graph()
+    assert len(graph) > 60 and sum(map(len, graph.values())) > 150, graph  # the walk found the package
+    assert graph["simhash_udf.job.cli"] >= {"simhash_udf.job.config", "simhash_udf.errors"}
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_no_module_imports_another_inside_a_function():
+    """simhash_udf's modules import each other at the top, where a reader sees what a module needs; the few that
+    wait for the call do so for a reason stated in LAZY_IMPORTS. (Heavy or optional third-party modules, such as
+    pandas in Python workers, fastwarc and matplotlib, may be imported where they are used.)"""
+    _, in_functions = import_graph()
+    assert not [f"{m}:{line} imports {t}" for m, t, line in in_functions if (m, t) not in LAZY_IMPORTS]
+    assert {(m, t) for m, t, _ in in_functions} == set(LAZY_IMPORTS)  # the list names no import that is gone

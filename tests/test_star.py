@@ -78,7 +78,7 @@ def test_cluster_shape_equals_its_definition(spark, pages, members):
     rows (an earlier run's: cluster ids 6-7, and 0-5 when not drawn) and fingerprints missing on either side.
     kept_fp (every resolve adds it) is the kept page's fingerprint, null when the kept page is not among the rows;
     a kept page with duplicates always has a fingerprint (duplicates are found through fingerprints)."""
-    from simhash_udf.spark.star import cluster_shape
+    from simhash_udf.spark.clusters import cluster_shape
 
     with_dups = {cid for cid, _ in members}
     rows = [(i, i, False, 0 if fp is None and i in with_dups else fp) for i, fp in pages]
@@ -92,7 +92,7 @@ def test_cluster_shape_equals_its_definition(spark, pages, members):
 def test_an_id_that_comes_back_on_a_later_day_is_two_clusters(spark):
     """With --history and ids such as URLs, today's kept page u1 and an earlier run's u1 (a different page of
     the same URL) are two clusters; grouped by cluster_id alone the report made them one of three pages."""
-    from simhash_udf.spark.star import cluster_shape
+    from simhash_udf.spark.clusters import cluster_shape
 
     rows = [("u1", "u1", False, 0b1, 0b1, "2026-11-27"),  # today's u1, kept
             ("u3", "u1", True, 0b11, 0b1, "2026-11-27"),  # a near copy of it

@@ -13,6 +13,8 @@ A sum of exactly 0 gives bit 0. The unsigned 64-bit result is stored as int64 (t
 """
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
@@ -111,9 +113,7 @@ def to_signed(fingerprints: np.ndarray) -> np.ndarray:
 @lru_cache(maxsize=1)
 def jieba_idf() -> tuple[dict[str, int], int]:
     """jieba's own idf table (jieba/analyse/idf.txt) as integer weights, and the median for unknown words."""
-    import os
-
-    import jieba
+    import jieba  # here, not at the top: its dictionary loads slowly, and only tf-idf with jieba's table needs it
 
     path = os.path.join(os.path.dirname(jieba.__file__), "analyse", "idf.txt")
     table: dict[str, int] = {}
@@ -137,8 +137,6 @@ class CorpusIdf:
         weight = lambda df: int(round((np.log((1 + n_docs) / (1 + df)) + 1) * IDF_SCALE))  # noqa: E731
         self.table = {t: weight(df) for t, df in doc_freq.items() if df >= 2}
         self.unknown = weight(1)
-        import hashlib
-
         h = hashlib.sha1(str(n_docs).encode())
         for t in sorted(self.table):
             h.update(f"{t}\x1e{self.table[t]}\x1f".encode())

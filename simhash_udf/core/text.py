@@ -11,9 +11,11 @@ Han runs are segmented by jieba's dictionary and algorithm, through one of two i
 from __future__ import annotations
 
 import logging
+import os
 import re
 import unicodedata
 from functools import lru_cache
+from importlib.metadata import version
 from typing import Callable
 
 # Han ideographs (CJK unified, extension A, compatibility, extensions B+). Kana and Hangul are left to the
@@ -94,21 +96,19 @@ def han_runs_and_rest(raw: str) -> tuple[list[str], list[str]]:
 def segmenter(name: str = "jieba") -> Callable[[str], list[str]]:
     """The cut function of a segmentation backend: precise mode, HMM for unknown words on."""
     if name == "jieba":
-        import jieba
+        import jieba  # here, not at the top: slow to load, and only texts with CJK runs need a segmenter
 
         jieba.setLogLevel(logging.WARNING)
         jieba.initialize()
         return jieba.dt.lcut
     if name == "rjieba":
-        import rjieba
+        import rjieba  # an optional backend (--segmenter rjieba), installed separately
 
         return rjieba.cut  # hmm=True by default
     raise ValueError(f"unknown segmenter {name!r}; choose one of {', '.join(SEGMENTERS)}")
 
 
 def segmenter_version(name: str) -> str:
-    from importlib.metadata import version
-
     return f"{name}-{version(name)}"
 
 
@@ -256,9 +256,7 @@ N_ZH_STOP_WORDS = 60
 
 @lru_cache(maxsize=1)
 def stop_words() -> frozenset[str]:
-    import os
-
-    import jieba
+    import jieba  # here, not at the top: slow to load, and only --stop-words needs its list
     from jieba.analyse.tfidf import TFIDF
 
     path = os.path.join(os.path.dirname(jieba.__file__), "dict.txt")

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.text import normalize_text
+from .quality import shingle_set, similar_pairs
 from .sample_corpus import (
     _EN_CONTENT,
     _en_sentence,
@@ -101,7 +102,7 @@ def _en_vocab() -> tuple[list[str], list[float]]:
     """The 30,000 most frequent English words of wordfreq (alphabetic only) and cumulative frequencies."""
     global _EN_VOCAB
     if _EN_VOCAB is None:
-        import wordfreq
+        import wordfreq  # here, not at the top: a dev dependency (pyproject.toml), for English corpora only
 
         words = [w for w in wordfreq.top_n_list("en", 32000) if w.isascii() and w.isalpha() and w != "i"][:30000]
         freqs = [wordfreq.word_frequency(w, "en") for w in words]
@@ -418,8 +419,6 @@ def without_near_copies_across_clusters(rows: list[dict], threshold: float = 0.9
     paragraph of the page) can be one of the page's sampled originals. Such rows in two truth clusters made the
     truth wrong: a perfect clustering scored truth precision 0.78 on 1,000 pages. Of each such pair the later
     cluster is dropped (an original with its copies, or a hard negative); `cluster` is a row index here."""
-    from .quality import shingle_set, similar_pairs
-
     a, b, _ = similar_pairs([shingle_set(r["text"]) for r in rows], threshold)
     dropped: set[int] = set()
     for i, j in sorted(zip(a.tolist(), b.tolist())):
@@ -433,7 +432,7 @@ def without_near_copies_across_clusters(rows: list[dict], threshold: float = 0.9
 
 def write_corpus(rows: list[dict], out_dir: str) -> tuple[str, str]:
     """OUT/docs.parquet (id, text, lang): the job's input; OUT/truth.parquet (id, cluster, variant)."""
-    import pyarrow as pa
+    import pyarrow as pa  # here, not at the top: the generators run without it; writing Parquet needs it
     import pyarrow.parquet as pq
 
     os.makedirs(out_dir, exist_ok=True)

@@ -68,7 +68,7 @@ def _zh_vocab() -> tuple[list[str], list[int], list[str]]:
     cumulative frequencies, and the subset tagged as nouns."""
     global _ZH_VOCAB
     if _ZH_VOCAB is None:
-        import jieba
+        import jieba  # here, not at the top: slow to load, for Chinese samples only
 
         path = os.path.join(os.path.dirname(jieba.__file__), "dict.txt")
         with open(path, encoding="utf-8") as fh:
@@ -509,7 +509,7 @@ def write_sample_corpus(path: str, n_originals: int = 120, seed: int = 7, fmt: s
                 fh.write(json.dumps(row, ensure_ascii=False))
                 fh.write("\n")
     else:
-        import pyarrow as pa
+        import pyarrow as pa  # here, not at the top: only the Parquet output needs it
         import pyarrow.parquet as pq
 
         schema = pa.schema([("id", pa.int64()), ("url", pa.string()), ("crawl_date", pa.string()),

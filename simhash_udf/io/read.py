@@ -9,9 +9,7 @@ The listing happens once on the driver (file names only, no data) and also decid
 """
 from __future__ import annotations
 
-import glob
 import logging
-import os
 import re
 import urllib.parse
 from collections import Counter
@@ -25,6 +23,8 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from ..errors import DedupError
 from ..spark.session import unique_key_aggregation
+from .paths import COMPRESSIONS, escape_glob, has_glob, is_hidden
+from .wet import read_wet
 
 log = logging.getLogger("simhash_dedup")
 CORRUPT = "_corrupt_record"  # Spark's column for lines/rows its JSON and CSV parsers cannot read
@@ -42,14 +42,11 @@ _EXTENSIONS = {
     ".txt": "text",
     ".wet": "wet",
 }
-# Read by Hadoop's codecs (JSON, CSV, text) or by wet.py (WET).
-COMPRESSIONS = (".gz", ".bz2", ".zst")
 # Not readable here: no Hadoop codec, or a Hadoop codec whose framing is not the command-line tool's.
 UNSUPPORTED_COMPRESSIONS = (".xz", ".lzma", ".lz4", ".snappy", ".lzo", ".br", ".zip", ".7z", ".rar", ".tar", ".tgz", ".z")
 PARSED_FORMATS = ("json", "csv", "wet")  # parsed at some cost: cached once read (pipeline)
 FIRST_FILES = 100  # input files InputFiles names (first listed), for messages that point at examples
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # a partition directory's name for a null value
-_GLOB_CHARS = re.compile(r"([\\*?\[\]{}])")
 _HADOOP_PACKAGES = {
     "s3a": "org.apache.hadoop:hadoop-aws:{hadoop}",
     "s3": "org.apache.hadoop:hadoop-aws:{hadoop} (and write the path as s3a://)",
@@ -70,64 +67,7 @@ class EmptyInput(DedupError):
         self.df = df
 
 
-def has_glob(path: str) -> bool:
-    return any(c in path for c in "*?[{")
 
-
-def escape_glob(path: str) -> str:
-    """The path as a Hadoop glob that matches exactly itself: Spark's readers glob every path they are given."""
-    return _GLOB_CHARS.sub(r"\\\1", path)
-
-
-def is_hidden(name: str) -> bool:
-    """Spark's rule for files and directories its readers skip (InMemoryFileIndex.shouldFilterOutPathName)."""
-    return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
-
-
-def local_input_bytes(path: str, limit: int) -> int | None:
-    """The bytes of the data files --input names on the local file system (hidden ones skipped, as Spark does; a
-    compressed file counted 4x, roughly what it holds), sized without starting Spark. Any number above `limit`
-    once the count passes it (a large tree is not walked to its end). None when the input is not local
-    (another scheme), a brace glob (Hadoop's syntax, not Python's), not found, or holds a file that cannot be
-    sized (a broken link: Spark will say what is wrong). For choices that only change speed
-    (session.small_run_conf)."""
-    try:
-        return _local_bytes(path, limit)
-    except OSError:
-        return None
-
-
-def _local_bytes(path: str, limit: int) -> int | None:
-    if path.startswith("file:"):
-        path = re.sub(r"^file:(//(?=/))?", "", path)
-    elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path):
-        return None
-    if os.path.exists(path):
-        roots = [path]
-    elif has_glob(path) and "{" not in path:
-        roots = [p for p in glob.glob(path) if not is_hidden(os.path.basename(p))]
-    else:
-        return None
-    if not roots:
-        return None
-    total = 0
-    for file in _data_files(roots):
-        size = os.path.getsize(file)
-        total += 4 * size if file.endswith(COMPRESSIONS) else size
-        if total > limit:
-            return total
-    return total
-
-
-def _data_files(roots: list[str]):
-    """The files under roots that Spark's reader would read (hidden files and folders skipped), lazily."""
-    for root in roots:
-        if not os.path.isdir(root):
-            yield root
-            continue
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if not is_hidden(d)]
-            yield from (os.path.join(folder, name) for name in files if not is_hidden(name))
 
 
 def file_system(spark: SparkSession, path: str):
@@ -308,8 +248,6 @@ def read_files(spark: SparkSession, info: InputFiles, fmt: str, typed: tuple[str
     if fmt == "text":
         return read_text(spark, info)
     if fmt == "wet":
-        from .wet import read_wet
-
         return read_wet(reader.format("binaryFile").load(path))
     raise DedupError(f"--input-format {fmt!r} is unknown")
 

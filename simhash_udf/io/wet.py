@@ -35,6 +35,7 @@ from typing import Callable, Iterator
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BinaryType, BooleanType, StringType, StructField, StructType, TimestampType
 
 PARSED_SCHEMA = StructType(
@@ -140,7 +141,7 @@ def _iso_date(value: str | None) -> datetime | None:
 def fastwarc_records(stream, native_gzip: bool = False) -> Iterator[tuple]:
     """(is conversion, id, url, date, body, Content-Length or None, stream offset) of every record, parsed by
     fastwarc; native_gzip: fastwarc decompresses (gzip, zstd, lz4) and the offset is the compressed one."""
-    from fastwarc.warc import ArchiveIterator, WarcRecordType
+    from fastwarc.warc import ArchiveIterator, WarcRecordType  # here, not at the top: for WET input only (workers)
 
     conversion = WarcRecordType.conversion
     for record in ArchiveIterator(stream, parse_http=False, stream_detect=native_gzip):
@@ -154,7 +155,7 @@ def fastwarc_records(stream, native_gzip: bool = False) -> Iterator[tuple]:
 def warcio_records(stream, native_gzip: bool = False) -> Iterator[tuple]:
     """The same from warcio (the parser before fastwarc, used for files with LF line endings, which fastwarc
     cannot parse; scripts/bench/wet.py compares the two). warcio always reads gzip itself."""
-    from warcio.archiveiterator import ArchiveIterator
+    from warcio.archiveiterator import ArchiveIterator  # here, not at the top: for WET files fastwarc cannot parse
 
     records = ArchiveIterator(stream, check_digests=False)
     for record in records:
@@ -291,8 +292,6 @@ def read_wet(files: DataFrame) -> DataFrame:
     """Pages of the WET files in `files` (Spark's binaryFile rows, any partition columns after them): id,
     url, date (timestamp), text (string: invalid UTF-8 replaced by U+FFFD as for every other input, and
     counted by the pipeline), file, truncated_record, then the partition columns of the page's file."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     carried = [f for f in files.schema.fields if f.name not in ("path", "modificationTime", "length", "content")]
     carried_schema = to_arrow_schema(StructType(carried))
     names = [f.name for f in carried]

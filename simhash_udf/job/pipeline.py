@@ -10,16 +10,17 @@ from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType
 
 from ..errors import DedupError
 from ..io.history import History
+from ..io.paths import escape_glob
 from ..io.read import (
     EmptyInput,
     LoadedInput,
     check_columns,
     check_file_systems,
     check_ids,
-    escape_glob,
     input_error,
     load_input,
 )
@@ -327,8 +328,6 @@ def write_empty_output(spark: SparkSession, cfg: DedupConfig, out: OutputDir, em
     report.json with zero counts and why, _SUCCESS). The history is not read, and a day without pages adds
     nothing to it; an earlier attempt's rows of the same date are removed (before the commit, as a run's
     rows are published), so that the history holds what the date's output holds."""
-    from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType
-
     df = empty.df
     id_type = df.schema[cfg.id_col].dataType if df is not None and cfg.id_col in df.columns else StringType()
     clusters = StructType([StructField("id", id_type), StructField("fingerprint", LongType()),

@@ -73,7 +73,7 @@ def kept_distances(histogram: dict[str, int], k: int) -> tuple[list[str], list[i
 
 
 def _canvas(panels: int = 1, height: float = 3.6):
-    import matplotlib
+    import matplotlib  # here, not at the top: slow to load, and only the report's plots need it
 
     matplotlib.use("Agg")  # no display on a cluster's driver
     from matplotlib.figure import Figure

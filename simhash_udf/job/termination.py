@@ -14,6 +14,8 @@ import signal
 import threading
 from contextlib import contextmanager
 
+from pyspark import SparkContext
+
 log = logging.getLogger("simhash_dedup")
 EXIT_CODE = 128 + signal.SIGTERM  # what a shell reports for a process ended by SIGTERM
 
@@ -35,8 +37,6 @@ def check() -> None:
 
 
 def _cancel_spark_jobs() -> None:
-    from pyspark import SparkContext
-
     while not _stopped.is_set():
         sc = SparkContext._active_spark_context
         if sc is None:

@@ -1,12 +1,17 @@
 """SparkSession for the job: whatever spark-submit configured, or local mode on every core."""
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import tempfile
 from contextlib import contextmanager
 
-from pyspark import SparkConf
+import pyspark
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
+
+from ..io.paths import local_input_bytes
 
 # JVM options for a JVM that lives for one small run (a local run of a small input, a test's spark-submit, a
 # cluster test's executors): the client compiler only and the parallel collector. Such a JVM spends more CPU
@@ -72,9 +77,7 @@ def small_run_conf(input_path: str) -> dict[str, str]:
 
 
 def small_local_input(input_path: str) -> bool:
-    """The input is on the local file system and at most SMALL_RUN_BYTES (io.read.local_input_bytes)."""
-    from ..io.read import local_input_bytes
-
+    """The input is on the local file system and at most SMALL_RUN_BYTES (io.paths.local_input_bytes)."""
     size = local_input_bytes(input_path, SMALL_RUN_BYTES)
     return size is not None and size <= SMALL_RUN_BYTES
 
@@ -106,8 +109,6 @@ def short_run_directives_wanted(input_path: str, conf: SparkConf) -> bool:
 def spark_submit_conf() -> SparkConf:
     """The configuration of the JVM spark-submit started (its --conf, --driver-java-options, spark-defaults.conf),
     read through the gateway to it: connected first, since SparkConf() without it reads an empty configuration."""
-    from pyspark import SparkContext
-
     SparkContext._ensure_initialized()
     return SparkConf()
 
@@ -140,8 +141,6 @@ def diagnostic_command(gateway, command: str, *arguments: str) -> str:
 def add_compiler_directives(gateway, directives: str) -> str:
     """Add compiler directives (JSON, HotSpot's syntax) to the JVM behind the gateway; the JVM's answer. The
     command reads a file: written to a temporary one, removed once read."""
-    import tempfile
-
     fd, path = tempfile.mkstemp(prefix="simhash-dedup-directives-", suffix=".json")
     try:
         with os.fdopen(fd, "w") as fh:
@@ -162,16 +161,12 @@ def start_job_session(input_path: str) -> SparkSession:
 def prepare_job_jvm(input_path: str) -> dict[str, str]:
     """start_job_session's first half: the conf for get_spark (small_run_conf), or, under spark-submit, the
     directive added to its running JVM before any SparkContext exists."""
-    import logging
-
     log = logging.getLogger(__name__)
     conf = small_run_conf(input_path)
     if conf:
         log.info("a small local input: the driver's JVM starts with %s (the client compiler alone; "
                  "SIMHASH_DEDUP_JAVA_OPTIONS chooses otherwise)", conf["spark.driver.extraJavaOptions"])
     elif under_spark_submit() and short_run_directives_wanted(input_path, spark_submit_conf()):
-        from pyspark import SparkContext
-
         try:
             answer = add_compiler_directives(SparkContext._gateway, SHORT_RUN_COMPILER_DIRECTIVES)
             log.info("a small local input: this JVM compiles with the client compiler alone from now on "
@@ -185,8 +180,6 @@ def prepare_job_jvm(input_path: str) -> dict[str, str]:
 def _spark_defaults_name(key: str) -> bool:
     """A spark-defaults.conf (SPARK_CONF_DIR, or SPARK_HOME/conf, SPARK_HOME defaulting to pyspark's folder as
     pyspark's launcher does) sets `key`."""
-    import pyspark
-
     home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
     folder = os.environ.get("SPARK_CONF_DIR") or os.path.join(home, "conf")
     try:

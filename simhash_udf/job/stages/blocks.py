@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 
 from ...core.blocks import TablePlan, choose_plan, plan_tables
-from ...io.history import per_fingerprint, related_band_rows, related_block_rows
 from ...spark.bands import band_rows
 from ...spark.blocks import block_rows, group_batches
+from ...spark.history_search import per_fingerprint, related_band_rows, related_block_rows
 from .context import StageContext
 from .exact_collapse import Collapsed
 
@@ -54,7 +54,7 @@ def blocks_stage(collapsed: Collapsed, ctx: StageContext) -> Blocks:
 
 def history_match(collapsed: Collapsed, plan: TablePlan, ctx: StageContext) -> HistoryMatch:
     """The history's rows that share a table or band key with this run's fingerprints (matched by Bloom
-    filters of this run's keys, io.history), and the clusters and signatures of their fingerprints."""
+    filters of this run's keys, spark.history_search), and the clusters and signatures of their fingerprints."""
     history, bands, persist = ctx.history, ctx.specs.bands, ctx.persist
     fps, n_distinct = collapsed.fingerprints, collapsed.n_distinct
     # this run's block and band rows as SQL rows, to match the history's to their keys

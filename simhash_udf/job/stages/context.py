@@ -88,7 +88,7 @@ class HistoryView:
     """The earlier runs' rows a run searches (--history; io.history.History.earlier).
 
     rows: id, fingerprint, signature, cluster_id, is_duplicate, kept_run_date; or the same per fingerprint
-    (fingerprint, h_cluster, h_kept_date, signature, kept_signature: io.history.per_fingerprint).
+    (fingerprint, h_cluster, h_kept_date, signature, kept_signature: spark.history_search.per_fingerprint).
     band_rows: their (fingerprint, keys) band-key arrays when read from the history's band index
     (History.band_rows); None: computed from their signatures. run_date: this run's date in the history."""
 

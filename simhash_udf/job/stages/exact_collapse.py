@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from ...io.history import history_rows
+from ...spark.history_search import history_rows
 from ...spark.verified import fingerprint_signatures, units_of, with_units
 from .context import StageContext
 

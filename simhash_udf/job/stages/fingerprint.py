@@ -10,8 +10,8 @@ from pyspark.sql import functions as F
 
 from ...core.fingerprint import FeatureSpec
 from ...errors import DedupError
+from ...spark.clusters import keep_rank
 from ...spark.fingerprint import prepared_text, with_corpus_idf, with_fingerprints
-from ...spark.star import keep_rank
 from ..config import DedupConfig
 from .context import Persist, StageTimer
 

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ...io.history import attach_history
+from ...spark.clusters import cluster_shape, resolve_clusters
+from ...spark.history_search import attach_history
 from ...spark.joins import broadcast_if_small
-from ...spark.star import cluster_shape, resolve_clusters, star_clusters
+from ...spark.star import star_clusters
 from ...spark.verified import verified_clusters
 from .blocks import Blocks
 from .components import Components
@@ -27,7 +28,7 @@ class Resolved:
 
 def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: StageContext) -> Resolved:
     """Stage 7: each page's cluster by the cluster mode (ctx.specs.cluster_mode), cached, and the clusters'
-    shape (star.cluster_shape)."""
+    shape (clusters.cluster_shape)."""
     mode, history, match = ctx.specs.cluster_mode, ctx.history, blocks.history
     with ctx.timer("resolve") as counts:
         pages = collapsed.pages.select("id", "fingerprint", "rank", "signature", "short_text", "unit")
@@ -72,7 +73,7 @@ def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run
     known): the best page of the centre unit, or an earlier run's cluster; pages without a fingerprint are
     clusters of their own. With a run date (--history) also kept_run_date. Keeps the page's signature (for
     clusters/ and the history), and adds kept_fp: the kept page's fingerprint, null when it is an earlier run's
-    (star.cluster_shape)."""
+    (clusters.cluster_shape)."""
     # joined on the fingerprint alone, then the unit, so that only the per-unit assignments move: broadcast
     # when known to be few (joins.is_small), or by a sort-merge join, which moves the assignments alone when the
     # pages are partitioned by fingerprint (with_units, unless split). A unit without an
