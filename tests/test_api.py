@@ -356,7 +356,8 @@ def readme_python_snippet() -> str:
     with open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8") as fh:
         readme = fh.read()
     section = readme[readme.index("**Python API**"):]
-    return section[section.index("```python\n") + len("```python\n"):section.index("\n```")]
+    code = section[section.index("```python\n") + len("```python\n"):]
+    return code[:code.index("\n```")]
 
 
 def test_readme_python_snippet_runs_as_a_script_with_the_projects_python(tmp_path):
