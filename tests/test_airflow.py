@@ -410,7 +410,8 @@ def deployment(airflow_pythons, tmp_path_factory):
 
     day_dir = base / "crawl" / DAY  # the day's pages, complete an hour ago
     day_dir.mkdir(parents=True)
-    pd.DataFrame(make_sample_corpus(120, seed=11)).to_parquet(day_dir / "pages.parquet")
+    pages = pd.DataFrame(make_sample_corpus(40, seed=11))
+    pages.to_parquet(day_dir / "pages.parquet")
     for path in (day_dir / "pages.parquet", day_dir):
         os.utime(path, (time.time() - 3600,) * 2)
     exports = {}  # 3. connection and settings
@@ -424,8 +425,8 @@ def deployment(airflow_pythons, tmp_path_factory):
         exports.update(AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": host, "port": int(port)}),
                        SIMHASH_DEDUP_HOME=str(home), SIMHASH_DEDUP_CRAWL_ROOT=str(base / "crawl"),
                        SIMHASH_DEDUP_DEDUP_ROOT=str(base / "dedup"),
-                       # a crawl's own settings (step 3's note): 120 pages need a few partitions, not the
-                       # session's 200 (each stage's tasks cost seconds on one worker)
+                       # a crawl's own settings (step 3's note): a day of a few dozen pages needs a few
+                       # partitions, not the session's 200 (each stage's tasks cost seconds on one worker)
                        SIMHASH_DEDUP_JOB_OPTIONS='{"shuffle-partitions": 4}')
         check_env = {**airflow_env(base, "3"), **exports, "SPARK_LOCAL_IP": "127.0.0.1",
                      "PATH": os.path.join(ROOT, ".venv", "bin") + os.pathsep + os.environ.get("PATH", "")}
@@ -433,9 +434,12 @@ def deployment(airflow_pythons, tmp_path_factory):
             check_env.pop(name, None)  # the checklist's defaults: spark_default, the Pythons of the packed_env param
         spec = {"dag_folder": str(airflow_home / "dags"), "day": DAY, "first_runs": [{}], "cli": steps["first"]}
         result = finish_check(start_check(airflow_pythons["3"], spec, base / "spec-deploy.json", check_env))
-    return {"result": result, "home": str(home), "steps": steps, "dedup": str(base / "dedup")}
+    return {"result": result, "home": str(home), "steps": steps, "dedup": str(base / "dedup"), "pages": len(pages)}
 
 
+@pytest.mark.cluster
+@pytest.mark.spark
+@pytest.mark.slow
 def test_the_deployment_checklist_gives_a_first_run(deployment):
     """Copy, build, connection, first run, as docs/operations.md lists them: the DAG loads from the DAG folder, its
     first day runs spark-submit onto the cluster with the zip and the packed environment of the build, and the
@@ -453,7 +457,8 @@ def test_the_deployment_checklist_gives_a_first_run(deployment):
     assert command[command.index("--master") + 1].startswith("spark://127.0.0.1:")
     assert command[-2:] == ["--shuffle-partitions", "4"]
     summary = run["gate"]["xcom"]
-    assert summary["input_rows"] == 120 and summary["output"] == f"{deployment['dedup']}/{DAY}" and summary["run_date"] == DAY
+    assert summary["input_rows"] == deployment["pages"] and summary["run_date"] == DAY
+    assert summary["output"] == f"{deployment['dedup']}/{DAY}"
     assert os.path.exists(os.path.join(deployment["dedup"], "history"))
     test_day = [line for line in deployment["steps"]["first"] if " dags test " in line]
     assert test_day == [f"airflow dags test simhash_dedup {DAY}"]
