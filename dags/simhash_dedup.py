@@ -2,10 +2,12 @@
 Loads on Airflow 2.x (2.11, with apache-airflow-providers-apache-spark >= 6) and 3.x.
 
 Three tasks a day (the day <ds> is the data interval that just ended, {{ data_interval_start | ds }}):
-  wait_for_input  the day's input CRAWL_ROOT/<ds>/ has its marker file, if one is named, or else exists and has not
+  wait_for_input  the day's input (param input_path, default CRAWL_ROOT/<ds>; for a glob, its directory) has its
+                  marker file, if one is named, or else exists and has not
                   changed for input_quiet_minutes; waits until the day's end + input_wait_hours, then fails at once
                   with what to do (no retries)
-  dedup           spark-submit jobs/dedup_job.py on it, writing DEDUP_ROOT/<ds>/ and appending the day to the
+  dedup           spark-submit jobs/dedup_job.py on it with the job's options of the params (text_col,
+                  input_format, config, job_options, ...), writing DEDUP_ROOT/<ds>/ and appending the day to the
                   history DEDUP_ROOT/history (run_date=<ds>); killed (timeout, marked failed), it first sends
                   the job's driver SIGTERM so that the job cleans up, then spark-submit is killed
   check_result    reads DEDUP_ROOT/<ds>/report.json; fails with the numbers when the run read 0 rows or its
@@ -18,7 +20,8 @@ operator acts (docs/operations.md, "Airflow").
 
 Settings (environment of the DAG processor / scheduler and the workers, read when the file is parsed; no
 database access):
-  SIMHASH_DEDUP_HOME        checkout or install of simhash-dedup (jobs/, dist/simhash_udf.zip); default: this repo
+  SIMHASH_DEDUP_HOME        checkout of simhash-dedup (jobs/, and dist/simhash_udf.zip and dist/env.tar.gz built
+                            by scripts/ship.sh); default: the checkout this file is in
   SIMHASH_DEDUP_SPARK_CONN  Airflow connection of the Spark master (default spark_default)
   SIMHASH_DEDUP_ON_FAILURE  module:function called with the context when a task fails (default: log an ERROR)
   SIMHASH_DEDUP_HADOOP_FS   command for paths that are not local (default "hdfs dfs")
@@ -63,7 +66,10 @@ def optional(name: str, kind=str, **schema) -> Param:
 
 PARAMS = {
     "crawl_root": Param(ops.param_default("crawl_root", "/data/crawl"), type="string",
-                        description="one directory per day under it: <crawl_root>/<ds>"),
+                        description="the crawl's root: {crawl_root} in input_path"),
+    "input_path": Param(ops.param_default("input_path", ops.DEFAULT_INPUT_PATH), type="string",
+                        description="the day's --input: a path or glob with {crawl_root}, {ds}, {ds_nodash}, {yyyy}, "
+                                    "{mm}, {dd}, e.g. {crawl_root}/dt={ds} or {crawl_root}/{yyyy}/{mm}/{dd}/*.wet.gz"),
     "dedup_root": Param(ops.param_default("dedup_root", "/data/dedup"), type="string",
                         description="each day's output <dedup_root>/<ds> and the history <dedup_root>/history"),
     "input_marker": Param(ops.param_default("input_marker", ""), type="string",
@@ -79,8 +85,21 @@ PARAMS = {
                                 description="check_result fails below this duplicates / input rows"),
     "max_duplicate_rate": Param(ops.param_default("max_duplicate_rate", 0.9, float), type="number", minimum=0, maximum=1,
                                 description="check_result fails above this duplicates / input rows"),
+    # the job's options (docs/operations.md, "Options"); null: the job's default, or the --config file's
+    "config": optional("config", description="--config: a TOML file of the job's settings for this crawl, on the "
+                                             "machine that runs the driver"),
+    "input_format": optional("input_format", enum=[None, *ops.INPUT_FORMATS], description="--input-format"),
+    "id_col": optional("id_col", description="--id-col: the id column"),
+    "text_col": optional("text_col", description="--text-col: the text column"),
+    "k": optional("k", int, minimum=0, maximum=16, description="--k: max Hamming distance of candidate pairs"),
+    "min_similarity": optional("min_similarity", float, minimum=0, maximum=1, description="--min-similarity"),
+    "job_options": Param(ops.param_default("job_options", {}, dict), type="object",
+                         description='any other option of the job, e.g. {"tokenizer": "char", "stop-words": true}'),
     "spark_conf": Param(ops.param_default("spark_conf", {}, dict), type="object",
                         description="Spark properties for spark-submit --conf"),
+    "packed_env": Param(ops.param_default("packed_env", False, bool), type="boolean",
+                        description="executors run the packed environment of scripts/ship.sh, "
+                                    "SIMHASH_DEDUP_HOME/dist/env.tar.gz (a cluster whose machines lack the packages)"),
     "archives": optional("archives", description="spark.archives, e.g. a packed venv: hdfs:///envs/dedup.tar.gz#env"),
     "executor_memory": optional("executor_memory", description="spark.executor.memory, e.g. 8g"),
     "executor_cores": optional("executor_cores", int, minimum=1, description="spark.executor.cores"),
@@ -92,7 +111,7 @@ PARAMS = {
 # and on Airflow 3 a run triggered without a logical date has no {{ ds }} at all (rendering fails). For a
 # scheduled run the two are the same day.
 DAY = "{{ data_interval_start | ds }}"
-INPUT = "{{ params.crawl_root }}/" + DAY
+INPUT = "{{ day_input(params.input_path, params.crawl_root, data_interval_start | ds) }}"  # a macro: ops.day_input
 OUTPUT = "{{ params.dedup_root }}/" + DAY
 
 
@@ -107,11 +126,12 @@ OUTPUT_ASSET = (Asset(name="simhash_dedup_output", uri=asset_uri(_DEDUP_ROOT)) i
 
 def wait_for_input(input_path: str, marker: str, wait_hours: str, quiet_minutes: str = "0",
                    data_interval_end=None) -> bool:
-    """PythonSensor callable: True when the day's input is there (and, without a marker, has stopped changing);
-    after its deadline a failure without retries."""
+    """PythonSensor callable: True when the day's input (for a glob, its directory) is there (and, without a
+    marker, has stopped changing); after its deadline a failure without retries."""
     now = datetime.now(timezone.utc)
     try:
-        return ops.check_input(input_path, marker or None, ops.input_deadline(data_interval_end, float(wait_hours), now),
+        return ops.check_input(ops.input_directory(input_path), marker or None,
+                               ops.input_deadline(data_interval_end, float(wait_hours), now),
                                now, float(quiet_minutes))
     except ops.InputMissing as e:
         raise AirflowFailException(str(e)) from e
@@ -132,12 +152,20 @@ def check_result(output_dir: str, params, data_interval_start, outlet_events=Non
 
 
 class DedupSparkSubmitOperator(SparkSubmitOperator):
-    """SparkSubmitOperator whose --conf properties come from the run's DAG params (ops.spark_conf), set while
-    the templates are rendered so the UI's rendered view shows them."""
+    """SparkSubmitOperator whose --conf properties (ops.spark_conf) and the job's options after the DAG's own
+    arguments (ops.job_arguments) come from the run's DAG params, set while the templates are rendered so the
+    UI's rendered view shows them. (A param cannot be templated into a list of arguments whose length varies.)"""
+
+    def __init__(self, *, application_args: list[str], **kwargs) -> None:
+        super().__init__(application_args=application_args, **kwargs)
+        self.own_args = len(application_args)  # rendering again does not repeat the params' options
 
     def render_template_fields(self, context, jinja_env=None) -> None:
         super().render_template_fields(context, jinja_env)
-        self.conf = {**ops.spark_conf(context["params"]), **(self.conf or {})}  # a conf= given here would win
+        params = context["params"]
+        shipped = ops.packed_env_conf(HOME) if params.get("packed_env") else {}
+        self.conf = {**shipped, **ops.spark_conf(params), **(self.conf or {})}  # a conf= given here would win
+        self.application_args = [*self.application_args[:self.own_args], *ops.job_arguments(context["params"])]
 
     def on_kill(self) -> None:
         """A timeout or a killed task: the job's driver is told first (SIGTERM), so that it cancels its Spark
@@ -165,6 +193,7 @@ with DAG(
     # while that run waited no later day would get a run at all. A month of days may wait for one missing day.
     max_active_runs=MAX_ACTIVE_RUNS,
     params=PARAMS,
+    user_defined_macros={"day_input": ops.day_input},
     default_args={
         "owner": "crawl",
         "retries": 2,

@@ -1,8 +1,9 @@
 """What the simhash_dedup Airflow DAG does around spark-submit, in plain Python with no Airflow import: the check
-that the day's input is there, the gate on the day's result, the Spark settings built from the DAG params and
-the failure callback, and the dedup task's on_kill (stop_driver; psutil, which Airflow brings, is imported there
-only). Kept apart from dags/simhash_dedup.py so the same code runs on Airflow 2.x and 3.x and is
-unit-tested in the job's own environment (tests/test_dag_ops.py) without an Airflow installation.
+that the day's input is there, the gate on the day's result, the day's input path and the job's options and Spark
+settings built from the DAG params, the failure callback, and the dedup task's on_kill (stop_driver; psutil,
+which Airflow brings, is imported there only). Kept apart from dags/simhash_dedup.py so the same code runs on
+Airflow 2.x and 3.x and is unit-tested in the job's own environment (tests/test_dag_ops.py) without an Airflow
+installation.
 
 Paths: a plain path or a file: URI is checked on the local disk of the Airflow worker (os.path); any other
 scheme (hdfs://, viewfs://, s3a://, ...) with the Hadoop client, ``hdfs dfs -test -e`` / ``hdfs dfs -cat``,
@@ -249,6 +250,16 @@ SPARK_SETTING_PARAMS = {  # DAG param -> Spark property (the same as spark-submi
 }
 
 
+def packed_env_conf(home: str) -> dict[str, str]:
+    """The Spark settings of the DAG param packed_env: the executors run the Python of the packed environment
+    that scripts/ship.sh builds (HOME/dist/env.tar.gz, unpacked as ./env in each executor's directory), the
+    driver (client mode, on the Airflow worker) the Python of HOME/.venv that ship.sh sets up. Defaults only:
+    the params archives and spark_conf override them."""
+    return {"spark.archives": os.path.join(home, "dist", "env.tar.gz") + "#env",
+            "spark.pyspark.python": "./env/bin/python",
+            "spark.pyspark.driver.python": os.path.join(home, ".venv", "bin", "python")}
+
+
 def spark_conf(params: dict) -> dict[str, str]:
     """The --conf properties of spark-submit from the DAG params: ``spark_conf`` (any properties) plus the
     named settings, each as its Spark property. The named settings go through --conf rather than the
@@ -265,6 +276,74 @@ def spark_conf(params: dict) -> dict[str, str]:
     return conf
 
 
+# --- the job's input and options --------------------------------------------------------------------------
+DEFAULT_INPUT_PATH = "{crawl_root}/{ds}"
+INPUT_PATH_FIELDS = ("crawl_root", "ds", "ds_nodash", "yyyy", "mm", "dd")
+GLOB_CHARS = re.compile(r"[*?\[{]")
+
+
+def day_input(pattern: str, crawl_root: str, ds: str) -> str:
+    """The day's --input from the DAG param input_path: ``pattern`` with its {fields} filled in (crawl_root, ds =
+    2026-11-21, ds_nodash = 20261121, yyyy, mm, dd), e.g. "{crawl_root}/dt={ds}" or
+    "{crawl_root}/{yyyy}/{mm}/{dd}/*.warc.wet.gz" (a glob is passed on to the job as it is; a literal brace, as in
+    a Hadoop glob's {a,b}, is written doubled)."""
+    yyyy, mm, dd = ds.split("-")
+    fields = {"crawl_root": crawl_root.rstrip("/"), "ds": ds, "ds_nodash": yyyy + mm + dd, "yyyy": yyyy, "mm": mm, "dd": dd}
+    try:
+        return pattern.format(**fields)
+    except KeyError as e:
+        raise ValueError(f"param input_path={pattern!r} names {{{e.args[0]}}}: use "
+                         + ", ".join("{" + f + "}" for f in INPUT_PATH_FIELDS)
+                         + " (a literal brace, as in a glob's {a,b}, is written doubled: {{a,b}})") from None
+    except (ValueError, IndexError) as e:
+        raise ValueError(f"param input_path={pattern!r} is not a valid pattern ({e}); write a literal brace "
+                         "doubled ({{ or }})") from None
+
+
+def input_directory(input_path: str) -> str:
+    """What the input sensor waits for: the day's input path itself, or, when it is a glob, the directory above
+    its first component with a wildcard (the marker file and the quiet period are looked for there)."""
+    parts = input_path.split("/")
+    for i, part in enumerate(parts):
+        if GLOB_CHARS.search(part):
+            return "/".join(parts[:i]) or "/"
+    return input_path
+
+
+# The job's options with a DAG param of their own (param -> flag); any other option goes in the param job_options
+JOB_OPTION_PARAMS = {"config": "--config", "input_format": "--input-format", "id_col": "--id-col",
+                     "text_col": "--text-col", "k": "--k", "min_similarity": "--min-similarity"}
+INPUT_FORMATS = ("auto", "parquet", "json", "csv", "text", "wet", "fingerprints")  # the job's --input-format choices
+SET_BY_THE_DAG = ("--input", "--output", "--history", "--run-date", "--overwrite", "--no-overwrite")
+
+
+def job_arguments(params: dict) -> list[str]:
+    """The job's options from the DAG params, after the arguments the DAG sets itself (input, output, history,
+    run date): the named params that are set, then job_options, an object of option -> value ({"tokenizer":
+    "char", "stop-words": true, "shuffle-partitions": 2000}; true and false give --flag and --no-flag, null
+    leaves the option out). An option the DAG sets itself, or one given both ways, is a ValueError."""
+    args: list[str] = []
+    for name, flag in JOB_OPTION_PARAMS.items():
+        value = params.get(name)
+        if value is not None and value != "":
+            args += [flag, str(value)]
+    for option, value in (params.get("job_options") or {}).items():
+        flag = "--" + str(option).lstrip("-").replace("_", "-")
+        if flag in SET_BY_THE_DAG:
+            raise ValueError(f"job_options {option!r}: the DAG sets {flag} itself (from crawl_root, input_path and "
+                             "dedup_root, and the day): remove it from job_options")
+        if flag in args:
+            name = next(n for n, f in JOB_OPTION_PARAMS.items() if f == flag)
+            raise ValueError(f"job_options {option!r} repeats the param {name}: set one of them")
+        if value is True:
+            args.append(flag)
+        elif value is False:
+            args.append("--no-" + flag[2:])
+        elif value is not None:
+            args += [flag, str(value)]
+    return args
+
+
 # --- settings ------------------------------------------------------------------------------------------------
 def param_default(name: str, default, kind=str):
     """The default of DAG param ``name``: SIMHASH_DEDUP_<NAME> when set (JSON for an object), else ``default``; a
@@ -274,11 +353,11 @@ def param_default(name: str, default, kind=str):
     if not raw:
         return default
     try:
-        value = json.loads(raw) if kind is dict else kind(raw)
+        value = json.loads(raw) if kind in (dict, bool) else kind(raw)
     except ValueError as e:
         raise ValueError(f"{var}={raw!r} is not a valid {kind.__name__}: {e}") from e
     if not isinstance(value, kind):
-        raise ValueError(f"{var}={raw!r} is not a JSON object")
+        raise ValueError(f"{var}={raw!r} is not " + ("true or false" if kind is bool else "a JSON object"))
     return value
 
 

@@ -4,8 +4,9 @@
 
 This is how the job's code reaches executors on YARN, Kubernetes or a standalone cluster: Spark puts the
 zip on every Python worker's sys.path. The third-party packages (jieba, rjieba, mmh3, numpy, pandas,
-pyarrow) come from the executors' Python environment (see docs/operations.md, "Running on a cluster"). The zip is
-reproducible: same sources, same bytes. The evaluation subpackage is left out.
+pyarrow) come from the executors' Python environment: the packed one that scripts/ship.sh builds beside the
+zip, or the cluster's image (docs/operations.md, "Running on a cluster"). The zip is reproducible: same
+sources, same bytes. The evaluation subpackage is left out.
 """
 from __future__ import annotations
 

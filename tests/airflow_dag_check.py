@@ -6,8 +6,9 @@ never by pytest itself (Airflow is not in the job's environment):
 Loads the DAG folder with a DagBag, then does with real Airflow what the spec asks and prints, after "RESULT ",
 one JSON object: the DAG's shape, the spark-submit command the provider's hook builds for each render, the
 result of each poke of the input sensor, of each execution of the result gate (return value = the XCom, and
-the extra of the Asset event), of the failure callback, and of parsing each CLI command with Airflow's own
-argument parser. Each task is rendered and run on a copy, with a context built here (no metadata database)."""
+the extra of the Asset event), of the failure callback, of a first run of a deployment's three tasks, and of
+parsing each CLI command with Airflow's own argument parser. Each task is rendered and run on a copy, with a
+context built here (no metadata database)."""
 import contextlib
 import copy
 import io
@@ -173,6 +174,18 @@ def kill(case):
             "drivers_left": [p.pid for p in result["drivers"] if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]}
 
 
+def first_run(case):
+    """One day's three tasks on a deployment, as `airflow dags test` runs them: the sensor's look, the dedup task
+    (a real spark-submit onto the connection's master), the result gate; and the command dedup ran."""
+    params = case.get("params")
+    sensor, ctx = rendered("wait_for_input", params)
+    ready = bool(sensor.poke(ctx))
+    dedup, ctx = rendered("dedup", params)
+    command = dedup._get_hook()._build_spark_submit_command(dedup.application)
+    dedup.execute(ctx)
+    return {"ready": ready, "command": command, "gate": gate({"params": params})}
+
+
 if dag is not None:
     run_after = day_start(day) + timedelta(days=1, hours=1)
     interval = scheduler_timetable(dag.timetable).infer_manual_data_interval(run_after=run_after)
@@ -195,6 +208,7 @@ if dag is not None:
         gates=[outcome(lambda c=c: gate(c)) for c in spec.get("gates", [])],
         callbacks=outcome(callbacks) if spec.get("callbacks") else None,
         kills=[outcome(lambda c=c: kill(c)) for c in spec.get("kills", [])],
+        first_runs=[outcome(lambda c=c: first_run(c)) for c in spec.get("first_runs", [])],
     )
 out["other_folders"] = {}
 for name, folder in spec.get("other_folders", {}).items():

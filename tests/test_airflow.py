@@ -9,16 +9,25 @@ time, one subprocess each (tests/airflow_dag_check.py)."""
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
 
+import pandas as pd
 import pytest
 
+from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.job.config import load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+from ship import ship  # noqa: E402
+from spark_cluster import StandaloneCluster  # noqa: E402
+
 DAY = "2026-11-21"
 VERSIONS = ("3", "2")
 
@@ -40,13 +49,24 @@ def airflow_env(base, version, **extra):
 def start_check(python, spec, spec_path, env):
     spec_path.write_text(json.dumps(spec))
     return subprocess.Popen([python, os.path.join(ROOT, "tests", "airflow_dag_check.py"), str(spec_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)  # its own process group: a timeout ends its spark-submit too
 
 
 def finish_check(proc):
-    out, err = proc.communicate(timeout=600)
+    try:
+        out, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
     assert proc.returncode == 0, err[-3000:]
     return json.loads(out.split("RESULT ", 1)[1])
+
+
+# A crawl unlike the defaults: JSON Lines under dt=YYYYMMDD/ (a glob), the text in "body", its own --config file
+OTHER_CRAWL = {"crawl_root": "hdfs:///news", "input_path": "{crawl_root}/dt={ds_nodash}/part-*.json.gz",
+               "input_format": "json", "text_col": "body", "id_col": "url", "min_similarity": 0.9,
+               "job_options": {"tokenizer": "word", "stop-words": True, "shuffle-partitions": 400}}
 
 
 def job_args(crawl_root, dedup_root):
@@ -95,6 +115,11 @@ def day(tmp_path_factory):
     an_hour_ago = time.time() - 3600  # a complete day: nothing in it changed for longer than input_quiet_minutes
     for path in (crawl / DAY / "pages.jsonl", crawl / DAY):
         os.utime(path, (an_hour_ago, an_hour_ago))
+    other = base / "news" / f"dt={DAY.replace('-', '')}"  # OTHER_CRAWL's layout, a complete day
+    other.mkdir(parents=True)
+    (other / "part-0.json.gz").write_bytes(b"")
+    for path in (other / "part-0.json.gz", other):
+        os.utime(path, (an_hour_ago, an_hour_ago))
     (base / "crawling" / DAY).mkdir(parents=True)  # a day the crawler is still writing into
     (base / "crawling" / DAY / "pages.jsonl").write_text(json.dumps({"id": 1, "text": "a page"}) + "\n")
     kill_crawl = base / "kill-crawl"  # the day the kill check's job runs on
@@ -112,8 +137,9 @@ def day(tmp_path_factory):
         "def record(context):\n"
         "    with open(os.environ['ALERTS_FILE'], 'a') as f:\n"
         "        f.write(json.dumps({'ds': context['ds'], 'error': str(context['exception'])}) + '\\n')\n")
-    return {"base": base, "crawl": str(crawl), "kill_crawl": str(kill_crawl), "dedup": str(dedup), "report": report,
-            "hooks": str(hooks)}
+    (base / "news.toml").write_text("[search]\nk = 4\n")  # the crawl's --config file
+    return {"base": base, "crawl": str(crawl), "other_crawl": str(base / "news"), "kill_crawl": str(kill_crawl),
+            "dedup": str(dedup), "report": report, "hooks": str(hooks)}
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +156,10 @@ def checks(airflow_pythons, day):
             {"archives": "hdfs:///envs/simhash-dedup.tar.gz#env", "executor_memory": "8g", "num_executors": 40,
              "executor_cores": 4, "driver_memory": "4g", "spark_conf": {"spark.pyspark.python": "./env/bin/python"}},
             {"executor_memory": "8g", "spark_conf": {"spark.executor.memory": "4g"}},
+            dict(OTHER_CRAWL, config=str(base / "news.toml")),
+            {"job_options": {"output": "/elsewhere"}},
+            {"input_path": "{crawl_root}/{date}"},
+            {"packed_env": True, "executor_memory": "2g"},
         ],
         "pokes": [
             {"params": {"crawl_root": day["crawl"]}},
@@ -140,6 +170,7 @@ def checks(airflow_pythons, day):
             {"params": {"crawl_root": str(base / "crawling")}, "data_interval_end": "2099-01-01T00:00:00+00:00"},
             {"params": {"crawl_root": str(base / "crawling")}, "data_interval_end": "2000-01-01T00:00:00+00:00"},
             {"params": {"crawl_root": str(base / "crawling"), "input_quiet_minutes": 0}},
+            {"params": {"crawl_root": day["other_crawl"], "input_path": OTHER_CRAWL["input_path"]}},
         ],
         "gates": [
             {"params": {"dedup_root": day["dedup"]}},
@@ -192,7 +223,7 @@ def test_dag_loads_with_the_day_that_just_ended(checks, version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_spark_submit_command_with_settings_from_params(checks, day, version):
-    default, local, tuned, contradictory = checks[version]["commands"]
+    default, local, tuned, contradictory = checks[version]["commands"][:4]
     expected_args = job_args("hdfs:///crawl", "hdfs:///dedup")
     assert default["ok"] == [
         "spark-submit", "--master", "spark://127.0.0.1:7077", "--py-files", "/opt/simhash-dedup/dist/simhash_udf.zip",
@@ -210,6 +241,40 @@ def test_spark_submit_command_with_settings_from_params(checks, day, version):
     # a manual run of the day (logical date the next day on Airflow 2, none on Airflow 3) runs the day of its
     # data interval (not the next day's input and output, and the command renders)
     assert checks[version]["manual_commands"] == [default, default]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_crawl_with_its_own_layout_and_options(checks, day, version):
+    """Params for a crawl that differs from the defaults (OTHER_CRAWL, plus a --config file): the day's input
+    from the input_path pattern, the job's options after the DAG's own arguments, all accepted by the job;
+    the sensor looks at the glob's directory; an option the DAG sets itself and an unknown field are refused."""
+    other, own_output, bad_field = checks[version]["commands"][4:7]
+    args = other["ok"][other["ok"].index("/opt/simhash-dedup/jobs/dedup_job.py") + 1:]
+    config = str(day["base"] / "news.toml")
+    assert args[:args.index("--overwrite") + 1] == [
+        "--input", f"hdfs:///news/dt={DAY.replace('-', '')}/part-*.json.gz", "--output", f"hdfs:///dedup/{DAY}",
+        "--history", "hdfs:///dedup/history", "--run-date", DAY, "--overwrite"]
+    assert args[args.index("--overwrite") + 1:] == [
+        "--config", config, "--input-format", "json", "--id-col", "url", "--text-col", "body", "--min-similarity", "0.9",
+        "--tokenizer", "word", "--stop-words", "--shuffle-partitions", "400"]
+    cfg = load_config(args)
+    assert (cfg.input_format, cfg.text_col, cfg.id_col, cfg.min_similarity, cfg.tokenizer, cfg.stop_words,
+            cfg.shuffle_partitions, cfg.k) == ("json", "body", "url", 0.9, "word", True, 400, 4)  # k from the file
+    assert own_output["error"] == "ValueError" and "sets --output itself" in own_output["message"]
+    assert bad_field["error"] == "ValueError" and "{date}" in bad_field["message"] and "{ds}" in bad_field["message"]
+    assert checks[version]["pokes"][7] == {"ok": True}  # dt=.../ exists and is quiet: the glob's directory
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_packed_environment_of_ship_sh(checks, version):
+    """packed_env: the executors get scripts/ship.sh's dist/env.tar.gz from SIMHASH_DEDUP_HOME and run its
+    Python, the driver HOME/.venv's; the zip of the same build is --py-files in every run."""
+    command = checks[version]["commands"][7]["ok"]
+    confs = sorted(command[i + 1] for i, a in enumerate(command) if a == "--conf")
+    assert confs == ["spark.archives=/opt/simhash-dedup/dist/env.tar.gz#env", "spark.executor.memory=2g",
+                     "spark.pyspark.driver.python=/opt/simhash-dedup/.venv/bin/python",
+                     "spark.pyspark.python=./env/bin/python"]
+    assert command[command.index("--py-files") + 1] == "/opt/simhash-dedup/dist/simhash_udf.zip"
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -231,7 +296,7 @@ def test_a_killed_task_stops_the_job_cleanly(checks, day, version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_input_sensor_finds_waits_for_or_gives_up_on_the_day(checks, day, version):
-    present, not_yet, past_deadline, no_marker, writing, writing_past_deadline, no_quiet = checks[version]["pokes"]
+    present, not_yet, past_deadline, no_marker, writing, writing_past_deadline, no_quiet = checks[version]["pokes"][:7]
     assert present == {"ok": True} and not_yet == {"ok": False} and no_marker == {"ok": False}
     assert past_deadline["error"] == "AirflowFailException"  # fails without retries
     assert f"no-crawl/{DAY} does not exist" in past_deadline["message"] and "depends_on_past" in past_deadline["message"]
@@ -284,3 +349,118 @@ def test_a_broken_dag_is_reported(checks, version):
     got = checks[version]["other_folders"]["broken"]
     assert got["dag_ids"] == [] and len(got["import_errors"]) == 1
     assert "bogus" in next(iter(got["import_errors"].values()))
+
+
+def deployment_checklist():
+    """The command lines of the deployment checklist in docs/operations.md, by step: copy, build, connection, first."""
+    text = open(os.path.join(ROOT, "docs", "operations.md"), encoding="utf-8").read()
+    section = text.split("\n### Deployment checklist\n", 1)[1].split("\n## ", 1)[0]
+    steps, step = {}, None
+    for line in re.search(r"```\n(.*?)\n```", section, flags=re.S).group(1).splitlines():
+        heading = re.match(r"# \d\. (\w+)", line)
+        if heading:
+            step = steps.setdefault(heading.group(1), [])
+        elif line.strip():
+            step.append(line.strip())
+    return steps
+
+
+def shell(line, cwd, env):
+    proc = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"{line}: {proc.stderr[-3000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def deployment(airflow_pythons, tmp_path_factory):
+    """docs/operations.md's deployment checklist, followed on this machine for Airflow 3: /opt/simhash-dedup is a
+    temporary directory, `git clone` a copy of this checkout's files, the master a standalone cluster on
+    127.0.0.1 instead of YARN, the roots local directories. Two stand-ins keep step 2 short: this checkout's
+    .venv (same pyproject.toml, so ship.sh's setup keeps it) and its dist/env.tar.gz (same dependencies, so
+    ship.sh keeps it; built here first if need be); ship.sh builds the zip from the copy."""
+    steps = deployment_checklist()
+    assert list(steps) == ["copy", "build", "connection", "first"], steps
+    base = tmp_path_factory.mktemp("deployment")
+    home, airflow_home = base / "simhash-dedup", base / "airflow-home-3"
+    (airflow_home / "dags").mkdir(parents=True)
+    env = dict(os.environ, AIRFLOW_HOME=str(airflow_home))
+
+    def local(line):
+        return line.replace("/opt/simhash-dedup", str(home))
+
+    clone, copy_dags = steps["copy"]  # 1. copy
+    assert clone == "git clone <repository> /opt/simhash-dedup"
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    for name in listed:
+        if os.path.isfile(os.path.join(ROOT, name)):
+            os.makedirs(home / os.path.dirname(name), exist_ok=True)
+            shutil.copy2(os.path.join(ROOT, name), home / name)
+    shell(local(copy_dags), base, env)
+    assert sorted(os.listdir(airflow_home / "dags")) == ["simhash_dedup.py", "simhash_dedup_ops.py"]
+
+    built = ship()  # 2. build (with the stand-ins above)
+    os.symlink(os.path.join(ROOT, ".venv"), home / ".venv")
+    (home / "dist").mkdir()
+    for name in ("env.tar.gz", "env.tar.gz.key"):
+        os.symlink(os.path.join(os.path.dirname(built["archive"]), name), home / "dist" / name)
+    (build,) = steps["build"]
+    shell(local(build), base, env)
+    assert (home / "dist" / "simhash_udf.zip").exists()
+
+    day_dir = base / "crawl" / DAY  # the day's pages, complete an hour ago
+    day_dir.mkdir(parents=True)
+    pages = pd.DataFrame(make_sample_corpus(40, seed=11))
+    pages.to_parquet(day_dir / "pages.parquet")
+    for path in (day_dir / "pages.parquet", day_dir):
+        os.utime(path, (time.time() - 3600,) * 2)
+    exports = {}  # 3. connection and settings
+    for line in steps["connection"]:
+        words = shlex.split(line)
+        assert words[0] == "export", line
+        exports.update(w.split("=", 1) for w in words[1:])
+    assert json.loads(exports["AIRFLOW_CONN_SPARK_DEFAULT"])["conn_type"] == "spark"
+    with StandaloneCluster(str(base / "cluster"), workers=1, cores=2, memory="2g") as cluster:
+        host, port = cluster.url.rsplit(":", 1)
+        exports.update(AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": host, "port": int(port)}),
+                       SIMHASH_DEDUP_HOME=str(home), SIMHASH_DEDUP_CRAWL_ROOT=str(base / "crawl"),
+                       SIMHASH_DEDUP_DEDUP_ROOT=str(base / "dedup"),
+                       # a crawl's own settings (step 3's note): a day of a few dozen pages needs a few
+                       # partitions, not the session's 200 (each stage's tasks cost seconds on one worker)
+                       SIMHASH_DEDUP_JOB_OPTIONS='{"shuffle-partitions": 4}')
+        check_env = {**airflow_env(base, "3"), **exports, "SPARK_LOCAL_IP": "127.0.0.1",
+                     "PATH": os.path.join(ROOT, ".venv", "bin") + os.pathsep + os.environ.get("PATH", "")}
+        for name in ("SIMHASH_DEDUP_SPARK_CONN", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+            check_env.pop(name, None)  # the checklist's defaults: spark_default, the Pythons of the packed_env param
+        spec = {"dag_folder": str(airflow_home / "dags"), "day": DAY, "first_runs": [{}], "cli": steps["first"]}
+        result = finish_check(start_check(airflow_pythons["3"], spec, base / "spec-deploy.json", check_env))
+    return {"result": result, "home": str(home), "steps": steps, "dedup": str(base / "dedup"), "pages": len(pages)}
+
+
+@pytest.mark.cluster
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_deployment_checklist_gives_a_first_run(deployment):
+    """Copy, build, connection, first run, as docs/operations.md lists them: the DAG loads from the DAG folder, its
+    first day runs spark-submit onto the cluster with the zip and the packed environment of the build, and the
+    result gate hands on the day's numbers; the checklist's Airflow commands are the installed Airflow's."""
+    result, home = deployment["result"], deployment["home"]
+    assert result["import_errors"] == {} and result["dag_ids"] == ["simhash_dedup"]
+    (run,) = result["first_runs"]
+    assert "ok" in run, run
+    run = run["ok"]
+    assert run["ready"] is True
+    command = run["command"]
+    assert command[command.index("--py-files") + 1] == f"{home}/dist/simhash_udf.zip"
+    confs = [command[i + 1] for i, a in enumerate(command) if a == "--conf"]
+    assert f"spark.archives={home}/dist/env.tar.gz#env" in confs and "spark.pyspark.python=./env/bin/python" in confs
+    assert command[command.index("--master") + 1].startswith("spark://127.0.0.1:")
+    assert command[-2:] == ["--shuffle-partitions", "4"]
+    summary = run["gate"]["xcom"]
+    assert summary["input_rows"] == deployment["pages"] and summary["run_date"] == DAY
+    assert summary["output"] == f"{deployment['dedup']}/{DAY}"
+    assert os.path.exists(os.path.join(deployment["dedup"], "history"))
+    test_day = [line for line in deployment["steps"]["first"] if " dags test " in line]
+    assert test_day == [f"airflow dags test simhash_dedup {DAY}"]
+    for line in deployment["steps"]["first"]:
+        assert "ok" in result["cli"][line], result["cli"][line]

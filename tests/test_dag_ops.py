@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 import pyspark
 import pytest
 
-from simhash_udf.job.config import DedupConfig
+from simhash_udf.job.config import DedupConfig, build_parser, load_config
 from simhash_udf.job.report import empty_report
 from simhash_udf.job.report_schema import Report
 
@@ -239,6 +239,47 @@ def test_spark_settings_from_params():
         ops.spark_conf({**params, "executor_memory": "4g"})
 
 
+def test_the_days_input_from_the_path_pattern():
+    assert ops.day_input(ops.DEFAULT_INPUT_PATH, "hdfs:///crawl/", "2026-11-21") == "hdfs:///crawl/2026-11-21"
+    pattern = "{crawl_root}/{yyyy}/{mm}/{dd}/dt={ds_nodash}/*.{{wet,json}}.gz"
+    got = ops.day_input(pattern, "s3a://b/crawl", "2026-03-07")
+    assert got == "s3a://b/crawl/2026/03/07/dt=20260307/*.{wet,json}.gz"
+    assert ops.input_directory(got) == "s3a://b/crawl/2026/03/07/dt=20260307"
+    assert ops.input_directory("/crawl/2026-*/x") == "/crawl" and ops.input_directory("/c/d") == "/c/d"
+    with pytest.raises(ValueError, match=r"names \{day\}: use \{crawl_root\}, \{ds\}"):
+        ops.day_input("{crawl_root}/{day}", "/c", "2026-03-07")
+    with pytest.raises(ValueError, match="doubled"):
+        ops.day_input("{crawl_root}/{a,b}", "/c", "2026-03-07")
+    with pytest.raises(ValueError, match="doubled"):
+        ops.day_input("{crawl_root}/{", "/c", "2026-03-07")
+
+
+def test_job_options_from_params(tmp_path):
+    """The named params, then job_options (true/false: --flag/--no-flag, null: left out), in an order the job
+    parses to the same settings; options the DAG sets itself, or given twice, are refused."""
+    params = {"config": "/etc/news.toml", "input_format": "json", "id_col": None, "text_col": "body", "k": 4,
+              "min_similarity": 0.85, "job_options": {"tokenizer": "word", "stop_words": True, "--allow-empty": False,
+                                                      "weighting": None}}
+    args = ops.job_arguments(params)
+    assert args == ["--config", "/etc/news.toml", "--input-format", "json", "--text-col", "body", "--k", "4",
+                    "--min-similarity", "0.85", "--tokenizer", "word", "--stop-words", "--no-allow-empty"]
+    assert ops.job_arguments({}) == [] and ops.job_arguments({"job_options": None, "k": ""}) == []
+    with pytest.raises(ValueError, match="sets --run-date itself"):
+        ops.job_arguments({"job_options": {"run_date": "2026-01-01"}})
+    with pytest.raises(ValueError, match="repeats the param text_col"):
+        ops.job_arguments({"text_col": "body", "job_options": {"text-col": "html"}})
+    # the job's parser takes them (no --config here: the file would have to exist)
+    args = ops.job_arguments({**params, "config": None})
+    cfg = load_config(["--input", str(tmp_path), "--output", str(tmp_path / "out"), *args])
+    assert (cfg.input_format, cfg.text_col, cfg.k, cfg.tokenizer, cfg.stop_words, cfg.allow_empty) == (
+        "json", "body", 4, "word", True, False)
+
+
+def test_the_dags_input_formats_are_the_jobs():
+    (action,) = [a for a in build_parser()._actions if a.dest == "input_format"]
+    assert tuple(action.choices) == ops.INPUT_FORMATS
+
+
 def test_param_defaults_from_the_environment(monkeypatch):
     assert ops.param_default("max_duplicate_rate", 0.9, float) == 0.9
     monkeypatch.setenv("SIMHASH_DEDUP_MAX_DUPLICATE_RATE", "0.6")
@@ -248,6 +289,11 @@ def test_param_defaults_from_the_environment(monkeypatch):
     monkeypatch.setenv("SIMHASH_DEDUP_SPARK_CONF", '["not", "an object"]')
     with pytest.raises(ValueError, match="SIMHASH_DEDUP_SPARK_CONF"):
         ops.param_default("spark_conf", {}, dict)
+    monkeypatch.setenv("SIMHASH_DEDUP_PACKED_ENV", "true")
+    assert ops.param_default("packed_env", False, bool) is True
+    monkeypatch.setenv("SIMHASH_DEDUP_PACKED_ENV", "1")
+    with pytest.raises(ValueError, match="SIMHASH_DEDUP_PACKED_ENV='1' is not true or false"):
+        ops.param_default("packed_env", False, bool)
     monkeypatch.setenv("SIMHASH_DEDUP_NUM_EXECUTORS", "many")
     with pytest.raises(ValueError, match="SIMHASH_DEDUP_NUM_EXECUTORS='many' is not a valid int"):
         ops.param_default("num_executors", None, int)
