@@ -29,8 +29,7 @@ import subprocess
 import sys
 import tomllib
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from build_pyfiles import build as build_zip  # noqa: E402
+from build_pyfiles import build as build_zip  # a sibling script: run as a script, its folder is on the path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST = os.path.join(ROOT, "dist")
