@@ -47,7 +47,7 @@ def spark():
 # a subprocess (the modules below); `cluster` starts a standalone cluster; `airflow` needs the Airflow
 # environments (scripts/airflow_env.sh); `slow` is set on the test itself.
 SUBPROCESS_SPARK = {"test_cluster.py", "test_job.py", "test_output_safety.py", "test_report_html.py",
-                    "test_history_safety.py"}
+                    "test_history_safety.py", "test_readme_submit.py", "test_api.py"}
 AIRFLOW = {"test_airflow.py"}
 # over ~20 s each on the 2-core CI machine (pytest --durations): skip them with -m "not slow"
 SLOW = {"test_executor_killed_mid_job", "test_clusters_equal_brute_force_components",
@@ -62,11 +62,12 @@ SLOW = {"test_executor_killed_mid_job", "test_clusters_equal_brute_force_compone
 # process taking the next file when it is done with one: the longest first keeps the two busy until the end
 # (xdist's own order, by number of tests, left test_cluster.py and test_history.py, few tests but minutes, for
 # last). Files not listed take a few seconds and come last.
-FILE_SECONDS = {"test_job.py": 265, "test_output_safety.py": 170, "test_cluster.py": 160, "test_history.py": 140,
+FILE_SECONDS = {"test_airflow.py": 280, "test_job.py": 265, "test_cluster.py": 220, "test_output_safety.py": 170,
+                "test_history.py": 140, "test_readme_submit.py": 100,
                 "test_history_safety.py": 120,
                 "test_verified.py": 111, "test_exactness.py": 81, "test_short_text.py": 72, "test_bands.py": 68,
                 "test_inputs.py": 66, "test_components.py": 61, "test_star.py": 54, "test_api.py": 45,
-                "test_airflow.py": 30, "test_report_html.py": 25, "test_pairs.py": 23, "test_candidates.py": 22,
+                "test_report_html.py": 25, "test_pairs.py": 23, "test_candidates.py": 22,
                 "test_wet.py": 20}
 
 
