@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -58,9 +59,21 @@ def test_process_watch_sees_a_childs_memory_and_cpu_by_kind():
     assert figures["peak_mb_driver"] == watch.peak_mb["driver"] and figures["cpu_workers"] == 0
 
 
+def _wait_for_exec(pid: int, marker: bytes, timeout: float = 30.0) -> None:
+    """Until the child has exec'd its command: right after the fork, /proc/PID/cmdline is still the parent's."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            if marker in fh.read():
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not start its command within {timeout} s")
+
+
 def test_pyspark_workers_are_told_from_the_driver():
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-m", "pyspark.daemon"])
     try:
+        _wait_for_exec(proc.pid, b"time.sleep(30)")
         assert process_kind(proc.pid, "python3") == "workers"
         assert process_kind(os.getpid(), "python3") == "driver"
         assert process_kind(os.getpid(), "java") == "jvm"
