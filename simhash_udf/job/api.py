@@ -89,7 +89,6 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
         if not cfg.shuffle_partitions:
             partitions = api_shuffle_partitions(rows, spark.sparkContext.defaultParallelism)
             spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-        result.report["shuffle_partitions"] = int(spark.conf.get("spark.sql.shuffle.partitions"))
 
     with scoped_settings(spark, job_settings(cfg, spark)):
         stages = run_stages(raw, cfg, timer=timer, persist=persisting(result.persisted),
@@ -98,7 +97,7 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
         kept_rows = sum(found.histogram.values())
         report = dedup_report(cfg, stages.fingerprinted, stages.short_text, found, kept_rows)
         report.seconds = timer.seconds
-        report.shuffle_partitions = result.report["shuffle_partitions"]
+        report.shuffle_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))  # still the run's here
         result.report = report.api_dict()
     result.clusters = found.clusters.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate")
     kept_ids = found.clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
