@@ -53,15 +53,18 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], 
     which assumes every repeat of a fingerprint is removed: verified mode keeps two pages of one fingerprint
     whose texts differ ("Hello World" and "World Hello"), and that count would give -1 near duplicates.
 
-    clusters: (cluster_id, is_duplicate, fingerprint, kept_fp[, kept_run_date]), kept_fp the kept page's fingerprint on every
-    row, null when the kept page is not among the rows (every resolve adds it: resolve_clusters, star_clusters,
-    stages.resolve.resolve_verified, history_search.attach_history). A kept page with duplicates has a fingerprint (duplicates
+    clusters: (cluster_id, is_duplicate, fingerprint, kept_fp[, kept_run_date][, exact_ref]), kept_fp the kept page's
+    fingerprint on every row, null when the kept page is not among the rows (every resolve adds it: resolve_clusters,
+    star_clusters, stages.resolve.resolve_verified, history_search.attach_history); exact_ref, when given, the
+    fingerprint a duplicate counts as an exact copy of (kept_fp, or an earlier run's member's: history_search.
+    with_history_copies), kept_fp otherwise. A kept page with duplicates has a fingerprint (duplicates
     are found through fingerprints), so only the duplicates are grouped by cluster, and the clusters of one page
     are the kept pages left over: the duplicates are a small share of the pages (~7% at 10M), and no window
     over every page is needed to find the kept page's fingerprint."""
     # first each duplicate's cluster and fingerprint, and the kept pages as one group (keyed null, so that each
     # map task sends one row of it) whose count is the kept pages; then by cluster
     dup = F.col("is_duplicate")
+    exact_ref = F.col("exact_ref") if "exact_ref" in clusters.columns else F.col("kept_fp")
     # with --history a cluster is its kept page's id and run: ids such as URLs come back on later days, and
     # today's page u1 and an earlier run's u1 are two clusters
     cluster = F.struct("cluster_id", "kept_run_date") if "kept_run_date" in clusters.columns else F.col("cluster_id")
@@ -69,7 +72,7 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], 
                                        F.when(dup, F.col("fingerprint")).alias("f")).agg(
         F.count(F.lit(1)).alias("rows"), F.max(F.col("kept_fp").isNotNull().cast("int")).alias("kept_here"),
         F.max(F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp")))).alias("d"),
-        F.max((F.col("fingerprint") == F.col("kept_fp")).cast("int")).alias("same"))
+        F.max((F.col("fingerprint") == exact_ref).cast("int")).alias("same"))
     per_cluster = per_fingerprint.groupBy("c").agg(
         F.sum("rows").alias("rows"), F.max("kept_here").alias("kept_here"), F.max("d").alias("d"),
         F.sum(F.when(F.col("f").isNotNull(), F.col("rows") - 1 + F.coalesce(F.col("same"), F.lit(0)))).alias("exact"))

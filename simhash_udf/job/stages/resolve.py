@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...spark.clusters import cluster_shape, resolve_clusters
-from ...spark.history_search import attach_history
+from ...spark.history_search import attach_history, with_history_copies
 from ...spark.joins import broadcast_if_small
 from ...spark.star import star_clusters
 from ...spark.verified import verified_clusters
@@ -43,7 +43,9 @@ def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: 
         if mode != "verified":  # the signature goes into clusters/ with its page
             clusters = clusters.join(pages.select("id", "signature"), "id")
         clusters = ctx.persist(clusters)
-        histogram, chaining, exact = cluster_shape(clusters)
+        # with a history, a copy of an earlier day's page is an exact duplicate too (the shape's input only)
+        shaped = clusters if history is None else with_history_copies(clusters, match.related, match.n_related)
+        histogram, chaining, exact = cluster_shape(shaped)
         counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
     return Resolved(clusters, histogram, chaining, exact)
 
