@@ -172,14 +172,14 @@ def test_no_short_page_needs_no_search(spark):
     docs = with_fingerprints(pages, "text", FeatureSpec(), spec).cache()
     assert docs.where("short_fingerprint is not null and fingerprint is not null").count() == 0
     assert docs.where("short_text is not null or fingerprint is null").count() > 0  # premise: rows of both kinds
-    searched_edges, searched = short_text_glue.short_text_edges(docs, spec, lambda df: df, -1)
+    searched_edges, _, searched = short_text_glue.short_text_edges(docs, spec, lambda df: df, -1)
     assert searched_edges.count() == 0
     tracker = spark.sparkContext.statusTracker()
     spark.sparkContext.setJobGroup("no-short-pages", "short_text_edges with no short page")
     try:
-        edges, stats = short_text_glue.short_text_edges(docs, spec, lambda df: df, 0)
+        edges, pairs, stats = short_text_glue.short_text_edges(docs, spec, lambda df: df, 0)
     finally:
         spark.sparkContext.setJobGroup("", "")
-    assert edges is None and stats == searched
+    assert edges is None and pairs is None and stats == searched
     assert tracker.getJobIdsForGroup("no-short-pages") == []
     docs.unpersist()
