@@ -104,7 +104,7 @@ def test_job_equals_brute_force_reference(spark, tmp_path, monkeypatch, seed, pa
     docs.to_parquet(path)
     spec = ShortTextSpec(max_chars=140, k=10 if seed == 1 else 8, char_ngram=5 if seed == 3 else 4,
                          min_jaccard=0.6 if seed == 1 else 0.7)
-    k = 3
+    k = 4 if seed == 1 else 3  # seed 1 at k = 4: one short-text candidate pair lies within k (the tables' too)
     report = run(load_config(["--input", path, "--output", str(tmp_path / "out"), "--k", str(k),
                               "--short-k", str(spec.k), "--short-char-ngram", str(spec.char_ngram),
                               "--short-min-jaccard", str(spec.min_jaccard), "--input-partitions", str(partitions),
@@ -158,7 +158,7 @@ def test_job_equals_brute_force_reference(spark, tmp_path, monkeypatch, seed, pa
             sa, sb = (np.frombuffer(bytes(sig_of[fps[i]]), np.uint8)[None, :] for i in (a, b))
             near = bands.first_shared(sa, sb)[0] >= 0
         both += near
-    assert search["found_by_more_than_one_source"] == both
+    assert search["found_by_more_than_one_source"] == both and (both > 0 or seed != 1)
     sources = [s for s in (search["simhash_tables"], search["signature_bands"], search["short_text"]) if s]
     assert search["compared"] == sum(s["compared"] for s in sources) == search["verified"] + search["rejected"]
 
