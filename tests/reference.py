@@ -96,14 +96,14 @@ def brute_force_star(ids, fps, k) -> dict:
     return {i: kept_of_fp[fp] for i, fp in zip(ids, fps)}
 
 
-def brute_force_short_pairs(ids, texts, fps, spec):
+def brute_force_short_pairs(ids, texts, fps, spec, candidates_too=False):
     """The short-text mode's verified pairs, from its definition (short_pairs.py), by brute force: index pairs
     of documents whose main fingerprints are then joined.
 
     Representatives: per main fingerprint, the short page (with a short fingerprint) of smallest id. Heads: per
     short fingerprint, the representative of smallest id. Candidates: each representative with its head, and
     every two heads within spec.k on the short fingerprint (all pairs compared). A candidate is a pair iff the
-    shingle Jaccard of the two texts is >= spec.min_jaccard."""
+    shingle Jaccard of the two texts is >= spec.min_jaccard. candidates_too: also the candidate pairs."""
     from simhash_udf.core.short_text import pair_jaccards, short_fingerprints
 
     sfps, valid = short_fingerprints(texts, spec)
@@ -120,9 +120,10 @@ def brute_force_short_pairs(ids, texts, fps, spec):
     heads = sorted(head.values())
     candidates += [(heads[a], heads[b]) for a, b in within_k_pairs([int(sfps[h]) for h in heads], spec.k)]
     if not candidates:
-        return [], 0
+        return ([], 0, []) if candidates_too else ([], 0)
     j = pair_jaccards([texts[a] for a, _ in candidates], [texts[b] for _, b in candidates], spec.char_ngram)
-    return [c for c, ok in zip(candidates, j >= spec.min_jaccard) if ok], len(candidates)
+    verified = [c for c, ok in zip(candidates, j >= spec.min_jaccard) if ok]
+    return (verified, len(candidates), candidates) if candidates_too else (verified, len(candidates))
 
 
 def agreeing(a, b) -> int:

@@ -115,6 +115,8 @@ def test_each_day_equals_one_run_over_all_days(spark, days, incremental):
         got = clusters(root / f"out[{day}]")
         expect = single.loc[got.index]
         assert got.index.tolist() == sorted(rows.loc[rows["crawl_day"] == day, "id"])
+        # a duplicate of an earlier day's page has its similarity to that page, as the single run has it
+        assert got["similarity"].isna().tolist() == (~got["is_duplicate"]).tolist()
         pd.testing.assert_frame_equal(got, expect, check_dtype=False)
     later = [incremental[d]["history"]["duplicates_of_earlier_runs"] for d in DAYS]
     assert later[0] == 0 and later[1] > 0 and later[2] > 0

@@ -9,10 +9,12 @@ from hypothesis import strategies as st
 from reference import brute_force_short_pairs, brute_force_verified_short, components_of, planted_fingerprints, within_k_pairs
 from test_candidates import python_key_groups
 
+from simhash_udf.core.bands import SignatureBands
 from simhash_udf.core.blocks import plan_tables
 from simhash_udf.core.candidates import candidate_pairs
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_text
 from simhash_udf.core.short_text import ShortTextSpec, pair_jaccards, short_fingerprints
+from simhash_udf.core.signature import similarity
 from simhash_udf.core.verified import VerifySpec
 from simhash_udf.errors import DedupError
 from simhash_udf.job.config import load_config
@@ -102,7 +104,7 @@ def test_job_equals_brute_force_reference(spark, tmp_path, monkeypatch, seed, pa
     docs.to_parquet(path)
     spec = ShortTextSpec(max_chars=140, k=10 if seed == 1 else 8, char_ngram=5 if seed == 3 else 4,
                          min_jaccard=0.6 if seed == 1 else 0.7)
-    k = 3
+    k = 4 if seed == 1 else 3  # seed 1 at k = 4: one short-text candidate pair lies within k (the tables' too)
     report = run(load_config(["--input", path, "--output", str(tmp_path / "out"), "--k", str(k),
                               "--short-k", str(spec.k), "--short-char-ngram", str(spec.char_ngram),
                               "--short-min-jaccard", str(spec.min_jaccard), "--input-partitions", str(partitions),
@@ -111,7 +113,7 @@ def test_job_equals_brute_force_reference(spark, tmp_path, monkeypatch, seed, pa
     clusters = pd.read_parquet(tmp_path / "out" / "clusters", dtype_backend="numpy_nullable").set_index("id")
     fps = [None if pd.isna(clusters.at[i, "fingerprint"]) else int(clusters.at[i, "fingerprint"]) for i in ids]
     assert fps == [None if t is None else fingerprint_text(t) for t in texts]  # the job's are the library's
-    short, n_candidates = brute_force_short_pairs(ids, texts, fps, spec)
+    short, n_candidates, candidates = brute_force_short_pairs(ids, texts, fps, spec, candidates_too=True)
     with_fp = [i for i in range(len(ids)) if fps[i] is not None]
     near = [(with_fp[a], with_fp[b]) for a, b in within_k_pairs([fps[i] for i in with_fp], k)]
     comp = components_of(range(len(ids)), near + short)
@@ -140,6 +142,25 @@ def test_job_equals_brute_force_reference(spark, tmp_path, monkeypatch, seed, pa
     main_only = components_of(range(len(ids)), near)
     assert any(main_only[a] != main_only[b] for a, b in short)
     assert st_["verified_pairs"] < st_["candidate_pairs"]
+    # the pair search's sums: the short-text candidates that the SimHash tables (within k) or the signature
+    # bands (a usable band equal; with verification) found too are counted under both sources
+    search = report["candidates"]["pair_search"]
+    assert search["short_text"] == {"key_group_pairs": st_["pairs_compared"], "compared": n_candidates,
+                                    "verified": len(short), "rejected": n_candidates - len(short)}
+    bands = SignatureBands() if mode == "verified" else None  # off without verification
+    sig_of = {}  # a fingerprint's signature in the search: its smallest id's page's (--keep id)
+    for i in sorted(with_fp, key=ids.__getitem__):
+        sig_of.setdefault(fps[i], clusters.at[ids[i], "signature"])
+    both = 0
+    for a, b in candidates:
+        near = bin((fps[a] ^ fps[b]) & (2**64 - 1)).count("1") <= k
+        if not near and bands is not None:
+            sa, sb = (np.frombuffer(bytes(sig_of[fps[i]]), np.uint8)[None, :] for i in (a, b))
+            near = bands.first_shared(sa, sb)[0] >= 0
+        both += near
+    assert search["found_by_more_than_one_source"] == both and (both > 0 or seed != 1)
+    sources = [s for s in (search["simhash_tables"], search["signature_bands"], search["short_text"]) if s]
+    assert search["compared"] == sum(s["compared"] for s in sources) == search["verified"] + search["rejected"]
 
 
 def test_off_switches_and_bad_settings(spark, tmp_path):
@@ -149,6 +170,13 @@ def test_off_switches_and_bad_settings(spark, tmp_path):
     assert report["short_text"] == {"enabled": False, "off_because": "--short-text-chars 0"}
     report = run(load_config(["--input", path, "--output", str(tmp_path / "b"), "--cluster-mode", "star"]), spark)
     assert report["short_text"]["enabled"] is False and "star" in report["short_text"]["off_because"]
+    # the star mode's similarity column (a join with the kept pages' signatures): as numpy estimates it
+    star = pd.read_parquet(tmp_path / "b" / "clusters").set_index("id")
+    dups = star[star["is_duplicate"]]
+    assert len(dups) and star.loc[~star["is_duplicate"], "similarity"].isna().all()
+    a, b = (np.stack([np.frombuffer(x, np.uint8) for x in col])
+            for col in (dups["signature"], star.loc[dups["cluster_id"], "signature"]))
+    assert dups["similarity"].to_numpy() == pytest.approx(similarity(a, b, 8))
     for argv, message in [
         (["--short-k", "11"], "--short-k"),
         (["--short-min-jaccard", "0"], "--short-min-jaccard"),
@@ -172,14 +200,14 @@ def test_no_short_page_needs_no_search(spark):
     docs = with_fingerprints(pages, "text", FeatureSpec(), spec).cache()
     assert docs.where("short_fingerprint is not null and fingerprint is not null").count() == 0
     assert docs.where("short_text is not null or fingerprint is null").count() > 0  # premise: rows of both kinds
-    searched_edges, searched = short_text_glue.short_text_edges(docs, spec, lambda df: df, -1)
+    searched_edges, _, searched = short_text_glue.short_text_edges(docs, spec, lambda df: df, -1)
     assert searched_edges.count() == 0
     tracker = spark.sparkContext.statusTracker()
     spark.sparkContext.setJobGroup("no-short-pages", "short_text_edges with no short page")
     try:
-        edges, stats = short_text_glue.short_text_edges(docs, spec, lambda df: df, 0)
+        edges, pairs, stats = short_text_glue.short_text_edges(docs, spec, lambda df: df, 0)
     finally:
         spark.sparkContext.setJobGroup("", "")
-    assert edges is None and stats == searched
+    assert edges is None and pairs is None and stats == searched
     assert tracker.getJobIdsForGroup("no-short-pages") == []
     docs.unpersist()

@@ -3,6 +3,7 @@ blocks, candidates, verify, components, resolve), for the job (pipeline.run) and
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -13,7 +14,16 @@ from ...core.blocks import plan_cost
 from ...core.verified import BANDS
 from ...spark.session import scoped_settings
 from ..config import DedupConfig
-from ..report_schema import BandCounts, CandidateStats, SignatureBandStats, TablePlanStats, Verification
+from ..report_schema import (
+    BandCounts,
+    CandidateStats,
+    PairSearch,
+    PairSource,
+    ShortTextStats,
+    SignatureBandStats,
+    TablePlanStats,
+    Verification,
+)
 from .blocks import Blocks, blocks_stage
 from .candidates import Candidates, candidates_stage
 from .components import Components, components_stage
@@ -23,6 +33,8 @@ from .fingerprint import Fingerprinted, fingerprint_stage
 from .resolve import Resolved, resolve_stage
 from .short_text import ShortText, short_text_stage
 from .verify import Verified, verify_stage
+
+log = logging.getLogger("simhash_dedup")
 
 # Session settings of the clustering stages (put back afterwards):
 # - caches not compressed: they hold random 64-bit fingerprints and 128-byte signatures, which do not compress,
@@ -51,6 +63,7 @@ class NearDuplicateStats:
     exact_duplicates: int  # resolve: copies of the kept page's or a fellow member's fingerprint
     history_rows: int | None = None  # with a history: its rows in the pair search
     history_fingerprints_compared: int | None = None  # and its fingerprints that share a key with this run's
+    short_found_by_main_search: int = 0  # short-text candidate pairs that the tables or the bands found too
 
 
 @dataclass
@@ -81,14 +94,39 @@ def run_stages(raw: DataFrame, cfg: DedupConfig, *, timer: StageTimer, persist: 
     short = short_text_stage(fp.docs, cfg, persist, timer, fp.stats["short_pages"])
     ctx = StageContext(SearchSpecs.of(cfg), timer, persist, checkpoint, history,
                        large=fp.stats["input_rows"] >= LARGE_RUN_PAGES)
-    return StageResults(fp, short, near_duplicate_clusters(fp.docs, ctx, short.edges))
+    clustered = near_duplicate_clusters(fp.docs, ctx, short.edges, short.pairs)
+    search = clustered.stats.candidates.pair_search = pair_search(clustered.stats, short.report)
+    log.info("%s", search.summary())
+    return StageResults(fp, short, clustered)
 
 
-def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: DataFrame | None = None) -> Clustered:
+def pair_search(stats: "NearDuplicateStats", short: ShortTextStats) -> PairSearch:
+    """The pair search's numbers by source (report.json's candidates.pair_search, report.html's table and the
+    log line): the SimHash tables' and the bands' from the candidates and verify stages, the short-text stage's
+    from its report part (null when off)."""
+    cand, bands = stats.candidates, stats.candidates.signature_bands
+    band_verified = bands.pairs_verified if bands is not None else 0
+    band_rejected = bands.pairs_accepted - band_verified if bands is not None else 0
+    tables = PairSource(key_group_pairs=cand.pairs_compared, compared=cand.pairs_accepted,
+                        verified=cand.pairs_verified - band_verified, rejected=cand.pairs_rejected - band_rejected)
+    by_bands = PairSource(key_group_pairs=bands.pairs_compared, compared=bands.pairs_accepted, verified=band_verified,
+                          rejected=band_rejected) if bands is not None else None
+    by_short = PairSource(key_group_pairs=short.pairs_compared, compared=short.candidate_pairs,
+                          verified=short.verified_pairs,
+                          rejected=short.candidate_pairs - short.verified_pairs) if short.enabled else None
+    sources = [s for s in (tables, by_bands, by_short) if s is not None]
+    return PairSearch(simhash_tables=tables, signature_bands=by_bands, short_text=by_short,
+                      compared=sum(s.compared for s in sources),
+                      found_by_more_than_one_source=stats.short_found_by_main_search,
+                      verified=sum(s.verified for s in sources), rejected=sum(s.rejected for s in sources))
+
+
+def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: DataFrame | None = None,
+                            short_pairs: DataFrame | None = None) -> Clustered:
     """Stages 3-7 on (id, fingerprint, rank[, signature][, short_text]) rows, under CLUSTERING_SETTINGS: exact
     collapse, blocks, candidates, verify, components, resolve. Without a signature column every candidate
     pair is an edge (as with ctx.specs.verify None). short_edges: the short-text stage's verified pairs,
-    more edges of the components.
+    more edges of the components; short_pairs: its candidate pairs (the report counts those found here too).
 
     Returns the clusters (id, fingerprint, cluster_id, is_duplicate, signature), the cluster-size histogram
     {size: clusters} and the pair statistics. With a history (ctx.history), its fingerprints that share a key
@@ -105,7 +143,7 @@ def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: Dat
         collapsed = exact_collapse_stage(docs, ctx)
         blocks = blocks_stage(collapsed, ctx)
         cands = candidates_stage(collapsed, blocks, ctx)
-        verified = verify_stage(blocks, cands, short_edges, ctx)
+        verified = verify_stage(blocks, cands, short_edges, ctx, short_pairs)
         comps = components_stage(verified, ctx)
         resolved = resolve_stage(collapsed, blocks, comps, ctx)
     stats = near_duplicate_stats(ctx, collapsed, blocks, cands, verified, comps, resolved)
@@ -145,4 +183,5 @@ def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks
         max_distance_to_kept={str(d): resolved.max_distance_to_kept[d] for d in sorted(resolved.max_distance_to_kept)},
         exact_duplicates=resolved.exact_duplicates,
         history_rows=collapsed.n_history if with_history else None,
-        history_fingerprints_compared=blocks.history.n_related if with_history else None)
+        history_fingerprints_compared=blocks.history.n_related if with_history else None,
+        short_found_by_main_search=verified.short_found_by_main_search)

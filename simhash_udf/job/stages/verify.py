@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...spark.bands import band_edges
+from ...spark.short_text import found_by_main_search
 from ...spark.verified import distinct_fingerprints, signatures_of, verified_edges
 from .blocks import Blocks
 from .candidates import Candidates
@@ -26,11 +27,15 @@ class Verified:
     forest_edges: int  # edges of the verified forests (short-text edges not counted)
     band_accepted: int  # pairs the band search accepted (0: bands off)
     band_verified: int  # of them verified
+    short_found_by_main_search: int = 0  # the short-text candidate pairs that the tables or the bands found too
 
 
-def verify_stage(blocks: Blocks, cands: Candidates, short_edges: DataFrame | None, ctx: StageContext) -> Verified:
+def verify_stage(blocks: Blocks, cands: Candidates, short_edges: DataFrame | None, ctx: StageContext,
+                 short_pairs: DataFrame | None = None) -> Verified:
     """Stage 5b: the candidates' pairs verified (every one an edge when ctx.specs.verify is None), the
-    verified forests with the short-text stage's edges (short_edges) as the components' input."""
+    verified forests with the short-text stage's edges (short_edges) as the components' input. short_pairs:
+    the short-text stage's candidate pairs, of which those the main search found as well are counted (the
+    report's sums count such a pair under both sources)."""
     specs = ctx.specs
     with ctx.timer("verify") as counts:
         signatures = blocks.search_signatures
@@ -57,7 +62,11 @@ def verify_stage(blocks: Blocks, cands: Candidates, short_edges: DataFrame | Non
         counts["forest_edges"] = n_edges
         if short_edges is not None:
             edges = edges.unionByName(short_edges)
-    return Verified(edges, by_band, n_verified, n_rejected, n_edges, band_accepted, band_verified)
+        also_short = 0
+        if short_pairs is not None:
+            also_short = found_by_main_search(short_pairs, blocks.search_signatures if specs.use_bands else None, specs.k,
+                                              specs.bands if specs.use_bands else None)
+    return Verified(edges, by_band, n_verified, n_rejected, n_edges, band_accepted, band_verified, also_short)
 
 
 def candidate_signatures(signatures: DataFrame, cands: Candidates, ctx: StageContext, counts: dict) -> DataFrame:
