@@ -464,7 +464,7 @@ def test_configuration_table_shows_user_settings_and_cards_say_what_they_count()
     page = render_html(Report.from_dict(a_full_report()), [])
     shown = [row[0] for row in Table(page).rows[1:]]
     assert "arrow_batch_mb" not in shown and "arrow_batch_size" not in shown and "shuffle_partitions" not in shown
-    assert "simulate_fingerprint_bits" not in shown and "plan" not in shown
+    assert "simulate_fingerprint_bits" not in shown and "plan" not in shown and "input_partitions" not in shown
     assert {"k", "min_similarity", "signature_bands", "text_col", "input_format", "keep", "history"} <= set(shown)
     assert set(shown) < set(DedupConfig().to_dict())
     benchmark = render_html(Report.from_dict(a_full_report(simulate_fingerprint_bits=48)), [])

@@ -443,7 +443,7 @@ h3{font-size:14px;margin:0 0 6px}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(118px,1fr));gap:10px;margin-top:14px}
 .card{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:10px 12px}
 .card .v{font-size:22px;font-weight:600}.card .l{color:#57606a;font-size:12px}
-.card.hi .v{color:#4472c4}
+.card.hi .v{color:#4472c4}.card.wide{grid-column:span 2}
 .grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(640px,1fr));gap:14px}
 figure{background:#fff;border:1px solid #d0d7de;border-radius:6px;margin:0;padding:12px}
 figcaption{color:#57606a;font-size:12.5px;margin-top:6px}
@@ -469,8 +469,9 @@ details{margin-top:8px}code{font-size:12px}
 """
 
 
-def _card(key: str, value, label: str, shown: str | None = None, hi: bool = False) -> str:
-    return (f'<div class="card{" hi" if hi else ""}"><div class="v" data-key="{esc(key)}" data-value="{esc(value)}">'
+def _card(key: str, value, label: str, shown: str | None = None, hi: bool = False, wide: bool = False) -> str:
+    kind = "card" + (" hi" if hi else "") + (" wide" if wide else "")
+    return (f'<div class="{kind}"><div class="v" data-key="{esc(key)}" data-value="{esc(value)}">'
             f'{esc(shown if shown is not None else f"{value:,}")}</div><div class="l">{esc(label)}</div></div>')
 
 
@@ -514,8 +515,8 @@ def render_html(report: Report, examples: list[dict]) -> str:
     config_rows = [[f"<code>{esc(key)}</code>", esc(v)] for key, v in user_settings(report.config).items()]
     parts.append("<details open><summary><b>Configuration</b></summary>"
                  + _table(["option", "value"], config_rows, set(), "config")
-                 + '<p class="note">The settings that decide what the run finds and writes. Spark tuning '
-                 "(Arrow batches, shuffle partitions, checkpoints) and benchmark-only settings are in "
+                 + '<p class="note">The settings that decide what the run finds and writes. Tuning (input '
+                 "partitions, Arrow batches, shuffle partitions, checkpoints) and benchmark-only settings are in "
                  "<code>report.json</code>'s <code>config</code> with the rest.</p></details>")
     parts.append('<p class="note">Every number here is in <code>report.json</code> beside this page.</p>')
     parts.append("</main></body></html>\n")
@@ -537,7 +538,7 @@ def _headline(report: Report) -> str:
         _card("clusters.largest", clusters.largest, "pages in the largest cluster"),
         _card("bad_rows", sum(v for v in report.bad_rows.to_dict().values() if isinstance(v, int)),
               "bad rows: null or featureless text, invalid UTF-8, cut at max_text_chars, cut WET records "
-              "(a row of two kinds counts twice)"),
+              "(a row of two kinds counts twice)", wide=True),
         _card("total_seconds", report.total_seconds, "seconds in all", f"{report.total_seconds:,.1f}"),
     ]) + "</div>"
 
@@ -645,15 +646,17 @@ def _colour_key() -> str:
 # DedupConfig's sections whose settings decide what a run finds and writes; the "spark" section tunes how fast
 # (Arrow batches, shuffle partitions, checkpoints). The configuration table shows the former.
 RESULT_SECTIONS = ("input", "features", "search", "short_text", "output", "history")
-NOT_SHOWN = ("plan", "simulate_fingerprint_bits")  # a --plan run writes no report; benchmarks only
+TUNING = ("input_partitions",)  # how the input is split: the same results whatever it is
+SHOWN_WHEN_SET = ("plan", "simulate_fingerprint_bits")  # a --plan run writes no report; benchmarks only
 
 
 def user_settings(config: dict) -> dict:
     """The configuration table's rows: the settings a user gives that decide the results (RESULT_SECTIONS),
-    without the benchmark-only ones (shown when set: they change the results); report.json keeps them all."""
+    without tuning (TUNING) and the benchmark-only ones unless set (they change the results then); report.json
+    keeps them all."""
     sections = {f.name: f.metadata.get("section") for f in dataclasses.fields(DedupConfig)}
     return {key: value for key, value in config.items()
-            if sections.get(key) in RESULT_SECTIONS and (key not in NOT_SHOWN or value)}
+            if sections.get(key) in RESULT_SECTIONS and key not in TUNING and (key not in SHOWN_WHEN_SET or value)}
 
 
 def pair_search_table(search: PairSearch) -> str:
