@@ -170,7 +170,13 @@ class FeatureSpec:
                 feats += f"({segmenter_version(self.segmenter)})"
             feats += "-stop" if self.stop_words else ""
         weighting = self.weighting + (f"({self.idf.digest})" if self.weighting == "tfidf-corpus" and self.idf else "")
-        return f"{DEFINITION_VERSION}/nfkc-lower-digit0-hanjoin-ws/{feats}/{weighting}/mmh3x64"
+        return f"{DEFINITION_VERSION}/{self.normalisation()}/{feats}/{weighting}/mmh3x64"
+
+    def normalisation(self) -> str:
+        """The normalisation's name. Character n-grams also fold Chinese punctuation to ASCII
+        (text.normalize_text), named "-punct" so that a history of char fingerprints made without the fold is
+        refused, not misread; word features never hold punctuation and are the same with or without it."""
+        return "nfkc-lower-digit0-hanjoin-punct-ws" if self.tokenizer == "char" else "nfkc-lower-digit0-hanjoin-ws"
 
 
 def features_of(text: str, spec: FeatureSpec) -> list[str]:
