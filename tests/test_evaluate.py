@@ -218,6 +218,14 @@ def test_in_page_copies_add_what_their_kind_says():
             at = found
 
 
+def test_framed_copies_hold_their_whole_original(corpus):
+    by_id = {r["id"]: r for r in corpus}
+    framed = [(r["text"], by_id[r["cluster"]]["text"]) for r in corpus if r["variant"] == "frame"]
+    assert framed
+    for copy, original in framed:
+        assert original in copy and 0.15 <= 1 - len(original) / len(copy) <= 0.35
+
+
 def test_a_hosts_frame_is_the_same_on_all_its_pages():
     rng = random.Random(5)
     hosts: dict[tuple, set] = {}
