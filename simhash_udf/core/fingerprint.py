@@ -5,7 +5,8 @@ arithmetic is integer arithmetic, so a fingerprint is the same on every machine 
 floating-point summation order can flip a bit that sits on zero).
 
 Definition (fingerprint version "sh64-2"): normalise (NFKC, lower case, digits to 0, white space between two
-Han characters removed (sh64-1 kept it: a re-wrapped Chinese page had other words), other white space folded),
+Han characters removed (sh64-1 kept it: a re-wrapped Chinese page had other words), other white space folded;
+for character n-grams also Chinese punctuation as ASCII, FeatureSpec.normalisation),
 tokenise (text.py), then for a document with features t_1..t_n (token occurrences),
 weights w(t) (integers) and 64-bit hashes h(t) = first 64 bits of MurmurHash3 x64-128 (seed 0) of the
 UTF-8 feature, bit i of the fingerprint is 1 iff  sum_t w(t) * (+1 if bit i of h(t) else -1)  > 0.
