@@ -250,6 +250,24 @@ def test_history_of_an_older_version_is_refused(spark, days, tmp_path):
     assert not os.path.exists(tmp_path / "out") and not os.path.exists(old / "run_date=2026-03-04")
 
 
+def test_char_history_from_before_the_punctuation_fold_is_refused(spark, tmp_path):
+    """Character n-grams fold Chinese punctuation to ASCII now; a history of --tokenizer char fingerprints
+    written before (its version as that job wrote it) holds other fingerprints for the same text: refused, not
+    misread. (Word fingerprints, the default, did not change, nor did their version: test_fingerprint.)"""
+    pd.DataFrame({"id": [1, 2], "text": ["我们今天在北京开会。", "讨论了人工智能的发展。"]}).to_parquet(tmp_path / "day.parquet")
+    old = tmp_path / "old-history"
+    os.makedirs(old / "run_date=2026-03-01")
+    argv = ["--input", str(tmp_path / "day.parquet"), "--output", str(tmp_path / "out"), "--tokenizer", "char",
+            "--history", str(old), "--run-date", "2026-03-04"]
+    signature = load_config(argv).signature.version()
+    before = f"sh64-2/nfkc-lower-digit0-hanjoin-ws/char5/binary/mmh3x64+{signature}"
+    (old / "_fingerprint_version").write_text(before + "\n")
+    with pytest.raises(DedupError, match="holds fingerprints of version") as err:
+        job(spark, *argv)
+    assert repr(before) in str(err.value) and "-punct-" in load_config(argv).fingerprint_version()
+    assert not os.path.exists(tmp_path / "out") and not os.path.exists(old / "run_date=2026-03-04")
+
+
 @pytest.mark.parametrize("args,message", [
     (["--run-date", "2026-03-01"], "only means something with --history"),
     (["--history", "H", "--run-date", "03/01/2026"], "is not a date"),
