@@ -3,9 +3,10 @@ plan, and the chance-neighbour estimate."""
 import math
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from reference import brute_force_related, planted_fingerprints
+from reference import brute_force_related, planted_fingerprints, planted_signatures
 
 from simhash_udf.core.related import (
     block_layout,
@@ -17,6 +18,8 @@ from simhash_udf.core.related import (
     related_pages,
     within,
 )
+from simhash_udf.core.signature import SignatureSpec, similarity
+from simhash_udf.spark.related import HOT_KEY_ROWS, related_pairs
 
 
 def as_rows(found: dict) -> list[tuple]:
@@ -98,3 +101,34 @@ def test_chance_neighbours_by_the_formula_and_by_sampling():
     fps = rng.integers(-2**63, 2**63 - 1, 3000, dtype=np.int64)
     measured = ((hamming(fps[:, None], fps[None, :]) <= 24).sum() - len(fps)) / len(fps)
     assert math.isclose(measured, chance_neighbours(3000, 24), rel_tol=0.2)
+
+
+def spark_pages(spark, ids, fps, clusters, sigs, partitions):
+    rows = list(zip(ids, fps, clusters, sigs))
+    schema = "id long, fingerprint long, cluster_id long, signature binary"
+    return spark.createDataFrame(rows, schema).repartition(partitions)
+
+
+@pytest.mark.parametrize("partitions, hot_key_rows", [(1, HOT_KEY_ROWS), (4, 3)])
+def test_spark_related_pairs_match_brute_force_at_any_partitioning(spark, partitions, hot_key_rows):
+    """The joins give the brute-force top n at 1 and 4 partitions, also with every key of more than 3 pages
+    split (the hot-key path); similarity is the signatures' estimate, null where a page has none."""
+    rng = np.random.default_rng(7)
+    fps = planted_fingerprints(rng, 25, 14, max_extra=4)
+    fps += [fps[0] ^ (1 << b) for b in range(20, 40)]  # a popular key: 20 pages one bit from the first
+    ids = list(range(len(fps)))
+    clusters = [i // 4 * 4 for i in ids]
+    sigs = planted_signatures(rng, fps)
+    sigs[3] = None
+    plan = plan_related(len(fps), 14)
+    got = spark_pages(spark, ids, fps, clusters, sigs, partitions).transform(
+        lambda df: related_pairs(df, 4, plan, SignatureSpec(), hot_key_rows)).collect()
+    assert sorted((r.id, r.related_id, r.distance, r.rank) for r in got) == brute_force_related(ids, fps, clusters, 4, 14)
+    spec = SignatureSpec()
+    for r in got:
+        if 3 in (r.id, r.related_id):
+            assert r.similarity is None
+        else:
+            want = similarity(np.frombuffer(sigs[r.id], np.uint8), np.frombuffer(sigs[r.related_id], np.uint8),
+                              spec.bits)
+            assert math.isclose(r.similarity, float(want))
