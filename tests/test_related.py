@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 from reference import brute_force_related, planted_fingerprints, planted_signatures
 
 from simhash_udf.core.related import (
@@ -19,7 +20,7 @@ from simhash_udf.core.related import (
     within,
 )
 from simhash_udf.core.signature import SignatureSpec, similarity
-from simhash_udf.spark.related import HOT_KEY_ROWS, related_pairs
+from simhash_udf.spark.related import HOT_KEY_ROWS, index_rows, related_pairs, split_hot_keys
 
 
 def as_rows(found: dict) -> list[tuple]:
@@ -132,3 +133,21 @@ def test_spark_related_pairs_match_brute_force_at_any_partitioning(spark, partit
             want = similarity(np.frombuffer(sigs[r.id], np.uint8), np.frombuffer(sigs[r.related_id], np.uint8),
                               spec.bits)
             assert math.isclose(r.similarity, float(want))
+
+
+def test_a_popular_key_is_split_so_no_join_group_gathers_its_pages(spark):
+    """300 pages that share three of four 16-bit block keys (a popular key at any skew): every join group
+    holds at most about hot_key_rows index rows (the splits are a hash of the id), and the related lists are
+    still the brute-force ones."""
+    rng = np.random.default_rng(11)
+    base = int(rng.integers(0, 2**63))
+    fps = [base ^ (int(v) << 16) for v in rng.choice(2**16, 300, replace=False)]  # only block 1 differs
+    fps += [int(v) for v in rng.integers(-2**63, 2**63 - 1, 50, dtype=np.int64)]
+    ids = list(range(len(fps)))
+    pages = spark_pages(spark, ids, fps, ids, [None] * len(fps), 3)
+    plan = exact_plan(14, 4)
+    index, hot = split_hot_keys(index_rows(pages, plan), 40)
+    groups = index.groupBy("block", "key", "split").count().agg(F.max("count"), F.count("*")).first()
+    assert groups[0] <= 2 * 40 and hot.count() == 3  # the three shared keys, each over about 300 / 40 splits
+    got = related_pairs(pages, 5, plan, SignatureSpec(), 40).collect()
+    assert sorted((r.id, r.related_id, r.distance, r.rank) for r in got) == brute_force_related(ids, fps, None, 5, 14)

@@ -54,17 +54,22 @@ def probe_masks(spark, plan: RelatedPlan) -> DataFrame:
                                                    StructField("mask", LongType(), False)]))
 
 
+def split_hot_keys(index: DataFrame, hot_key_rows: int) -> tuple[DataFrame, DataFrame]:
+    """index rows with `split` (0 for most keys; for a key of more than hot_key_rows pages, a hash of the id
+    over ceil(count / hot_key_rows) splits), and the hot keys (block, key, splits), broadcast: they are at most
+    (index rows / hot_key_rows)."""
+    hot = F.broadcast(index.groupBy("block", "key").count().where(F.col("count") > hot_key_rows)
+                      .select("block", "key", F.ceil(F.col("count") / hot_key_rows).cast("int").alias("splits")))
+    split = F.pmod(F.xxhash64("id"), F.coalesce("splits", F.lit(1))).cast("int")
+    return index.join(hot, ["block", "key"], "left").withColumn("split", split).drop("splits"), hot
+
+
 def candidate_pairs(pages: DataFrame, plan: RelatedPlan, hot_key_rows: int = HOT_KEY_ROWS) -> DataFrame:
     """(id, related_id, distance) for every ordered pair of pages within plan.distance, other clusters only,
     each once."""
-    index = index_rows(pages, plan)
-    hot = (index.groupBy("block", "key").count().where(F.col("count") > hot_key_rows)
-           .select("block", "key", F.ceil(F.col("count") / hot_key_rows).cast("int").alias("splits")))
-    hot = F.broadcast(hot)
-    index = (index.join(hot, ["block", "key"], "left")
-             .select("block", "key", F.pmod(F.xxhash64("id"), F.coalesce("splits", F.lit(1))).alias("split"),
-                     F.col("id").alias("related_id"), F.col("fingerprint").alias("_fp2"),
-                     F.col("cluster_id").alias("_c2")))
+    index, hot = split_hot_keys(index_rows(pages, plan), hot_key_rows)
+    index = index.select("block", "key", "split", F.col("id").alias("related_id"), F.col("fingerprint").alias("_fp2"),
+                         F.col("cluster_id").alias("_c2"))
     probes = (index_rows(pages, plan).join(F.broadcast(probe_masks(pages.sparkSession, plan)), "block")
               .withColumn("key", F.col("key").bitwiseXOR(F.col("mask")))
               .join(hot, ["block", "key"], "left")
