@@ -10,6 +10,8 @@ from pyspark.sql import functions as F
 from reference import brute_force_related, planted_fingerprints, planted_signatures
 
 from simhash_udf.core.related import (
+    MAX_COST_PER_PAGE,
+    RelatedPlan,
     block_layout,
     chance_neighbours,
     exact_plan,
@@ -86,7 +88,7 @@ def test_first_block_is_within_radius_for_every_pair_within_distance():
 
 def test_plan_and_layout():
     assert sum(w for _, w in block_layout(5)) == 64 and block_layout(5)[1] == (13, 13)
-    small, large = plan_related(1_000, 14), plan_related(10_000_000, 14)
+    small, large = plan_related(1_000, 14), plan_related(10_000_000, 14, max_cost_per_page=float("inf"))
     assert small.radius == 14 // len(small.blocks) and large.radius == 14 // len(large.blocks)
     assert small.cost(1_000) <= exact_plan(14, 15).cost(1_000)
     # at 10M pages the plan probes more keys to meet fewer pages per key than the 15-block pigeonhole
@@ -151,3 +153,42 @@ def test_a_popular_key_is_split_so_no_join_group_gathers_its_pages(spark):
     assert groups[0] <= 2 * 40 and hot.count() == 3  # the three shared keys, each over about 300 / 40 splits
     got = related_pairs(pages, 5, plan, SignatureSpec(), 40).collect()
     assert sorted((r.id, r.related_id, r.distance, r.rank) for r in got) == brute_force_related(ids, fps, None, 5, 14)
+
+
+@pytest.mark.parametrize("m, radius, d", [(4, 2, 14), (4, 1, 10), (5, 1, 12), (3, 3, 14)])
+def test_approximate_recall_is_the_share_of_random_pairs_found(m, radius, d):
+    """RelatedPlan.recall_at(d) against pairs d bits apart at random places: the share that has a block within
+    the radius (first_block finds one)."""
+    rng = np.random.default_rng(m * 100 + radius)
+    plan = RelatedPlan(14, block_layout(m), radius)
+    a = rng.integers(-2**63, 2**63 - 1, 20_000, dtype=np.int64)
+    flips = np.array([sum(1 << int(b) for b in rng.choice(64, d, replace=False)) for _ in a], dtype=np.uint64)
+    b = (a.view(np.uint64) ^ flips).view(np.int64)
+    found = (first_block(a, b, plan) < m).mean()
+    assert found == pytest.approx(plan.recall_at(d), abs=0.015)
+    assert plan.recall_at(d) <= plan.recall_at(d - 1) <= 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), radius=st.integers(0, 2))
+def test_approximate_plan_lists_only_true_pairs_in_order(seed, radius):
+    """An approximate plan misses pairs but lists no wrong one: every listed pair is within D, ranks follow
+    (distance, id) among what it found, and what it found is a subset of the exact pairs."""
+    fps = np.array(planted(seed, 10, 14), np.int64)
+    ids = np.arange(len(fps))
+    plan = RelatedPlan(14, block_layout(4), radius)
+    approx = as_rows(related_pages(ids, fps, None, 50, 14, plan))
+    exact = set(as_rows(related_pages(ids, fps, None, 50, 14)))
+    assert {(a, b, d) for a, b, d, _ in approx} <= {(a, b, d) for a, b, d, _ in exact}
+    for a in set(ids.tolist()):
+        mine = sorted((r, d, b) for x, b, d, r in approx if x == a)
+        assert [r for r, _, _ in mine] == list(range(1, len(mine) + 1))
+        assert [(d, b) for _, d, b in mine] == sorted((d, b) for _, d, b in mine)
+
+
+def test_planner_goes_approximate_only_beyond_its_budget():
+    small, big = plan_related(100_000, 14), plan_related(1_000_000, 14)
+    assert small.exact and small.describe()["expected_recall"] == 1.0
+    assert not big.exact and 0.5 < big.recall_at(14) < 1.0 and big.describe()["kind"] == "approximate"
+    assert big.cost(10**6) <= MAX_COST_PER_PAGE * 10**6 < exact_plan(14, 4).cost(10**6)
+    assert plan_related(1_000_000, 14, max_cost_per_page=1e9).exact

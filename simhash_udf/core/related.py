@@ -2,13 +2,14 @@
 pages on the same topic, where dedup uses 3), nearest first, ties by id, the page itself and pages of its own
 cluster left out.
 
-The exact search is multi-index hashing (Norouzi, Punjani and Fleet, 2012): the 64 bits are cut into m blocks;
+The search is multi-index hashing (Norouzi, Punjani and Fleet, 2012): the 64 bits are cut into m blocks;
 two fingerprints within D bits differ in at most r = floor(D / m) bits of at least one block (the distances of
 the blocks add up to at most D), so probing, for each block, every key within r bits of a page's own key finds
 every pair within D. A pair found through several blocks is kept only at the first block where it is within r
 (`first_block`), so each ordered pair is produced once without a de-duplicating shuffle. The plan (`plan_related`)
 chooses m from the number of pages: few blocks mean many probes per page, many blocks mean narrow keys shared by
-many pages.
+many pages. Where the exact plan costs more per page than the planner's budget, a smaller probe radius makes
+it approximate, with a recall computed exactly (RelatedPlan.recall_at) for the report.
 
 Fingerprints are int64 (the unsigned SimHash in two's complement, as the job stores them)."""
 from __future__ import annotations
@@ -26,6 +27,9 @@ MAX_RELATED_DISTANCE = 32
 MAX_PROBES_PER_BLOCK = 20_000
 # A probe costs about as much as this many pair comparisons (a shuffled row against a filtered joined row).
 PROBE_COST_IN_PAIRS = 4.0
+# The planner's budget per page (in pair comparisons) beyond which an exact plan gives way to an approximate one:
+# at 100,000 pages the exact plan at D = 14 costs ~8,000 a page, at 10^6 ~54,000.
+MAX_COST_PER_PAGE = 20_000.0
 
 
 def within(width: int, radius: int) -> int:
@@ -41,10 +45,30 @@ def chance_neighbours(pages: int, distance: int, bits: int = FINGERPRINT_BITS) -
 
 @dataclass(frozen=True)
 class RelatedPlan:
-    """An exact multi-index plan: `blocks` as (shift, width) from the low bits up, probed within `radius`."""
+    """A multi-index plan: `blocks` as (shift, width) from the low bits up, probed within `radius`. Exact when
+    radius = distance // blocks (the pigeonhole); with a smaller radius it is approximate: a pair is found only
+    when some block differs in at most `radius` bits, with the probability `recall_at`."""
     distance: int
     blocks: tuple[tuple[int, int], ...]
     radius: int
+
+    @property
+    def exact(self) -> bool:
+        return self.radius >= self.distance // len(self.blocks)
+
+    def recall_at(self, d: int) -> float:
+        """The chance that a pair d bits apart (its differing bits anywhere, all placements alike) has a block
+        within the radius, so that the search finds it: 1 - placements with every block over the radius / C(64, d),
+        counted block by block."""
+        ways = {0: 1}  # differing bits placed so far -> placements with every block so far over the radius
+        for _, width in self.blocks:
+            nxt: dict[int, int] = {}
+            for placed, count in ways.items():
+                for c in range(self.radius + 1, width + 1):
+                    if placed + c <= d:
+                        nxt[placed + c] = nxt.get(placed + c, 0) + count * math.comb(width, c)
+            ways = nxt
+        return 1.0 - ways.get(d, 0) / math.comb(sum(w for _, w in self.blocks), d)
 
     @property
     def probes_per_page(self) -> int:
@@ -65,9 +89,9 @@ class RelatedPlan:
         return np.array(out, dtype=np.int64)
 
     def describe(self) -> dict:
-        return {"kind": "exact", "distance": self.distance, "blocks": len(self.blocks),
-                "block_bits": [w for _, w in self.blocks], "probe_radius": self.radius,
-                "probes_per_page": self.probes_per_page, "expected_recall": 1.0}
+        return {"kind": "exact" if self.exact else "approximate", "distance": self.distance,
+                "blocks": len(self.blocks), "block_bits": [w for _, w in self.blocks], "probe_radius": self.radius,
+                "probes_per_page": self.probes_per_page, "expected_recall": self.recall_at(self.distance)}
 
 
 def block_layout(m: int, bits: int = FINGERPRINT_BITS) -> tuple[tuple[int, int], ...]:
@@ -81,15 +105,30 @@ def exact_plan(distance: int, m: int) -> RelatedPlan:
     return RelatedPlan(distance, block_layout(m), distance // m)
 
 
-def plan_related(pages: int, distance: int = DEFAULT_RELATED_DISTANCE) -> RelatedPlan:
-    """The cheapest exact plan for `pages` pages at `distance`: block counts whose keys fit 32 bits and whose
-    probes per block stay under MAX_PROBES_PER_BLOCK, by cost (probes plus expected key-sharing pairs); ties
-    to fewer blocks."""
+def _usable(plan: RelatedPlan) -> bool:
+    return (max(w for _, w in plan.blocks) <= 32
+            and max(within(w, plan.radius) for _, w in plan.blocks) <= MAX_PROBES_PER_BLOCK)
+
+
+def plan_related(pages: int, distance: int = DEFAULT_RELATED_DISTANCE,
+                 max_cost_per_page: float = MAX_COST_PER_PAGE) -> RelatedPlan:
+    """The cheapest exact plan for `pages` pages at `distance` (block counts whose keys fit 32 bits and whose
+    probes per block stay under MAX_PROBES_PER_BLOCK, by cost: probes plus expected key-sharing pairs; ties to
+    fewer blocks) while its cost per page is within max_cost_per_page; beyond, the approximate plan (a smaller
+    probe radius) of the best recall at `distance` within that cost, or the cheapest one if none is."""
     check_distance(distance)
-    plans = [exact_plan(distance, m) for m in range(2, distance + 2)]
-    plans = [p for p in plans if max(w for _, w in p.blocks) <= 32
-             and max(within(w, p.radius) for _, w in p.blocks) <= MAX_PROBES_PER_BLOCK]
-    return min(plans, key=lambda p: (p.cost(max(pages, 2)), len(p.blocks)))
+    n = max(pages, 2)
+    exact = min((p for p in (exact_plan(distance, m) for m in range(2, distance + 2)) if _usable(p)),
+                key=lambda p: (p.cost(n), len(p.blocks)))
+    if exact.cost(n) <= max_cost_per_page * n:
+        return exact
+    approximate = [RelatedPlan(distance, block_layout(m), r) for m in range(2, distance + 2)
+                   for r in range(distance // m)]
+    approximate = [p for p in approximate if _usable(p)]
+    affordable = [p for p in approximate if p.cost(n) <= max_cost_per_page * n]
+    if not affordable:
+        return min(approximate, key=lambda p: p.cost(n))
+    return max(affordable, key=lambda p: (round(p.recall_at(distance), 6), -p.cost(n)))
 
 
 def check_distance(distance: int) -> None:

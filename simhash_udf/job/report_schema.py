@@ -278,13 +278,16 @@ class ShortTextStats(Part):
 
 @dataclass(kw_only=True)
 class RelatedPlanStats(Part):
-    kind: str = item("exact: multi-index hashing, every pair within the distance is found (recall 1.0)")
+    kind: str = item("exact: multi-index hashing probed within distance // blocks bits, every pair within the "
+                     "distance is found; approximate: a smaller probe radius (where the exact plan costs more per "
+                     "page than the planner's budget), see expected_recall")
     distance: int = item("largest Hamming distance of a related page (--related-distance)")
     blocks: int = item("blocks the fingerprint is cut into")
     block_bits: list[int] = item("bits of each block")
     probe_radius: int = item("each block's keys within this many bits of a page's own are probed (distance // blocks)")
     probes_per_page: int = item("probe keys per page, over the blocks")
-    expected_recall: float = item("expected share of the pairs within the distance that the plan finds")
+    expected_recall: float = item("the chance that the plan finds a pair exactly `distance` bits apart (nearer pairs "
+                                  "are found at least as often); 1.0 for an exact plan")
     expected_pairs: float = item("pairs the probes meet among as many uniformly random fingerprints (the join's cost)")
 
 
