@@ -79,7 +79,8 @@ def format_related(r: dict) -> list[str]:
     chance = rel["chance_neighbours_per_page"]
     return [
         f"related pages (--related N) at distance {rel['distance']}: {rel['kind']} plan, {rel['blocks']} blocks "
-        f"(bits {', '.join(map(str, rel['block_bits']))}) probed within {rel['probe_radius']} bits",
+        f"(bits {', '.join(map(str, rel['block_bits']))}) probed within {rel['probe_radius']} bits, recall "
+        f"{rel['expected_recall']:.3g} for a pair {rel['distance']} bits apart",
         f"  probe rows shuffled                {rel['probe_rows']:.3g} ({rel['probes_per_page']:,} a page)",
         f"  pairs the probes meet              {rel['expected_pairs']:.3g} (uniform fingerprints)",
         f"  chance neighbours per page         {chance:.3g} within {rel['distance']} bits among {r['pages']:,} "
