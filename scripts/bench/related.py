@@ -5,7 +5,8 @@ Fingerprints: uniformly random 64-bit values, plus topic families (a share of th
 whose members are 0..D bits from the group's first page), so pages have true neighbours within D besides the
 chance ones.
 
-  a. ours: spark.related.related_pairs (the stage's search: exact plan chosen from N);
+  a. ours: spark.related.related_pairs (the stage's search: the plan chosen from N, exact up to the planner's
+     budget, approximate beyond);
   b. BucketedRandomProjectionLSH over the 64 bits as 0/1 vectors (Euclidean distance squared = Hamming
      distance), approxSimilarityJoin(threshold = sqrt(D)) of the pages with themselves, self pairs dropped,
      each page's top N by (distance, id) as ours;
@@ -120,7 +121,7 @@ def main() -> None:
                       .select("id", "related_id", "rank").toPandas())
         return {"rows": len(got["brp"])}
 
-    variants = {"ours (exact multi-index)": ours}
+    variants = {f"ours ({plan.describe()['kind']} multi-index)": ours}
     if not args.skip_brp:
         variants[f"BucketedRandomProjectionLSH ({args.brp_tables} tables, bucket {args.brp_bucket})"] = brp
     results = take_turns(variants, args.rounds)
@@ -132,7 +133,8 @@ def main() -> None:
     tables.table(["method", "seconds", f"recall of the exact top {args.n} (sample {len(sample)})", "rows",
                   "seconds / ours"], [r + [r[1] / base] for r in rows], [None, "{:.1f}", "{:.4f}", None, "{:.2f}"],
                  title=f"{args.pages:,} fingerprints, N = {args.n}, D = {args.distance}; plan "
-                       f"{plan.describe()['block_bits']} within {plan.radius} bits; chance neighbours per page "
+                       f"{plan.describe()['block_bits']} within {plan.radius} bits (recall at D "
+                       f"{plan.recall_at(args.distance):.3f}); chance neighbours per page "
                        f"{chance_neighbours(args.pages, args.distance):.3g}")
     step = {}
     for related in (0, args.n):
