@@ -192,3 +192,16 @@ def test_planner_goes_approximate_only_beyond_its_budget():
     assert not big.exact and 0.5 < big.recall_at(14) < 1.0 and big.describe()["kind"] == "approximate"
     assert big.cost(10**6) <= MAX_COST_PER_PAGE * 10**6 < exact_plan(14, 4).cost(10**6)
     assert plan_related(1_000_000, 14, max_cost_per_page=1e9).exact
+
+
+def test_spark_approximate_plan_gives_the_cores_rows(spark):
+    """With an approximate plan (probe radius below D // blocks) the joins list what core.related lists with
+    the same plan: the same misses, no other pair."""
+    rng = np.random.default_rng(5)
+    fps = planted_fingerprints(rng, 30, 14, max_extra=2)
+    ids = list(range(len(fps)))
+    plan = RelatedPlan(14, block_layout(4), 1)
+    got = related_pairs(spark_pages(spark, ids, fps, ids, [None] * len(fps), 3), 50, plan, SignatureSpec()).collect()
+    want = as_rows(related_pages(np.array(ids), np.array(fps, np.int64), None, 50, 14, plan))
+    assert sorted((r.id, r.related_id, r.distance, r.rank) for r in got) == want
+    assert len(want) < len(brute_force_related(ids, fps, None, 50, 14))  # it does miss pairs here
