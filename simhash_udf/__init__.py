@@ -10,6 +10,7 @@ The public API (pyspark is imported on first use only, so `simhash_udf.core` run
 - SimHashFingerprint, SimHashFingerprintEstimator, SimHashFingerprintModel, SimHashDedup: pyspark.ml stages
   (spark/ml.py)
 - near_duplicates, NearDuplicates: the job's near-duplicate stages on a DataFrame (job/api.py)
+- related_pages: the same plus each kept row's n nearest kept rows within a looser distance (result.related)
 - DedupConfig: every option and its default (job/config.py); DedupError: a problem the user can fix
 - get_spark: the active session, or a local one on every core whose Python workers run this interpreter
 - run: the whole job (files in, output directory out) on a session (job/pipeline.py)
@@ -24,6 +25,7 @@ _EXPORTS = {
     "SimHashDedup": "simhash_udf.spark.ml",
     "near_duplicates": "simhash_udf.job.api",
     "NearDuplicates": "simhash_udf.job.api",
+    "related_pages": "simhash_udf.job.api",
     "DedupConfig": "simhash_udf.job.config",
     "DedupError": "simhash_udf.errors",
     "run": "simhash_udf.job.pipeline",

@@ -280,3 +280,14 @@ def check_kept_fp_and_shape(collected, histogram, stats, kept_elsewhere=lambda r
                                               for r, d in zip(collected, run)], held)
     assert histogram == sizes and stats.exact_duplicates == exact
     assert stats.max_distance_to_kept == {str(d): chaining[d] for d in sorted(chaining)}
+
+
+def brute_force_related(ids, fps, clusters, n, distance) -> list[tuple]:
+    """(id, related_id, distance, rank) by the definition: for each page, every other page outside its cluster
+    within `distance` bits, ordered by (distance, related id), the first n ranked from 1."""
+    out = []
+    for i, (a, fa) in enumerate(zip(ids, fps)):
+        found = sorted((hamming(fa, fb), b) for j, (b, fb) in enumerate(zip(ids, fps))
+                       if j != i and (clusters is None or clusters[i] != clusters[j]) and hamming(fa, fb) <= distance)
+        out.extend((a, b, d, r + 1) for r, (d, b) in enumerate(found[:n]))
+    return sorted(out)

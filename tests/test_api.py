@@ -7,14 +7,23 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.feature import SQLTransformer
 from pyspark.sql import functions as F
+from reference import brute_force_related, planted_fingerprints
 
 import simhash_udf
-from simhash_udf import DedupError, SimHashFingerprint, SimHashFingerprintEstimator, SimHashFingerprintModel, near_duplicates
+from simhash_udf import (
+    DedupError,
+    SimHashFingerprint,
+    SimHashFingerprintEstimator,
+    SimHashFingerprintModel,
+    near_duplicates,
+    related_pages,
+)
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch
 from simhash_udf.core.signature import SignatureSpec
 from simhash_udf.evaluation.sample_corpus import make_sample_corpus
@@ -440,3 +449,25 @@ def test_near_duplicates_sizes_its_shuffles_from_its_input_on_a_default_session(
     assert result.report["shuffle_partitions"] == 1 and tasks
     assert max(tasks) <= 2, tasks  # the input's two partitions, one partition a shuffle
     result.unpersist()
+
+
+def test_related_pages_lists_each_kept_rows_nearest_kept_rows(spark):
+    """related_pages: the near-duplicate clusters as near_duplicates gives them, plus each kept row's n
+    nearest other kept rows within `distance` bits (brute force over the kept rows), a duplicate never
+    listed; n must be at least 1."""
+    rng = np.random.default_rng(3)
+    fps = planted_fingerprints(rng, 12, 12, max_extra=4)
+    df = spark.createDataFrame([(i, fp) for i, fp in enumerate(fps)], "id long, fingerprint long")
+    result = related_pages(df, n=3, distance=12, fingerprint_col="fingerprint", min_similarity=0,
+                           shuffle_partitions=3)
+    clusters = {r.id: r for r in result.clusters.collect()}
+    kept = sorted(i for i, r in clusters.items() if not r.is_duplicate)
+    got = sorted((r.id, r.related_id, r.distance, r.rank) for r in result.related.collect())
+    assert got and got == brute_force_related(kept, [fps[i] for i in kept], kept, 3, 12)
+    assert result.report["related"]["pages"] == len(kept) and len(kept) < len(fps)
+    assert all(r.similarity is None for r in result.related.collect())  # no signatures
+    result.unpersist()
+    with pytest.raises(DedupError, match="n must be a whole number of pages, at least 1"):
+        related_pages(df, n=0, fingerprint_col="fingerprint", min_similarity=0)
+    with pytest.raises(DedupError, match="--related-distance must be in 1..32"):
+        related_pages(df, n=2, distance=40, fingerprint_col="fingerprint", min_similarity=0)

@@ -159,3 +159,18 @@ def test_signature_bands_without_verification_are_off_with_a_warning(caplog):
             cfg = load_config(ARGS + quiet)
         assert "signature-bands" not in caplog.text, quiet
         assert (cfg.bands is None) == (quiet[1] == "0")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--related", "-1"], r"--related must be 0 \(off\) or the number of related pages"),
+    (["--related", "10", "--related-distance", "0"], r"--related-distance must be in 1\.\.32 bits \(got 0\)"),
+    (["--related", "10", "--related-distance", "40"], r"--related-distance must be in 1\.\.32 bits \(got 40\)"),
+])
+def test_related_options_are_checked(args, message):
+    with pytest.raises(DedupError, match=message):
+        load_config(ARGS + args).check_options()
+
+
+def test_related_defaults_off_at_distance_14():
+    cfg = load_config(ARGS + ["--related", "5"])
+    assert (DedupConfig().related, cfg.related, cfg.related_distance) == (0, 5, 14)

@@ -11,14 +11,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from reference import brute_force_related
 
 from simhash_udf.core.blocks import chance_pairs, plan_tables
+from simhash_udf.core.signature import SignatureSpec, similarity
 from simhash_udf.errors import DedupError
 from simhash_udf.evaluation.sample_corpus import write_sample_corpus
 from simhash_udf.job.config import DedupConfig, load_config
 from simhash_udf.job.pipeline import input_split, run
 from simhash_udf.job.report_schema import Report, check, load
 
+RELATED_N = 5
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -79,7 +82,8 @@ def watched_sample_run(spark, sample, tmp_path_factory):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(pipeline, "write_stage", described)
             patch.setattr(pipeline, "write_plots", slow_plots)
-            report = run_job(spark, "--input", sample, "--output", out, "--arrow-batch-size", 20)
+            report = run_job(spark, "--input", sample, "--output", out, "--arrow-batch-size", 20, "--related",
+                             RELATED_N)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
@@ -95,7 +99,8 @@ def test_output_layout(sample_run, sample):
     out, report = sample_run
     rows = pd.read_json(sample, lines=True)
     assert sorted(os.listdir(out)) == ["_SUCCESS", "cluster_sizes.png", "clusters", "duplicates_to_kept.png", "kept",
-                                       "pair_distances.png", "pair_similarity.png", "report.html", "report.json"]
+                                       "pair_distances.png", "pair_similarity.png", "related", "report.html",
+                                       "report.json"]
     assert not [p for p in os.listdir(os.path.dirname(out)) if "__staging" in p]
     schema = pq.ParquetDataset(os.path.join(out, "clusters")).schema
     assert [(f.name, str(f.type)) for f in schema] == [
@@ -183,6 +188,31 @@ def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
     band_pairs = cand.signature_bands.pairs_accepted if cand.signature_bands else 0  # the band search's, verified alike
     assert cand.pairs_verified + cand.pairs_rejected == cand.pairs_accepted + band_pairs
     assert sum(b.verified + b.rejected for b in cand.similarity_bands.values()) == cand.pairs_accepted + band_pairs
+
+
+def test_related_pages_of_the_kept_pages_match_brute_force(sample_run):
+    """related/ (the sample's run has --related RELATED_N): each kept page's nearest other kept pages within 14
+    bits as the brute-force definition gives them, listed in _SUCCESS, with similarity from the signatures;
+    the report's counts agree with the rows."""
+    out, report = sample_run
+    clusters = read_clusters(out)
+    kept = clusters[~clusters.is_duplicate & clusters.fingerprint.notna()]
+    related = pd.read_parquet(os.path.join(out, "related"))
+    assert list(related.columns) == ["id", "related_id", "distance", "rank", "similarity"]
+    got = sorted(related[["id", "related_id", "distance", "rank"]].itertuples(index=False, name=None))
+    fps = kept["fingerprint"].astype(np.int64).tolist()
+    assert got == brute_force_related(kept["id"].tolist(), fps, kept["id"].tolist(), RELATED_N, 14) and got
+    sigs = kept.set_index("id")["signature"]
+    spec = SignatureSpec()
+    for row in related.head(20).itertuples():
+        want = similarity(np.frombuffer(sigs[row.id], np.uint8), np.frombuffer(sigs[row.related_id], np.uint8), spec.bits)
+        assert row.similarity == pytest.approx(float(want))
+    part = report["related"]
+    assert part["rows"] == len(related) and part["pages_with_related"] == related["id"].nunique()
+    assert part["pages"] == len(clusters[~clusters.is_duplicate]) and part["plan"]["expected_recall"] == 1.0
+    assert sum(part["distance_histogram"].values()) == len(related)
+    with open(os.path.join(out, "_SUCCESS")) as fh:
+        assert any(name.startswith("related/part-") for name in json.load(fh)["simhash_dedup_files"])
 
 
 def test_report_fits_its_schema(sample_run):

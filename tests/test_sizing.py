@@ -2,6 +2,7 @@
 benchmark runs it was fitted to."""
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -92,3 +93,20 @@ def test_plan_takes_counts_as_people_write_them(text, pages):
 def test_plan_refuses_what_is_not_a_whole_number_of_pages(text):
     with pytest.raises(DedupError, match=r"argument --plan: .* is not a number of pages: give a whole number"):
         load_config(["--plan", text])
+
+
+@pytest.mark.parametrize("pages, distance", [(10**6, 14), (10**9, 14), (10**4, 10)])
+def test_plan_shows_the_related_search_and_its_chance_neighbours(pages, distance):
+    """The related search's plan at --related-distance, and the chance neighbours per page by the formula
+    (N - 1) * sum_{i <= D} C(64, i) / 2^64, flagged where it reaches 1 (related lists would be noise)."""
+    cfg = load_config(["--plan", str(pages), "--related-distance", str(distance)])
+    report = sizing.plan_report(pages, cfg)
+    rel = report["related"]
+    want = (pages - 1) * sum(math.comb(64, i) for i in range(distance + 1)) / 2**64
+    assert rel["chance_neighbours_per_page"] == pytest.approx(want)
+    exact = rel["probe_radius"] == distance // rel["blocks"]
+    assert rel["probe_rows"] == pages * rel["probes_per_page"] and exact == (pages < 10**6)
+    assert (rel["expected_recall"] == 1.0) == exact and rel["kind"] == ("exact" if exact else "approximate")
+    text = sizing.format_plan(report)
+    assert f"related pages (--related N) at distance {distance}: {rel['kind']} plan" in text
+    assert ("lower --related-distance" in text) == (want >= 1)

@@ -28,7 +28,7 @@ log = logging.getLogger("simhash_dedup")
 
 # What only this job's output holds: a DIR with one of these may be replaced, if it holds nothing else than
 # what a run of this job writes.
-OWN_ENTRIES = frozenset({"report.json", "clusters", "kept"})
+OWN_ENTRIES = frozenset({"report.json", "clusters", "kept", "related"})
 # Every entry a run of this job writes at the top of DIR (report_plots.PLOTS are the pictures). Replacing DIR
 # deletes all of its entries at every depth, so a DIR that also holds anything else (a file a downstream task or a
 # person put there, at the top or inside clusters/ or kept/) is refused even with --overwrite. Hadoop's checksum
@@ -37,7 +37,7 @@ LAYOUT_ENTRIES = OWN_ENTRIES | frozenset({"_SUCCESS", "report.html", "cluster_si
                                           "pair_similarity.png", "duplicates_to_kept.png"})
 # The directories Spark writes into (DataFrameWriter.parquet), and the files it leaves there: part files, its
 # committer's markers (_SUCCESS; _started_*/_committed_* of transactional committers) and checksum files.
-DATA_DIRS = frozenset({"clusters", "kept"})
+DATA_DIRS = frozenset({"clusters", "kept", "related"})
 SPARK_FILE = re.compile(r"part-.*\.parquet|_SUCCESS|_started_.*|_committed_.*")
 # DIR/_SUCCESS holds the list of the files the run wrote (JSON: this key and the list, paths relative to DIR;
 # S3A's committers write a JSON _SUCCESS the same way). A later --overwrite replaces such a DIR only while every

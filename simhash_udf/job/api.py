@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..core.related import DEFAULT_RELATED_DISTANCE
 from ..errors import DedupError
 from ..io.read import check_ids
 from ..spark.session import scoped_settings
 from ..spark.workers import check_worker_python
 from .config import DedupConfig, apply_settings
-from .pipeline import CLUSTERS_COLUMNS, api_shuffle_partitions, check_input_columns, job_settings
+from .pipeline import CLUSTERS_COLUMNS, RELATED_COLUMNS, api_shuffle_partitions, check_input_columns, job_settings
 from .report import dedup_report
 from .stages import StageTimer, persisting, run_stages
 
@@ -29,6 +30,7 @@ class NearDuplicates:
     clusters: DataFrame  # id, fingerprint, signature, cluster_id, is_duplicate, similarity: one row per input row
     kept: DataFrame  # the input rows that are kept (one per cluster), all their columns
     report: dict  # counts, bad rows, pair statistics, seconds per stage (as in the job's report.json)
+    related: DataFrame | None = None  # with related=N: id, related_id, distance, rank, similarity
     persisted: list[DataFrame] = field(default_factory=list, repr=False)
     checkpoints: list[DataFrame] = field(default_factory=list, repr=False)  # the component rounds' (local)
 
@@ -95,11 +97,23 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
                             checkpoint=result.local_checkpoint, input_rows=size_shuffles)
         found = stages.clustered
         kept_rows = sum(found.histogram.values())
-        report = dedup_report(cfg, stages.fingerprinted, stages.short_text, found, kept_rows)
+        report = dedup_report(cfg, stages.fingerprinted, stages.short_text, found, kept_rows, stages.related)
         report.seconds = timer.seconds
         report.shuffle_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))  # still the run's here
         result.report = report.api_dict()
     result.clusters = found.clusters.select(*CLUSTERS_COLUMNS)
+    if stages.related is not None:
+        result.related = stages.related.pairs.select(*RELATED_COLUMNS)
     kept_ids = found.clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
     result.kept = df.join(kept_ids, df[id_col] == kept_ids["_kept_id"], "left_semi")
     return result
+
+
+def related_pages(df: DataFrame, *, n: int = 10, distance: int = DEFAULT_RELATED_DISTANCE, **kwargs) -> NearDuplicates:
+    """The near-duplicate step plus, for every kept row, the n nearest other kept rows within `distance` bits
+    of its fingerprint, nearest first (ties by id), none of its own cluster: `result.related` (id, related_id,
+    distance, rank, similarity: the two pages' estimated Jaccard index, null without signatures). kwargs: as
+    near_duplicates' (id_col, text_col, fingerprint_col, config and DedupConfig fields)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise DedupError(f"related_pages: n must be a whole number of pages, at least 1 (got {n!r})")
+    return near_duplicates(df, related=n, related_distance=distance, **kwargs)

@@ -20,6 +20,7 @@ from pathlib import Path
 from ..core.bands import SignatureBands
 from ..core.blocks import check_k, plan_tables
 from ..core.fingerprint import WEIGHTINGS, FeatureSpec
+from ..core.related import DEFAULT_RELATED_DISTANCE, MAX_RELATED_DISTANCE
 from ..core.short_text import ShortTextSpec
 from ..core.signature import SignatureSpec
 from ..core.text import SEGMENTERS, TOKENIZERS
@@ -106,6 +107,10 @@ class DedupConfig:
     output: str = option("", "output", "output directory (clusters/, kept/, report.json, report.html, _SUCCESS)",
                          toml=False)
     overwrite: bool = option(False, "output", "replace an existing finished output")
+    related: int = option(0, "output", "related pages: for every kept page the N nearest other kept pages within "
+                          "--related-distance bits, written to related/ (0 = off)")
+    related_distance: int = option(DEFAULT_RELATED_DISTANCE, "output", "max Hamming distance of related pages "
+                                   f"(1..{MAX_RELATED_DISTANCE}; 14 marks pages on the same topic, k marks copies)")
     lock_stale_minutes: int = option(10, "output", "a lock on the output from another host without a heartbeat this "
                                      "long is a dead run's (taken over; on the same host as soon as its process is gone)")
     # history
@@ -221,6 +226,10 @@ class DedupConfig:
         for name in ("arrow_batch_size", "arrow_batch_mb", "max_component_rounds", "lock_stale_minutes"):
             if getattr(self, name) < 1:
                 raise bad(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
+        if self.related < 0:
+            raise bad(f"--related must be 0 (off) or the number of related pages per kept page (got {self.related})")
+        if not 1 <= self.related_distance <= MAX_RELATED_DISTANCE:
+            raise bad(f"--related-distance must be in 1..{MAX_RELATED_DISTANCE} bits (got {self.related_distance})")
         if self.simulate_fingerprint_bits and not self.k < self.simulate_fingerprint_bits <= 64:
             raise bad(f"--simulate-fingerprint-bits must be 0 (off) or k+1..64 (got {self.simulate_fingerprint_bits})")
         for name in ("shuffle_partitions", "input_partitions"):

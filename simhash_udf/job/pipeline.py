@@ -65,9 +65,10 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             stages = run_stages(loaded.df, cfg, timer=timer, persist=persist, history=view)
             fp, found = stages.fingerprinted, stages.clustered
             kept_rows = count_kept(found, history, history_report)
-            write_stage(cfg, out, history, loaded.df, found, fp, kept_rows, timer)
+            write_stage(cfg, out, history, loaded.df, found, fp, kept_rows, timer,
+                        stages.related.pairs if stages.related is not None else None)
             page = report_stage(spark, cfg, out, loaded.df, found, fp.stats["input_rows"] - kept_rows, timer)
-            report = run_report(cfg, dedup_report(cfg, fp, stages.short_text, found, kept_rows),
+            report = run_report(cfg, dedup_report(cfg, fp, stages.short_text, found, kept_rows, stages.related),
                                 input_files=InputFiles(format=loaded.fmt, **loaded.files.describe()),
                                 history=history_report, seconds=timer.seconds, spark_version=spark.version,
                                 started=started)
@@ -271,11 +272,15 @@ def count_kept(found: Clustered, history: History | None, history_report: RunHis
 # clusters/'s columns (README's output layout): similarity is a duplicate's estimated Jaccard index to its kept
 # page (null for a kept page)
 CLUSTERS_COLUMNS = ("id", "fingerprint", "signature", "cluster_id", "is_duplicate", "similarity")
+# related/'s columns: rank 1 is the nearest; similarity is the two pages' estimated Jaccard index (null without
+# signatures)
+RELATED_COLUMNS = ("id", "related_id", "distance", "rank", "similarity")
 
 
 def write_stage(cfg: DedupConfig, out: OutputDir, history: History | None, raw: DataFrame, found: Clustered,
-                fp: Fingerprinted, kept_rows: int, timer: StageTimer) -> None:
-    """clusters/, kept/ (the input's rows of the kept pages) and this run's rows of the history, staged."""
+                fp: Fingerprinted, kept_rows: int, timer: StageTimer, related: DataFrame | None = None) -> None:
+    """clusters/, kept/ (the input's rows of the kept pages), related/ (with --related N: RELATED_COLUMNS) and
+    this run's rows of the history, staged."""
     clusters = found.clusters
     with timer("write") as counts:
         clusters.select(*CLUSTERS_COLUMNS).write.parquet(out.staged("clusters"))
@@ -287,6 +292,8 @@ def write_stage(cfg: DedupConfig, out: OutputDir, history: History | None, raw: 
         dup_ids = clusters.where(F.col("is_duplicate")).select(F.col("id").alias("_dup_id"))
         kept_docs = without_ids(raw, cfg.id_col, dup_ids, fp.stats["input_rows"] - kept_rows)
         kept_docs.write.parquet(out.staged("kept"))
+        if related is not None:
+            related.select(*RELATED_COLUMNS).write.parquet(out.staged("related"))
         counts.update(clusters_rows=fp.stats["input_rows"], kept=kept_rows)
 
 

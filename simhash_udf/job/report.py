@@ -10,7 +10,7 @@ import time
 from .. import __version__
 from .config import DedupConfig
 from .report_schema import BadRows, Clusters, EmptyRunHistory, InputFiles, Report, RunHistory
-from .stages import Clustered, Fingerprinted, ShortText
+from .stages import Clustered, Fingerprinted, Related, ShortText
 
 BAD_ROWS_TREATMENT = (
     "null text or text without features (empty, only white space or punctuation): no fingerprint, kept as a "
@@ -27,8 +27,10 @@ def bad_rows(stats: dict) -> BadRows:
                    truncated_records=stats.get("truncated_records", 0), treatment=BAD_ROWS_TREATMENT)
 
 
-def dedup_report(cfg: DedupConfig, fp: Fingerprinted, short: ShortText, found: Clustered, kept_rows: int) -> Report:
-    """The counts of a run of the stages: the part of report.json that the API returns as well."""
+def dedup_report(cfg: DedupConfig, fp: Fingerprinted, short: ShortText, found: Clustered, kept_rows: int,
+                 related: Related | None = None) -> Report:
+    """The counts of a run of the stages: the part of report.json that the API returns as well (related: the
+    related stage's, with --related N)."""
     near, histogram = found.stats, found.histogram
     input_rows = fp.stats["input_rows"]
     duplicates = input_rows - kept_rows
@@ -50,7 +52,8 @@ def dedup_report(cfg: DedupConfig, fp: Fingerprinted, short: ShortText, found: C
             max_distance_to_kept_histogram=near.max_distance_to_kept),
         candidates=near.candidates,
         table_plan=near.table_plan,
-        short_text=short.report)
+        short_text=short.report,
+        related=related.stats if related is not None else None)
 
 
 def run_report(cfg: DedupConfig, body: Report, *, input_files: InputFiles, history: RunHistory | None,

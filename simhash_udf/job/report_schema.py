@@ -277,6 +277,34 @@ class ShortTextStats(Part):
 
 
 @dataclass(kw_only=True)
+class RelatedPlanStats(Part):
+    kind: str = item("exact: multi-index hashing probed within distance // blocks bits, every pair within the "
+                     "distance is found; approximate: a smaller probe radius (where the exact plan costs more per "
+                     "page than the planner's budget), see expected_recall")
+    distance: int = item("largest Hamming distance of a related page (--related-distance)")
+    blocks: int = item("blocks the fingerprint is cut into")
+    block_bits: list[int] = item("bits of each block")
+    probe_radius: int = item("each block's keys within this many bits of a page's own are probed (distance // blocks)")
+    probes_per_page: int = item("probe keys per page, over the blocks")
+    expected_recall: float = item("the chance that the plan finds a pair exactly `distance` bits apart (nearer pairs "
+                                  "are found at least as often); 1.0 for an exact plan")
+    expected_pairs: float = item("pairs the probes meet among as many uniformly random fingerprints (the join's cost)")
+
+
+@dataclass(kw_only=True)
+class RelatedStats(Part):
+    n: int = item("related pages asked for per kept page (--related)")
+    pages: int = item("kept pages searched")
+    pages_with_related: int = item("kept pages with at least one related page")
+    rows: int = item("rows written to related/")
+    distance_histogram: dict[str, int] = item("Hamming distance -> rows of related/")
+    chance_neighbours_per_page: float = item(
+        "other pages expected within the distance of a page among as many uniformly random fingerprints: near 1 "
+        "or above, related lists hold chance pages")
+    plan: RelatedPlanStats = item("the search's plan")
+
+
+@dataclass(kw_only=True)
 class RunHistory(Part):
     path: str = item("the history directory")
     run_date: str = item("this run's date in it")
@@ -353,6 +381,7 @@ class Report(Part):
     table_plan: TablePlanStats | None = item("the tables of the pair search (not in an empty run's report)",
                                         optional=True)
     short_text: ShortTextStats | None = item("the short-text stage (not in an empty run's report)", optional=True)
+    related: RelatedStats | None = item("related pages (--related N, related/); only in a run with it", optional=True)
     history: RunHistory | EmptyRunHistory | None = item("the history (--history); null without one", job_only=True)
     seconds: dict[str, float] = item("seconds per stage, in the order they ran")
     config: dict[str, Any] | None = item("the configuration (DedupConfig's fields; docs/operations.md)", optional=True,

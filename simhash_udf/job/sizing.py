@@ -10,6 +10,7 @@ what it gives for 10^7 to 8 x 10^9 pages."""
 from __future__ import annotations
 
 from ..core.blocks import PACKED_ROW_BYTES, chance_pairs, choose_plan, plan_cost, plan_tables
+from ..core.related import chance_neighbours, plan_related
 from .config import DedupConfig
 
 BYTES_PER_BLOCK_ROW = PACKED_ROW_BYTES  # what the search shuffles a row (spark/packed_groups.py)
@@ -57,10 +58,35 @@ def plan_report(n: int, cfg: DedupConfig, page_kb: float = PAGE_KB) -> dict:
         "verified": cfg.min_similarity > 0,
         "core_hours": {"fingerprint": fingerprint / 3600, "pair_search": search / 3600,
                        "total": (fingerprint + search) / 3600},
+        "related": related_plan(n, cfg.related_distance),
         "assumptions": f"pages of {page_kb} KB at {FINGERPRINT_MB_PER_CORE_SECOND} MB/s per core; pair search "
                        "rates fitted to scripts/bench/scale.py at 10^7 (k = 6 and k = 3) on 2 cores, x"
                        f"{VERIFICATION_FACTOR} with verification; every page distinct",
     }
+
+
+def related_plan(n: int, distance: int) -> dict:
+    """The related search (--related) over n kept pages at `distance`: its exact plan, the probe rows it
+    shuffles, the pairs the probes meet on uniform fingerprints, and the chance neighbours a page has there."""
+    plan = plan_related(n, distance)
+    return {"distance": distance, **{k: v for k, v in plan.describe().items() if k != "distance"},
+            "probe_rows": n * plan.probes_per_page, "expected_pairs": plan.expected_pairs(n),
+            "chance_neighbours_per_page": chance_neighbours(n, distance)}
+
+
+def format_related(r: dict) -> list[str]:
+    rel = r["related"]
+    chance = rel["chance_neighbours_per_page"]
+    return [
+        f"related pages (--related N) at distance {rel['distance']}: {rel['kind']} plan, {rel['blocks']} blocks "
+        f"(bits {', '.join(map(str, rel['block_bits']))}) probed within {rel['probe_radius']} bits, recall "
+        f"{rel['expected_recall']:.3g} for a pair {rel['distance']} bits apart",
+        f"  probe rows shuffled                {rel['probe_rows']:.3g} ({rel['probes_per_page']:,} a page)",
+        f"  pairs the probes meet              {rel['expected_pairs']:.3g} (uniform fingerprints)",
+        f"  chance neighbours per page         {chance:.3g} within {rel['distance']} bits among {r['pages']:,} "
+        "random pages" + ("  (above ~1: related lists fill with unrelated pages; lower --related-distance)"
+                          if chance >= 1 else ""),
+    ]
 
 
 def format_plan(r: dict) -> str:
@@ -80,6 +106,7 @@ def format_plan(r: dict) -> str:
         f"  core-hours, estimated               fingerprint {h['fingerprint']:.3g}, pair search {h['pair_search']:.3g}, "
         f"total {h['total']:.3g}",
         f"  assumptions: {r['assumptions']}",
+        *format_related(r),
         "what the terms mean:",
         *(f"  {term:<13} {meaning}" for term, meaning in plan_terms(r)),
     ])

@@ -9,6 +9,7 @@
     verify.py          5b  verify_stage           accepted pairs verified on signatures; forests of edges
     components.py      6   components_stage       connected components
     resolve.py         7   resolve_stage          one kept page per cluster
+    related.py         7b  related_stage          with --related N: each kept page's N nearest kept pages
 
 run.py runs them (run_stages: the job's pipeline.run and api.near_duplicates; near_duplicate_clusters:
 stages 3-7). Each stage takes the results of the stages before it and a StageContext (context.py: the
@@ -18,12 +19,13 @@ be reported and nothing expensive, least of all the Python UDF, runs twice."""
 from .candidates import chance_warning
 from .context import HistoryView, Persist, SearchSpecs, StageContext, StageTimer, persisting, reliable_checkpoint
 from .fingerprint import REPLACEMENT_FLAG, Fingerprinted, fingerprint_stage, prepare_documents, simulation_mask
+from .related import Related, related_stage
 from .run import CLUSTERING_SETTINGS, LARGE_RUN_PAGES, Clustered, StageResults, near_duplicate_clusters, run_stages
 from .short_text import ShortText, short_text_stage
 
 __all__ = [
     "CLUSTERING_SETTINGS", "LARGE_RUN_PAGES", "REPLACEMENT_FLAG", "Clustered", "Fingerprinted", "HistoryView", "Persist",
-    "SearchSpecs", "ShortText", "StageContext", "StageResults", "StageTimer", "chance_warning", "fingerprint_stage",
-    "near_duplicate_clusters", "persisting", "prepare_documents", "reliable_checkpoint", "run_stages",
+    "Related", "SearchSpecs", "ShortText", "StageContext", "StageResults", "StageTimer", "chance_warning", "fingerprint_stage",
+    "near_duplicate_clusters", "persisting", "prepare_documents", "related_stage", "reliable_checkpoint", "run_stages",
     "short_text_stage", "simulation_mask",
 ]

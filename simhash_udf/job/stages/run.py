@@ -1,5 +1,6 @@
 """The stages in order: run_stages (fingerprint, short text, then near_duplicate_clusters: exact collapse,
-blocks, candidates, verify, components, resolve), for the job (pipeline.run) and the Python API (api.py)."""
+blocks, candidates, verify, components, resolve; then related with --related N), for the job (pipeline.run)
+and the Python API (api.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -30,6 +31,7 @@ from .components import Components, components_stage
 from .context import HistoryView, Persist, SearchSpecs, StageContext, StageTimer, reliable_checkpoint
 from .exact_collapse import Collapsed, exact_collapse_stage
 from .fingerprint import Fingerprinted, fingerprint_stage
+from .related import Related, related_stage
 from .resolve import Resolved, resolve_stage
 from .short_text import ShortText, short_text_stage
 from .verify import Verified, verify_stage
@@ -78,6 +80,7 @@ class StageResults:
     fingerprinted: Fingerprinted
     short_text: ShortText
     clustered: Clustered
+    related: Related | None = None  # with --related N
 
 
 def run_stages(raw: DataFrame, cfg: DedupConfig, *, timer: StageTimer, persist: Persist,
@@ -97,7 +100,9 @@ def run_stages(raw: DataFrame, cfg: DedupConfig, *, timer: StageTimer, persist: 
     clustered = near_duplicate_clusters(fp.docs, ctx, short.edges, short.pairs)
     search = clustered.stats.candidates.pair_search = pair_search(clustered.stats, short.report)
     log.info("%s", search.summary())
-    return StageResults(fp, short, clustered)
+    related = related_stage(clustered.clusters, cfg.related, cfg.related_distance, cfg.signature, persist,
+                            timer) if cfg.related > 0 else None
+    return StageResults(fp, short, clustered, related)
 
 
 def pair_search(stats: "NearDuplicateStats", short: ShortTextStats) -> PairSearch:

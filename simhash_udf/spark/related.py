@@ -1,0 +1,120 @@
+"""Related pages in Spark (core.related's multi-index search as joins): every page's N nearest other pages within
+D bits, outside its own cluster, with the estimated Jaccard index of their signatures.
+
+Each page becomes one index row per block (its block key) and one probe row per block and probe mask (every key
+within the plan's radius of its own); a probe meets the index rows of its key in a join, and the pair is kept
+when within D, not the page itself, not of its cluster, and at the first block within the radius
+(core.related.first_block: each ordered pair once). Keys, masks and distances are SQL expressions (shifts, XOR,
+bit_count), no Python UDF. A key held by more than HOT_KEY_ROWS pages is split: its index rows spread over
+ceil(count / HOT_KEY_ROWS) splits by a hash of the id and its probes go to every split, so no join group buffers
+more than HOT_KEY_ROWS index rows whatever the skew. The top N per page is a row_number window (Spark limits it
+per group before the shuffle: WindowGroupLimit)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, IntegerType, LongType, StructField, StructType
+
+from ..core.related import RelatedPlan
+from ..core.signature import SignatureSpec, from_arrow, similarity
+
+HOT_KEY_ROWS = 20_000
+
+
+def block_key(fp: Column, shift: int, width: int) -> Column:
+    return F.shiftrightunsigned(fp, shift).bitwiseAND(F.lit((1 << width) - 1))
+
+
+def first_block_of(xor: Column, plan: RelatedPlan) -> Column:
+    """core.related.first_block as SQL: the first block of xor with at most plan.radius bits set."""
+    out = F.lit(len(plan.blocks))
+    for j in reversed(range(len(plan.blocks))):
+        shift, width = plan.blocks[j]
+        out = F.when(F.bit_count(block_key(xor, shift, width)) <= plan.radius, F.lit(j)).otherwise(out)
+    return out
+
+
+def index_rows(pages: DataFrame, plan: RelatedPlan) -> DataFrame:
+    """(block, key, id, fingerprint, cluster_id): one row per page and block."""
+    keys = [F.struct(F.lit(j).alias("block"), block_key(F.col("fingerprint"), s, w).alias("key"))
+            for j, (s, w) in enumerate(plan.blocks)]
+    return (pages.select("id", "fingerprint", "cluster_id", F.explode(F.array(*keys)).alias("_b"))
+            .select("_b.block", "_b.key", "id", "fingerprint", "cluster_id"))
+
+
+def probe_masks(spark, plan: RelatedPlan) -> DataFrame:
+    """(block, mask): every probe mask of every block (plan.probes_per_page rows)."""
+    rows = [(j, int(m)) for j, (_, w) in enumerate(plan.blocks) for m in plan.masks(w)]
+    return spark.createDataFrame(rows, StructType([StructField("block", IntegerType(), False),
+                                                   StructField("mask", LongType(), False)]))
+
+
+def split_hot_keys(index: DataFrame, hot_key_rows: int) -> tuple[DataFrame, DataFrame]:
+    """index rows with `split` (0 for most keys; for a key of more than hot_key_rows pages, a hash of the id
+    over ceil(count / hot_key_rows) splits), and the hot keys (block, key, splits), broadcast: they are at most
+    (index rows / hot_key_rows)."""
+    hot = F.broadcast(index.groupBy("block", "key").count().where(F.col("count") > hot_key_rows)
+                      .select("block", "key", F.ceil(F.col("count") / hot_key_rows).cast("int").alias("splits")))
+    split = F.pmod(F.xxhash64("id"), F.coalesce("splits", F.lit(1))).cast("int")
+    return index.join(hot, ["block", "key"], "left").withColumn("split", split).drop("splits"), hot
+
+
+def candidate_pairs(pages: DataFrame, plan: RelatedPlan, hot_key_rows: int = HOT_KEY_ROWS) -> DataFrame:
+    """(id, related_id, distance) for every ordered pair of pages within plan.distance, other clusters only,
+    each once."""
+    index, hot = split_hot_keys(index_rows(pages, plan), hot_key_rows)
+    index = index.select("block", "key", "split", F.col("id").alias("related_id"), F.col("fingerprint").alias("_fp2"),
+                         F.col("cluster_id").alias("_c2"))
+    probes = (index_rows(pages, plan).join(F.broadcast(probe_masks(pages.sparkSession, plan)), "block")
+              .withColumn("key", F.col("key").bitwiseXOR(F.col("mask")))
+              .join(hot, ["block", "key"], "left")
+              .select("block", "key", F.explode(F.sequence(F.lit(0), F.coalesce("splits", F.lit(1)) - 1)).alias("split"),
+                      "id", "fingerprint", "cluster_id"))
+    xor = F.col("fingerprint").bitwiseXOR(F.col("_fp2"))
+    joined = probes.join(index, ["block", "key", "split"])  # probes streamed, index rows buffered per key
+    return (joined.where((F.col("id") != F.col("related_id")) & (F.col("cluster_id") != F.col("_c2"))
+                         & (F.bit_count(xor) <= plan.distance) & (first_block_of(xor, plan) == F.col("block")))
+            .select("id", "related_id", F.bit_count(xor).cast("int").alias("distance")))
+
+
+def top_related(pairs: DataFrame, n: int) -> DataFrame:
+    """Each page's first n pairs by (distance, related id), ranked from 1."""
+    order = Window.partitionBy("id").orderBy("distance", "related_id")
+    return pairs.withColumn("rank", F.row_number().over(order)).where(F.col("rank") <= n)
+
+
+def related_pairs(pages: DataFrame, n: int, plan: RelatedPlan, spec: SignatureSpec,
+                  hot_key_rows: int = HOT_KEY_ROWS) -> DataFrame:
+    """pages (id, fingerprint, cluster_id, signature): id, related_id, distance, rank and similarity (the
+    estimated Jaccard index of the two pages' signatures; null where either has none)."""
+    top = top_related(candidate_pairs(pages, plan, hot_key_rows), n)
+    sigs = pages.select("id", "signature")
+    with_sigs = (top.join(sigs.withColumnRenamed("signature", "_sig_a"), "id", "left")
+                 .join(sigs.select(F.col("id").alias("related_id"), F.col("signature").alias("_sig_b")), "related_id",
+                       "left"))
+    return with_pair_similarity(with_sigs.select("id", "related_id", "distance", "rank", "_sig_a", "_sig_b"), spec)
+
+
+def with_pair_similarity(pairs: DataFrame, spec: SignatureSpec) -> DataFrame:
+    """pairs with signatures _sig_a and _sig_b: the signatures replaced by `similarity` (core.signature)."""
+    schema = StructType([f for f in pairs.schema.fields if f.name not in ("_sig_a", "_sig_b")]
+                        + [StructField("similarity", DoubleType(), True)])
+
+    def per_batch(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            a, b = batch.column("_sig_a"), batch.column("_sig_b")
+            whole = pc.and_(pc.equal(pc.binary_length(a), spec.nbytes), pc.equal(pc.binary_length(b), spec.nbytes))
+            rows = np.flatnonzero(pc.fill_null(whole, False).to_numpy(zero_copy_only=False))
+            sim = np.full(batch.num_rows, np.nan)
+            if len(rows):
+                take = pa.array(rows, pa.int64())
+                sim[rows] = similarity(from_arrow(a.take(take), spec), from_arrow(b.take(take), spec), spec.bits)
+            out = batch.drop_columns(["_sig_a", "_sig_b"])
+            yield out.append_column("similarity", pa.array(sim, pa.float64(), mask=np.isnan(sim)))
+
+    return pairs.mapInArrow(per_batch, schema)
