@@ -23,6 +23,7 @@ REPLACEMENT_FLAG = "invalid_utf8"
 @dataclass
 class Fingerprinted:
     docs: DataFrame  # id, rank, bad-row flags, fingerprint, n_features[, signature][, short_fingerprint, short_text]
+    # [, sentence_keys]
     stats: dict  # the pass's counts: input_rows, the bad-row flags, fingerprinted, short_pages
     spec: FeatureSpec  # with the corpus idf table for weighting tfidf-corpus
 
@@ -90,7 +91,8 @@ def fingerprint_stage(raw: DataFrame, cfg: DedupConfig, persist: Persist, timer:
             if cfg.weighting == "tfidf-corpus":  # one extra pass over the texts for the idf table
                 spec = with_corpus_idf(prepared, "text", spec)
             short = None if cfg.short_text_off_because() else cfg.short_text
-            docs = persist(with_fingerprints(prepared, "text", spec, short, cfg.signature, REPLACEMENT_FLAG))
+            docs = persist(with_fingerprints(prepared, "text", spec, short, cfg.signature, REPLACEMENT_FLAG,
+                                             cfg.sentences))
         if cfg.simulate_fingerprint_bits:  # a projection of the above
             docs = docs.withColumn("fingerprint", F.col("fingerprint").bitwiseAND(
                 F.lit(simulation_mask(cfg.simulate_fingerprint_bits))))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -13,7 +14,15 @@ from ...core.blocks import plan_cost
 from ...core.verified import BANDS
 from ...spark.session import scoped_settings
 from ..config import DedupConfig
-from ..report_schema import BandCounts, CandidateStats, SignatureBandStats, TablePlanStats, Verification
+from ..report_schema import (
+    BandCounts,
+    CandidateStats,
+    SentenceKeyStats,
+    SignatureBandStats,
+    TablePlanStats,
+    Verification,
+    VerifiedExample,
+)
 from .blocks import Blocks, blocks_stage
 from .candidates import Candidates, candidates_stage
 from .components import Components, components_stage
@@ -21,6 +30,7 @@ from .context import HistoryView, Persist, SearchSpecs, StageContext, StageTimer
 from .exact_collapse import Collapsed, exact_collapse_stage
 from .fingerprint import Fingerprinted, fingerprint_stage
 from .resolve import Resolved, resolve_stage
+from .sentence_keys import SentencePairs, sentence_keys_stage
 from .short_text import ShortText, short_text_stage
 from .verify import Verified, verify_stage
 
@@ -101,19 +111,26 @@ def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: Dat
         ctx = dataclasses.replace(ctx, specs=dataclasses.replace(ctx.specs, verify=None))
     if "short_text" not in docs.columns:
         docs = docs.withColumn("short_text", F.lit(None).cast("string"))
+    if "n_features" not in docs.columns:
+        docs = docs.withColumn("n_features", F.lit(None).cast("int"))
+    if "sentence_keys" not in docs.columns:
+        docs = docs.withColumn("sentence_keys", F.lit(None).cast("array<bigint>"))
     with scoped_settings(docs.sparkSession, CLUSTERING_SETTINGS):
         collapsed = exact_collapse_stage(docs, ctx)
         blocks = blocks_stage(collapsed, ctx)
         cands = candidates_stage(collapsed, blocks, ctx)
-        verified = verify_stage(blocks, cands, short_edges, ctx)
+        sentences = sentence_keys_stage(collapsed, ctx)
+        more_edges = [e for e in (short_edges, sentences.edges if sentences is not None else None) if e is not None]
+        verified = verify_stage(blocks, cands, reduce(DataFrame.unionByName, more_edges) if more_edges else None, ctx)
         comps = components_stage(verified, ctx)
         resolved = resolve_stage(collapsed, blocks, comps, ctx)
-    stats = near_duplicate_stats(ctx, collapsed, blocks, cands, verified, comps, resolved)
+    stats = near_duplicate_stats(ctx, collapsed, blocks, cands, verified, comps, resolved, sentences)
     return Clustered(resolved.clusters, resolved.histogram, stats)
 
 
 def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks, cands: Candidates,
-                         verified: Verified, comps: Components, resolved: Resolved) -> NearDuplicateStats:
+                         verified: Verified, comps: Components, resolved: Resolved,
+                         sentences: SentencePairs | None = None) -> NearDuplicateStats:
     """The stages' counts, typed as report.json holds them (report_schema: its candidates, table_plan and
     cluster parts; history_rows and history_fingerprints_compared with a history)."""
     specs, n_search, by_band = ctx.specs, collapsed.n_search, verified.by_band
@@ -136,7 +153,8 @@ def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks
             **specs.bands.describe(), key_groups=cands.band_key_groups, pairs_compared=cands.band_compared,
             pairs_accepted=verified.band_accepted, pairs_verified=verified.band_verified,
             rows=n_search * specs.bands.bands,
-            expected_chance_comparisons=specs.bands.expected_chance_comparisons(n_search)) if specs.use_bands else None)
+            expected_chance_comparisons=specs.bands.expected_chance_comparisons(n_search)) if specs.use_bands else None,
+        sentence_keys=sentence_key_stats(specs, sentences) if sentences is not None else None)
     with_history = ctx.history is not None
     return NearDuplicateStats(
         distinct_fingerprints=collapsed.n_distinct,
@@ -146,3 +164,15 @@ def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks
         exact_duplicates=resolved.exact_duplicates,
         history_rows=collapsed.n_history if with_history else None,
         history_fingerprints_compared=blocks.history.n_related if with_history else None)
+
+
+def sentence_key_stats(specs: SearchSpecs, sentences: SentencePairs) -> SentenceKeyStats:
+    """The sentence-key search's part of report.json."""
+    groups = sentences.groups
+    return SentenceKeyStats(
+        keys_per_page=specs.sentences.n, min_chars=specs.sentences.min_chars, max_group=specs.sentences.max_group,
+        keys=groups.keys, key_groups=groups.groups, skipped_keys=groups.skipped_keys,
+        skipped_rows=groups.skipped_fingerprints, pairs_compared=sentences.compared,
+        pairs_verified_by_similarity=sentences.verified_by_similarity,
+        pairs_verified_by_containment=sentences.verified_by_containment, pairs_rejected=sentences.rejected,
+        examples={kind: VerifiedExample(**example) for kind, example in sorted(sentences.examples.items())})

@@ -1,0 +1,154 @@
+"""Longest-sentence keys and containment: the pure core against brute-force references (hypothesis), and the
+Spark search on framed copies, a comment thread, an ad and a contained-but-not-a-copy page through the stages."""
+import unicodedata
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch
+from simhash_udf.core.sentence_keys import SentenceKeySpec, key_group_pairs, longest_sentences, sentence_key, sentence_keys
+from simhash_udf.core.signature import SignatureSpec, agreeing_bins, oph_signatures, similarity
+from simhash_udf.core.verified import VerifySpec, contained, containment_estimate, pairs_verify
+
+ENDS = set("。.!?;\n\r\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e")
+SPEC = SentenceKeySpec(3, 5, 10)
+
+
+def brute_longest(text: str, spec: SentenceKeySpec) -> list[str]:
+    """The definition one character at a time: NFKC, lower case, cut at every sentence end, letters kept."""
+    sentences, current = [], []
+    for c in unicodedata.normalize("NFKC", text).lower():
+        if c in ENDS:
+            sentences.append("".join(current))
+            current = []
+        elif c.isalnum() and not c.isdecimal():
+            current.append(c)
+    sentences.append("".join(current))
+    distinct = set(s for s in sentences if len(s) >= spec.min_chars)
+    ranked = sorted(distinct, key=lambda s: (-len(s), s))
+    return ranked[: spec.n]
+
+
+TEXT = st.text(alphabet=st.sampled_from(list("abcAB xyz12。.!?;\n，,！？；．中文句子长短") + ["\u3000", "Ａ", "ß"]),
+               max_size=120)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXT, n=st.integers(0, 4), min_chars=st.integers(1, 8))
+def test_longest_sentences_equal_brute_force(text, n, min_chars):
+    spec = SentenceKeySpec(n, min_chars, 10)
+    assert longest_sentences(text, spec) == brute_longest(text, spec)
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), TEXT), max_size=8))
+def test_batch_keys_are_each_pages_keys(texts):
+    keys, offsets = sentence_keys(texts, SPEC)
+    for i, text in enumerate(texts):
+        want = [] if text is None else [sentence_key(s) for s in brute_longest(text, SPEC)]
+        assert keys[offsets[i]:offsets[i + 1]].tolist() == want
+
+
+def test_keys_ignore_punctuation_width_digits_and_case():
+    zh = "今天天气很好，我们去公园散步吧。公园里有很多人在跑步和打太极拳！晚上我们一起回家"
+    assert sentence_keys([zh], SPEC)[0].tolist() == sentence_keys(
+        [zh.replace("，", ",").replace("。", ".").replace("！", "!")], SPEC)[0].tolist()
+    en = "The Quick brown fox jumps over 12 lazy dogs; it was seen at 3 pm.\nMenu"
+    assert sentence_keys([en], SPEC)[0].tolist() == sentence_keys(
+        [en.upper().replace("12", "7").replace(";", "；")], SPEC)[0].tolist()
+    assert len(sentence_keys([zh], SPEC)[0]) == 3  # 。 ！ and the line's end cut the page into three sentences
+
+
+def test_a_framed_copy_shares_its_originals_longest_sentences():
+    article = ("Rivers carry sediment from the mountains down to the sea over many centuries. "
+               "Engineers measure the flow at gauging stations along the banks every hour. "
+               "The data show that floods have become more frequent in the last decade. Short one.")
+    frame = "Home | News | About\nSign in\n" + article + "\nCopyright ExampleSite\nPrivacy | Terms"
+    keys_a, keys_b = set(sentence_keys([article], SentenceKeySpec())[0]), set(sentence_keys([frame], SentenceKeySpec())[0])
+    assert keys_a == keys_b and len(keys_a) == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 12), st.integers(0, 6)), max_size=60), max_group=st.integers(2, 6))
+def test_key_group_pairs_equal_all_pairs_sharing_a_small_key(rows, max_group):
+    fps = np.array([r[0] for r in rows], dtype=np.int64)
+    keys = np.array([r[1] for r in rows], dtype=np.int64)
+    a, b, skipped, groups = key_group_pairs(fps, keys, max_group)
+    holders = {}
+    for fp, key in rows:
+        holders.setdefault(key, set()).add(fp)
+    want = set()
+    for members in holders.values():
+        if len(members) <= max_group:
+            want |= {(x, y) for x in members for y in members if x < y}
+    assert set(zip(a.tolist(), b.tolist())) == want and len(a) == len(want)
+    assert skipped == sum(len(m) > max_group for m in holders.values())
+    assert groups == sum(2 <= len(m) <= max_group for m in holders.values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.sets(st.integers(0, 60), max_size=40), b=st.sets(st.integers(0, 60), max_size=40))
+def test_containment_estimate_is_exact_from_the_exact_jaccard(a, b):
+    union = a | b
+    j = len(a & b) / len(union) if union else 1.0
+    want = len(a & b) / min(len(a), len(b)) if min(len(a), len(b)) else 1.0
+    assert containment_estimate(j, len(a), len(b)) == pytest.approx(want, abs=1e-9)
+
+
+def _signatures(sets):
+    hashes = [np.array(sorted(s), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) for s in sets]
+    offsets = np.r_[0, np.cumsum([len(h) for h in hashes])]
+    return oph_signatures(np.concatenate(hashes), offsets, SignatureSpec())[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), small=st.integers(200, 600), share=st.floats(0.5, 1.0),
+       extra=st.floats(0.0, 1.0))
+def test_containment_from_signatures_is_near_the_exact(seed, small, share, extra):
+    rng = np.random.default_rng(seed)
+    universe = rng.permutation(10 * small + 10_000)
+    a = set(universe[:small].tolist())
+    inside = int(share * small)
+    b = set(universe[:inside].tolist()) | set(universe[small:small + int(extra * small) + (small - inside)].tolist())
+    sigs = _signatures([a, b])
+    est = containment_estimate(similarity(sigs[0], sigs[1], 8), len(a), len(b))
+    exact = len(a & b) / min(len(a), len(b))
+    assert abs(est - exact) < 0.2  # 128 bins: about 0.05 standard error here; 0.2 is four of them
+
+
+@settings(max_examples=300, deadline=None)
+@given(agree=st.integers(0, 128), n_a=st.integers(-1, 300), n_b=st.integers(-1, 300),
+       c=st.sampled_from([0.0, 0.8, 0.9, 1.0]), r=st.sampled_from([1.0, 1.5, 2.0]))
+def test_contained_is_the_estimate_over_the_threshold_within_the_size_bound(agree, n_a, n_b, c, r):
+    spec = VerifySpec(0.8, min_containment=c, max_size_ratio=r)
+    got = bool(contained(np.array([agree]), n_a, n_b, spec)[0])
+    small, large = min(n_a, n_b), max(n_a, n_b)
+    j = max(0.0, (agree / 128 - 2**-8) / (1 - 2**-8))
+    if c == 0 or small <= 0 or large > r * small:
+        assert not got
+        return
+    est = containment_estimate(j, n_a, n_b)
+    if abs(est - c) > 1e-6:  # away from a tie, the rule is the estimate over the threshold
+        assert got == (est >= c)
+
+
+def test_pairs_verify_is_similarity_or_bounded_containment():
+    spec = VerifySpec(0.8, min_containment=0.9, max_size_ratio=1.6)
+    base = set(range(1000))
+    framed = base | set(range(5000, 5400))  # the page plus a frame of 40% more features
+    anthology = base | set(range(5000, 8000))  # the page inside a page four times its size
+    unrelated = set(range(9000, 10000))
+    sigs = _signatures([base, framed, anthology, unrelated])
+    counts = np.array([len(base), len(framed), len(anthology), len(unrelated)])
+    ok, by_containment = pairs_verify(sigs[[0, 0, 0]], sigs[[1, 2, 3]], counts[[0, 0, 0]], counts[[1, 2, 3]], spec)
+    assert ok.tolist() == [True, False, False] and by_containment.tolist() == [True, False, False]
+    off = VerifySpec(0.8, min_containment=0.0)
+    assert pairs_verify(sigs[[0]], sigs[[1]], counts[[0]], counts[[1]], off)[0].tolist() == [False]
+    assert agreeing_bins(sigs[0], sigs[1]) < spec.need  # the framed pair is not similar: containment found it
+
+
+def test_feature_counts_are_the_signatures_set_sizes():
+    fps, counts, sigs = fingerprint_batch(["one two three two one", "四 五 four four"], FeatureSpec(), SignatureSpec())
+    assert counts.tolist() == [3, 2]
