@@ -1,5 +1,6 @@
 """Longest-sentence keys and containment: the pure core against brute-force references (hypothesis), and the
 Spark search on framed copies, a comment thread, an ad and a contained-but-not-a-copy page through the stages."""
+import json
 import unicodedata
 
 import numpy as np
@@ -152,3 +153,57 @@ def test_pairs_verify_is_similarity_or_bounded_containment():
 def test_feature_counts_are_the_signatures_set_sizes():
     fps, counts, sigs = fingerprint_batch(["one two three two one", "四 五 four four"], FeatureSpec(), SignatureSpec())
     assert counts.tolist() == [3, 2]
+
+
+def _article(rng, sentences: int) -> str:
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = ["".join(rng.choice(letters, rng.integers(3, 9))) for _ in range(sentences * 12)]
+    out, at = [], 0
+    for _ in range(sentences):
+        n = int(rng.integers(8, 16))
+        out.append(" ".join(words[at:at + n]).capitalize() + ".")
+        at += n
+    return " ".join(out)
+
+
+@pytest.mark.spark
+def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_path):
+    """A whole run: copies inside a site's frame (header, menu, and a footer sentence every page of the site
+    shares: a key of more pages than --sentence-max-group, skipped) or with reader comments are duplicates of
+    their original; an anthology that holds three originals (each far smaller than it) removes none of them;
+    every duplicate is similar or contained within the size bound to its kept page."""
+    import pandas as pd
+    from reference import agreeing
+
+    from simhash_udf.job.config import load_config
+    from simhash_udf.job.pipeline import run
+
+    rng = np.random.default_rng(5)
+    originals = [_article(rng, 6) for _ in range(8)]
+    footer = "Copyright example site all rights reserved under the terms of its publishing licence forever."
+    rows = [(i, t) for i, t in enumerate(originals)]
+    for i, t in enumerate(originals[:6]):
+        framed = f"Example site\nHome | News | About\n{t}\n{footer}"
+        rows.append((100 + i, framed if i % 2 else f"{t}\nComments\nann: {_article(rng, 1)}\nbob: {_article(rng, 1)}"))
+    for i in range(6, 8):  # more pages of the site, so its footer key is hot
+        rows.append((200 + i, f"Example site\nHome\n{_article(rng, 4)}\n{footer}"))
+    rows.append((300, "\n\n".join(originals[5:8]) + "\n\n" + _article(rng, 6)))  # the anthology
+    path = tmp_path / "pages.parquet"
+    pd.DataFrame(rows, columns=["id", "text"]).to_parquet(path)
+    out = tmp_path / "out"
+    run(load_config(["--input", str(path), "--output", str(out), "--sentence-max-group", "4"]), spark)
+    clusters = pd.read_parquet(out / "clusters").set_index("id")
+    for i in range(6):
+        assert clusters.loc[100 + i, "cluster_id"] == clusters.loc[i, "cluster_id"], i
+    assert not clusters.loc[[5, 6, 7, 300], "is_duplicate"].any()
+    assert len(set(clusters.loc[[5, 6, 7, 300], "cluster_id"])) == 4
+    report = json.loads((out / "report.json").read_text())
+    keys = report["candidates"]["sentence_keys"]
+    assert keys["skipped_keys"] >= 1 and keys["pairs_verified_by_containment"] >= 1
+    assert set(keys["examples"]) <= {"similarity", "containment"} and "containment" in keys["examples"]
+    texts = dict(rows)
+    spec = VerifySpec(0.8)
+    for i, c in clusters[clusters["is_duplicate"]]["cluster_id"].items():
+        (_, n_i), (_, n_c) = (fingerprint_batch([texts[x]], FeatureSpec())[:2] for x in (i, c))
+        agree = agreeing(clusters.loc[i, "signature"], clusters.loc[c, "signature"])
+        assert agree >= spec.need or contained(np.array([agree]), n_i[0], n_c[0], spec)[0]

@@ -172,7 +172,7 @@ class Verification(Part):
 
 @dataclass(kw_only=True)
 class VerifiedExample(Part):
-    ids: list[str] = item("the two pages' ids (the best page of each fingerprint), as text")
+    ids: list[Any] = item("the two pages' ids (the best page of each fingerprint)")
     features: list[int] = item("their distinct feature counts")
     similarity: float = item("estimated Jaccard index of their feature sets")
     containment: float = item("estimated share of the smaller page's features inside the larger's")

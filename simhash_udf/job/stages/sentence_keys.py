@@ -71,6 +71,6 @@ def pair_examples(pairs: DataFrame, info: DataFrame) -> dict[str, dict]:
         p = r["p"]
         (id_a, n_a), (id_b, n_b) = pages.get(p["src"], (None, None)), pages.get(p["dst"], (None, None))
         out["containment" if r["how"] == BY_CONTAINMENT else "similarity"] = {
-            "ids": [str(id_a), str(id_b)], "features": [n_a, n_b],
+            "ids": [id_a, id_b], "features": [n_a, n_b],
             "similarity": p["similarity"] / 1000, "containment": p["containment"] / 1000}
     return out
