@@ -9,31 +9,55 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch
-from simhash_udf.core.sentence_keys import SentenceKeySpec, key_group_pairs, longest_sentences, sentence_key, sentence_keys
+from simhash_udf.core.sentence_keys import (
+    END,
+    LETTER,
+    LETTER_LIMIT,
+    OTHER,
+    SentenceKeySpec,
+    char_classes,
+    key_group_pairs,
+    longest_sentences,
+    sentence_key,
+    sentence_keys,
+)
 from simhash_udf.core.signature import SignatureSpec, agreeing_bins, oph_signatures, similarity
 from simhash_udf.core.verified import VerifySpec, contained, containment_estimate, pairs_verify
 
-ENDS = set("。.!?;\n\r\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e")
 SPEC = SentenceKeySpec(3, 5, 10)
+LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def is_end(c: str) -> bool:
+    return c in LINE_ENDS or any(e in unicodedata.normalize("NFKC", c) for e in "。.!?;")
+
+
+def is_letter(c: str) -> bool:
+    return c.isalnum() and not c.isdecimal()
 
 
 def brute_longest(text: str, spec: SentenceKeySpec) -> list[str]:
-    """The definition one character at a time: NFKC, lower case, cut at every sentence end, letters kept."""
-    sentences, current = [], []
-    for c in unicodedata.normalize("NFKC", text).lower():
-        if c in ENDS:
-            sentences.append("".join(current))
+    """The definition one character at a time: cut at every character whose NFKC holds a sentence end (or a
+    line end), count each sentence's letters, keep its letters after NFKC and lower case as its text."""
+    pieces, current = [], []
+    for c in text:
+        if is_end(c):
+            pieces.append("".join(current))
             current = []
-        elif c.isalnum() and not c.isdecimal():
+        else:
             current.append(c)
-    sentences.append("".join(current))
-    distinct = set(s for s in sentences if len(s) >= spec.min_chars)
-    ranked = sorted(distinct, key=lambda s: (-len(s), s))
-    return ranked[: spec.n]
+    pieces.append("".join(current))
+    best = {}
+    for piece in pieces:
+        letters = sum(is_letter(c) for c in piece)
+        t = "".join(c for c in unicodedata.normalize("NFKC", piece).lower() if is_letter(c))
+        if letters >= spec.min_chars and t:
+            best[t] = max(best.get(t, 0), letters)
+    return [t for t, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[: spec.n]]
 
 
-TEXT = st.text(alphabet=st.sampled_from(list("abcAB xyz12。.!?;\n，,！？；．中文句子长短") + ["\u3000", "Ａ", "ß"]),
-               max_size=120)
+TEXT = st.text(alphabet=st.sampled_from(list("abcAB xyz12。.!?;\n，,！？；．中文句子长短…①_") + [
+    "\u3000", "Ａ", "ß", "ﬁ", "㏂", "⒈", "\u0301", "\u2028", "\U00020000", "\U0001F600"]), max_size=120)
 
 
 @settings(max_examples=300, deadline=None)
@@ -41,6 +65,23 @@ TEXT = st.text(alphabet=st.sampled_from(list("abcAB xyz12。.!?;\n，,！？；�
 def test_longest_sentences_equal_brute_force(text, n, min_chars):
     spec = SentenceKeySpec(n, min_chars, 10)
     assert longest_sentences(text, spec) == brute_longest(text, spec)
+    keys, offsets = sentence_keys([text], spec)
+    assert keys.tolist() == [sentence_key(t) for t in brute_longest(text, spec)]
+
+
+def test_character_table_equals_the_definition_on_every_code_point():
+    """char_classes only scans some ranges for sentence ends, and no code point above LETTER_LIMIT for
+    letters: an exhaustive scan finds no other."""
+    table = char_classes()
+    for c in range(0x110000):
+        if 0xD800 <= c < 0xE000:
+            continue
+        ch = chr(c)
+        want = END if is_end(ch) else LETTER if is_letter(ch) else OTHER
+        got = table[c] if c < LETTER_LIMIT else OTHER
+        assert got == want, hex(c)
+        if 0x4000 <= c < 0xA000:  # sentence_keys takes these as Han letters by their first two bytes
+            assert (want == LETTER) == (not 0x4DC0 <= c < 0x4E00), hex(c)
 
 
 @settings(max_examples=100, deadline=None)

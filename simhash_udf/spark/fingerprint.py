@@ -68,7 +68,7 @@ def fingerprint_record_batches(
                 "short_text", pc.if_else(pa.array(valid), texts, pa.scalar(None, texts.type)).cast(pa.string())
             )
         if sentences is not None:
-            keys, offsets = sentence_keys(texts.to_pylist(), sentences)
+            keys, offsets = sentence_keys(texts, sentences)
             out = out.append_column("sentence_keys", pa.ListArray.from_arrays(
                 pa.array(offsets.astype(np.int32)), pa.array(keys, pa.int64())))
         yield out
