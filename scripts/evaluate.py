@@ -4,8 +4,10 @@
 
 CORPUS: Parquet (file or directory) or JSON Lines with an id and a text column (and a lang column, else the
 language is guessed from the share of Han characters). JOB_OUTPUT_DIR: the job's output (its clusters/ is
-read). TRUTH: Parquet with id and cluster (scripts/make_corpus.py writes OUT/truth.parquet). The oracle and
-the way pairs are counted are described in simhash_udf/evaluation/quality.py.
+read). TRUTH: Parquet with id and cluster (scripts/make_corpus.py writes OUT/truth.parquet); with its variant
+column the copies found per edit kind are printed, with its related column the negatives removed per kind
+(pages merged with a page they are no copy of, simhash_udf/evaluation/corpus.py). The oracle and the way pairs
+are counted are described in simhash_udf/evaluation/quality.py.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import time
 import pandas as pd
 
 from simhash_udf.evaluation.outputs import build_oracle, job_labels, load_corpus, truth_labels, truth_table
-from simhash_udf.evaluation.quality import found_by_variant
+from simhash_udf.evaluation.quality import found_by_variant, negatives_joined
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,17 +41,32 @@ def main(argv: list[str] | None = None) -> int:
           f"(char 5-grams after normalize_text) in {oracle_s:.1f} s; total {time.perf_counter() - start:.1f} s")
     print(result.table())
     if args.truth:
-        truth = truth_table(docs, args.truth)
-        if "variant" in truth.columns:
-            rows = found_by_variant(truth["variant"].to_numpy(), truth["cluster"].to_numpy(), job_labels(docs, args.output),
-                                    docs["text"].fillna("").str.len().to_numpy())
-            print("\ncopies found per edit kind (truth recall: in the cluster of their original)")
-            print(pd.DataFrame(rows).pivot(index="variant", columns="length", values="share").round(3).to_string())
-            result.rows.append({"found_by_variant": rows})
+        print_truth_tables(result.rows, truth_table(docs, args.truth), job_labels(docs, args.output), docs)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result.rows, fh, indent=1)
     return 0
+
+
+def print_truth_tables(out: list, truth: pd.DataFrame, labels, docs: pd.DataFrame) -> None:
+    """The copies found per edit kind and length (and over all lengths), and the negatives removed per kind;
+    both appended to `out` (the JSON rows)."""
+    if "variant" not in truth.columns:
+        return
+    variant = truth["variant"].to_numpy()
+    rows = found_by_variant(variant, truth["cluster"].to_numpy(), labels, docs["text"].fillna("").str.len().to_numpy())
+    table = pd.DataFrame(rows)
+    shares = table.pivot(index="variant", columns="length", values="share")
+    totals = table.groupby("variant")[["copies", "found"]].sum()
+    shares["all"], shares["copies"] = totals["found"] / totals["copies"], totals["copies"]
+    print("\ncopies found per edit kind (truth recall: in the cluster of their original)")
+    print(shares.round(3).to_string())
+    out.append({"found_by_variant": rows})
+    if "related" in truth.columns:
+        negatives = negatives_joined(variant, truth["id"].to_numpy(), truth["related"].to_numpy(dtype=float), labels)
+        print("\nnegatives removed (merged with the page they are no copy of; should be 0)")
+        print(pd.DataFrame(negatives, columns=["variant", "negatives", "removed"]).to_string(index=False))
+        out.append({"negatives_removed": negatives})
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The evaluation: the oracle's pairs against brute force, the pair counting, metrics on a hand-checked case,
 and the corpus generator's promises (deterministic, truth consistent, every kind of edit present)."""
+import collections
 import itertools
 import math
 import random
@@ -10,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_udf.core.text import normalize_text
-from simhash_udf.evaluation.corpus import SHORT_MAX, VARIANTS, make_corpus
+from simhash_udf.evaluation import copy_kinds
+from simhash_udf.evaluation.corpus import NEGATIVES, SHORT_MAX, VARIANTS, generated_original, make_corpus
 from simhash_udf.evaluation.quality import (
     PAIRS_PER_BIG_CLUSTER,
     SAMPLE_ABOVE,
@@ -147,17 +149,17 @@ def test_corpus_is_deterministic_and_consistent(corpus):
     by_id = {r["id"]: r for r in corpus}
     for r in corpus:
         root = by_id[r["cluster"]]
-        assert root["cluster"] == root["id"] and root["variant"] in ("original", "hard_negative")
+        assert root["cluster"] == root["id"] and root["variant"] in ("original", *NEGATIVES)
         assert root["lang"] == r["lang"]
         if r["variant"] == "mirror":
             assert r["text"] == root["text"]
-        elif r["variant"] not in ("original", "hard_negative"):
+        elif r["variant"] not in ("original", *NEGATIVES):
             assert r["text"] != root["text"] or r["variant"] in ("numbers", "moved", "edits")
 
 
 def test_corpus_covers_lengths_languages_and_edits(corpus):
     kinds = {r["variant"] for r in corpus}
-    assert set(VARIANTS) | {"original", "hard_negative"} == kinds
+    assert set(VARIANTS) | {"original", *NEGATIVES} == kinds
     lengths = [len(r["text"]) for r in corpus]
     assert min(len(r["text"]) for r in corpus if r["variant"] == "original") >= 20 and max(lengths) > 5000
     assert sum(n < SHORT_MAX for n in lengths) > 0.2 * len(corpus)
@@ -184,6 +186,94 @@ def test_found_by_variant_counts_copies_in_their_originals_cluster():
     lengths = [600, 600, 600, 50, 50, 50, 600]
     rows = {(r["variant"], r["length"]): (r["copies"], r["found"]) for r in found_by_variant(variant, truth, job, lengths)}
     assert rows == {("edits", "long"): (1, 1), ("mirror", "long"): (1, 0), ("edits", "short"): (1, 1)}
+
+
+def generated_texts(n: int = 60, min_chars: int = copy_kinds.IN_PAGE_MIN):
+    """(text, lang) of the first generated originals' articles with at least min_chars characters."""
+    docs = (generated_original(11, i)[0] for i in range(n))
+    return [(d.body, d.lang) for d in docs if len(d.body) >= min_chars]
+
+
+def test_in_page_copies_add_what_their_kind_says():
+    """frame: 15-35% of the copy, the text whole inside it; comments: three, at most a third of the copy,
+    after the text; ad paragraph: 10% to a third of the copy, the text's paragraphs around it in order."""
+    texts = generated_texts()
+    assert len(texts) > 20 and {lang for _, lang in texts} == {"zh", "en"}
+    rng = random.Random(4)
+    for text, lang in texts:
+        copy, host = copy_kinds.framed(rng, text, lang)
+        assert text in copy and 0.15 <= 1 - len(text) / len(copy) <= 0.35, (host, len(text), len(copy))
+        top, bottom = copy_kinds.host_frame(host, lang)
+        assert copy.startswith(top) and copy.endswith(bottom)
+        commented = copy_kinds.with_comments(rng, text, lang)
+        assert commented.startswith(text) and 0 < 1 - len(text) / len(commented) <= 1 / 3
+        assert commented[len(text):].count("\n") == 2 + 2 * copy_kinds.N_COMMENTS  # a blank line, a heading, 3 x 2
+        with_ad = copy_kinds.with_ad_paragraph(rng, text, lang)
+        assert 0.1 <= 1 - len(text) / len(with_ad) <= 1 / 3 + 1e-9
+        paragraphs = [p.strip() for p in text.split("\n\n")]
+        at = 0
+        for p in paragraphs:  # every paragraph still there, in order (an ad never splits one... or a sentence)
+            found = with_ad.find(p[:20], at)
+            assert found >= 0
+            at = found
+
+
+def test_a_hosts_frame_is_the_same_on_all_its_pages():
+    rng = random.Random(5)
+    hosts: dict[tuple, set] = {}
+    for text, lang in generated_texts(200) * 3:
+        copy, host = copy_kinds.framed(rng, text, lang)
+        top_len = copy.index(text)
+        hosts.setdefault((host, lang), set()).add((copy[:top_len], copy[top_len + len(text):]))
+    assert max(len(v) for v in hosts.values()) == 1  # one frame text per host
+    pages = collections.Counter()
+    for text, lang in generated_texts(200):
+        pages[(copy_kinds.framed(rng, text, lang)[1], lang)] += 1
+    assert max(pages.values()) >= 3  # hosts hold several pages
+    assert copy_kinds.host_frame(7, "zh") != copy_kinds.host_frame(8, "zh")
+
+
+def test_punct_copies_type_chinese_punctuation_in_ascii(corpus):
+    by_id = {r["id"]: r for r in corpus}
+    copies = [r for r in corpus if r["variant"] == "punct"]
+    assert copies and any(len(r["text"]) < SHORT_MAX for r in copies) and {r["lang"] for r in copies} == {"zh"}
+    for r in copies:
+        original = by_id[r["cluster"]]["text"]
+        assert r["text"] != original and r["text"] == copy_kinds.punct_swapped(original)
+        assert not set(r["text"]) & set(copy_kinds.PUNCT_TO_ASCII)
+
+
+def test_contained_negatives_are_inside_a_page_many_times_their_size():
+    """Anthologies hold their piece whole, 3x or more its page's size; abstracts are inside their article,
+    which is 3.5x or more their size; each is its own truth cluster and names the page it is no copy of."""
+    rows = make_corpus(1500, seed=8)
+    by_id = {r["id"]: r for r in rows}
+    negatives = [r for r in rows if r["related"] is not None]
+    assert {r["variant"] for r in negatives} == set(NEGATIVES)
+    assert all(r["variant"] not in NEGATIVES for r in rows if r["related"] is None)
+    for r in negatives:
+        page = by_id[r["related"]]
+        assert r["cluster"] == r["id"] != page["cluster"] and page["variant"] == "original"
+        if r["variant"] == "anthology":
+            piece = max(page["text"].split("\n\n"), key=len)  # a generated page's body is its longest block
+            assert piece in r["text"] and len(r["text"]) > 3 * len(page["text"])
+        elif r["variant"] == "abstract":
+            assert all(block in page["text"] for block in r["text"].split("\n\n"))  # its site's frame, the paragraph
+            assert page["text"].index(r["text"].split("\n\n")[-2 if "\n\n" in r["text"] else 0]) < len(page["text"]) / 3
+            assert len(page["text"]) >= 3.5 * len(r["text"])
+
+
+def test_negatives_removed_counts_negatives_merged_with_their_page():
+    from simhash_udf.evaluation.quality import negatives_joined
+
+    variant = ["original", "anthology", "original", "abstract", "abstract", "hard_negative", "original"]
+    ids = [1, 2, 3, 4, 5, 6, 7]
+    related = [None, 1, None, 3, 3, 7, None]
+    job = [10, 10, 30, 40, 30, 60, 70]  # the anthology and one abstract were merged with their page
+    rows = negatives_joined(variant, ids, np.array(related, dtype=float), job)
+    assert rows == [{"variant": "abstract", "negatives": 2, "removed": 1},
+                    {"variant": "anthology", "negatives": 1, "removed": 1},
+                    {"variant": "hard_negative", "negatives": 1, "removed": 0}]
 
 
 def write_man_pages(root, seed: int = 5, pages: int = 80) -> tuple[str, str]:
@@ -222,7 +312,9 @@ def test_man_page_truth_has_no_near_copies_across_clusters(tmp_path):
     that paragraph; a hard negative was one of its page's originals; boilerplate repeats across pages)."""
     zh, en = write_man_pages(tmp_path)
     corpus = make_corpus(300, seed=2, source="manpages", zh_glob=zh, en_glob=en)
-    assert len(corpus) > 150 and {r["variant"] for r in corpus} >= {"original", "hard_negative", "mirror"}
+    assert len(corpus) > 120 and {r["variant"] for r in corpus} >= {"original", "hard_negative", "mirror", "frame"}
+    by_id = {r["id"]: r for r in corpus}
+    assert all(by_id[r["related"]]["cluster"] != r["cluster"] for r in corpus if r["related"] is not None)
     a, b, _ = similar_pairs([shingle_set(r["text"]) for r in corpus], 0.9)
     crossing = [(corpus[i]["variant"], corpus[j]["variant"]) for i, j in zip(a, b)
                 if corpus[i]["cluster"] != corpus[j]["cluster"]]

@@ -12,9 +12,13 @@ seed gives the same rows on every machine. Two sources of originals:
   machine's English man pages, troff markup stripped, used as whole pages (long) and as single paragraphs
   (short and medium). Normalised-identical originals are dropped (man pages repeat option lines).
 
-The same text-level edits are then applied to either source (``VARIANTS``); about 40% of the originals get
-1 to 4 variants and 10% a hard negative: another page on the same topic under the same site's boilerplate
-(generated) or another paragraph of the same man page (real), which is its own cluster.
+The same text-level edits are then applied to either source (``VARIANTS``, among them copy_kinds.py's: the
+text in a host's site frame, with reader comments, with an ad paragraph, Chinese punctuation typed in ASCII);
+about 40% of the originals get 1 to 4 variants. Negatives (``NEGATIVES``), each its own cluster with
+`related` naming the page it is no copy of: for 10% of the originals a hard negative (another page on the same
+topic under the same site's boilerplate, or another paragraph of the same man page), for 5% of the short
+texts an anthology page holding it among other pieces (4-10 times its size), for 5% of the texts whose first
+paragraph is under a 3.5th of them that paragraph as a page (an abstract inside its article).
 """
 from __future__ import annotations
 
@@ -28,6 +32,16 @@ import re
 from dataclasses import dataclass
 
 from ..core.text import normalize_text
+from .copy_kinds import (
+    ABSTRACT_RATIO_MIN,
+    IN_PAGE_MIN,
+    abstract_of,
+    anthology,
+    framed,
+    punct_swapped,
+    with_ad_paragraph,
+    with_comments,
+)
 from .quality import shingle_set, similar_pairs
 from .sample_corpus import (
     _EN_CONTENT,
@@ -37,13 +51,23 @@ from .sample_corpus import (
     _zh_vocab,
 )
 
-# Near-duplicate kinds. Short texts (< 140 characters) only get the ones that make sense for a post.
-VARIANTS = ("mirror", "boilerplate", "ad", "numbers", "edits", "moved", "truncated", "width_case")
-SHORT_VARIANTS = ("mirror", "numbers", "edits", "truncated", "width_case")
+# Near-duplicate kinds. Short texts (< 140 characters) only get the ones that make sense for a post; the
+# kinds of copy_kinds.py: a text in a host's frame, with comments or an ad paragraph (texts of IN_PAGE_MIN
+# characters or more), Chinese punctuation typed in ASCII (Chinese texts).
+VARIANTS = ("mirror", "boilerplate", "ad", "numbers", "edits", "moved", "truncated", "width_case",
+            "frame", "comments", "ad_paragraph", "punct")
+SHORT_VARIANTS = ("mirror", "numbers", "edits", "truncated", "width_case", "punct")
+IN_PAGE_VARIANTS = ("frame", "comments", "ad_paragraph")
+# Pages that are no copy of the page they are related to (truth: a cluster of their own, `related` names the
+# page they must not be merged with): another page of the same topic or man page, a page holding a short page
+# among many others, the first paragraph of an article.
+NEGATIVES = ("hard_negative", "anthology", "abstract")
 SHORT_MAX = 140
 LONG_MIN = 500
 VARIANT_SHARE = 0.4
 HARD_NEGATIVE_SHARE = 0.1
+CONTAINED_SHARE = 0.05  # of the originals that can be: an anthology holds it; and its abstract is a page
+ANTHOLOGY_PIECE = (40, 1500)  # lengths of the texts an anthology holds (a poem, a paragraph)
 _LENGTHS = ((0.35, 20, SHORT_MAX - 1), (0.15, SHORT_MAX, LONG_MIN - 1), (0.45, LONG_MIN, 5000), (0.05, 5000, 12000))
 _N_TOPICS = 400
 _N_SITES = 300
@@ -344,6 +368,8 @@ def make_variant(rng: random.Random, kind: str, doc: Doc) -> str:
     if kind == "boilerplate":
         lang_sites = [s for s in range(_N_SITES) if s != doc.site]
         return wrap(doc.body, rng.choice(lang_sites), doc.lang) if len(doc.body) >= LONG_MIN else doc.text
+    if kind == "frame":  # the article in another host's frame (instead of its own site's boilerplate)
+        return framed(rng, doc.body, doc.lang)[0]
     edited = {
         "ad": lambda b: insert_ad(rng, b, doc.lang),
         "numbers": lambda b: change_numbers(rng, b),
@@ -351,6 +377,9 @@ def make_variant(rng: random.Random, kind: str, doc: Doc) -> str:
         "moved": lambda b: move_sentence(rng, b),
         "truncated": lambda b: truncate(rng, b),
         "width_case": lambda b: width_case(rng, b),
+        "comments": lambda b: with_comments(rng, b, doc.lang),
+        "ad_paragraph": lambda b: with_ad_paragraph(rng, b, doc.lang),
+        "punct": punct_swapped,
     }[kind](doc.body)
     return doc.text.replace(doc.body, edited, 1) if doc.site >= 0 else edited
 
@@ -359,6 +388,10 @@ def variant_kinds(rng: random.Random, doc: Doc) -> list[str]:
     kinds = SHORT_VARIANTS if len(doc.body) < SHORT_MAX else VARIANTS
     if len(doc.body) < LONG_MIN:  # medium texts carry no boilerplate to swap
         kinds = tuple(k for k in kinds if k != "boilerplate")
+    if len(doc.body) < IN_PAGE_MIN:
+        kinds = tuple(k for k in kinds if k not in IN_PAGE_VARIANTS)
+    if punct_swapped(doc.body) == doc.body:  # no full-width punctuation (English)
+        kinds = tuple(k for k in kinds if k != "punct")
     if not _DIGITS.search(doc.body):
         kinds = tuple(k for k in kinds if k != "numbers")
     return rng.sample(kinds, min(len(kinds), rng.randint(1, 4)))
@@ -371,28 +404,31 @@ def variant_kinds(rng: random.Random, doc: Doc) -> list[str]:
 def make_corpus(n: int, seed: int = 1, source: str = "generated",
                 zh_glob: str = "/usr/share/man/zh_CN/man*/*.gz",
                 en_glob: str = "/usr/share/man/man[1-8]/*.gz") -> list[dict]:
-    """About n rows {id, text, lang, cluster, variant}: cluster is the id of the original a row derives
-    from (its own id for originals and hard negatives). Ids are a seeded permutation of 1..rows, so the
-    smallest id of a cluster is not always the original."""
-    rows: list[dict] = []  # cluster holds the original's row index until ids are assigned
-    per_original = 1 + VARIANT_SHARE * 2.5 + HARD_NEGATIVE_SHARE
+    """About n rows {id, text, lang, cluster, variant, related}: cluster is the id of the original a row
+    derives from (its own id for originals and negatives); related is, for a negative (NEGATIVES), the id of
+    the page it must not be merged with (None for other rows). Ids are a seeded permutation of 1..rows, so
+    the smallest id of a cluster is not always the original."""
+    rows: list[dict] = []  # cluster and related hold row indexes until ids are assigned
+    per_original = 1 + VARIANT_SHARE * 2.5 + HARD_NEGATIVE_SHARE + CONTAINED_SHARE
     n_originals = max(1, round(n / per_original))
     if source == "generated":
         originals = (generated_original(seed, i) for i in range(n_originals))
+        other_piece = _generated_piece
     elif source == "manpages":
         real = real_originals(seed, n_originals, zh_glob, en_glob)
         if not real:
             raise ValueError(f"no man pages found under {zh_glob} or {en_glob}: install manpages-zh and man-db pages")
         originals = ((doc, i, random.Random(f"{seed}:real:{i}"), paras) for i, (doc, paras) in enumerate(real))
+        other_piece = _real_piece({lang: [p for d, paras in real if d.lang == lang for p in paras] for lang in ("zh", "en")})
     else:
         raise ValueError(f"unknown source {source!r}; choose generated or manpages")
     for item in originals:
         doc, topic, rng = item[:3]
         idx = len(rows)
-        rows.append({"text": doc.text, "lang": doc.lang, "cluster": idx, "variant": "original"})
+        rows.append(_row(doc.text, doc.lang, idx, "original"))
         if rng.random() < VARIANT_SHARE:
             for kind in variant_kinds(rng, doc):
-                rows.append({"text": make_variant(rng, kind, doc), "lang": doc.lang, "cluster": idx, "variant": kind})
+                rows.append(_row(make_variant(rng, kind, doc), doc.lang, idx, kind))
         if rng.random() < HARD_NEGATIVE_SHARE:
             if source == "generated":
                 body = generated_body(rng, doc.lang, topic, max(20, len(doc.body)))
@@ -401,14 +437,48 @@ def make_corpus(n: int, seed: int = 1, source: str = "generated",
                 others = [p for p in item[3] if p != doc.body]
                 text = rng.choice(others) if others else None
             if text:
-                rows.append({"text": text, "lang": doc.lang, "cluster": len(rows), "variant": "hard_negative"})
+                rows.append(_row(text, doc.lang, len(rows), "hard_negative", idx))
+        for kind, text in contained_negatives(random.Random(f"{seed}:contained:{idx}"), doc, other_piece):
+            rows.append(_row(text, doc.lang, len(rows), kind, idx))
     if source == "manpages":
         rows = without_near_copies_across_clusters(rows)
     ids = random.Random(f"{seed}:ids").sample(range(1, len(rows) + 1), len(rows))
-    out = [{"id": ids[i], "text": r["text"], "lang": r["lang"], "cluster": ids[r["cluster"]], "variant": r["variant"]}
-           for i, r in enumerate(rows)]
+    out = [{"id": ids[i], "text": r["text"], "lang": r["lang"], "cluster": ids[r["cluster"]], "variant": r["variant"],
+            "related": None if r["related"] is None else ids[r["related"]]} for i, r in enumerate(rows)]
     out.sort(key=lambda r: r["id"])
     return out
+
+
+def _row(text: str, lang: str, cluster: int, variant: str, related: int | None = None) -> dict:
+    return {"text": text, "lang": lang, "cluster": cluster, "variant": variant, "related": related}
+
+
+def contained_negatives(rng: random.Random, doc: Doc, other_piece) -> list[tuple[str, str]]:
+    """(kind, text) of the contained pages that are not copies of `doc`: with CONTAINED_SHARE each, an
+    anthology holding its text (texts of ANTHOLOGY_PIECE characters; on a generated page, under another site's
+    boilerplate) and the page of its text's first paragraph (copy_kinds.abstract_of)."""
+    out = []
+    if rng.random() < CONTAINED_SHARE and ANTHOLOGY_PIECE[0] <= len(doc.body) <= ANTHOLOGY_PIECE[1]:
+        text = anthology(rng, doc.body, lambda r, chars: other_piece(r, doc.lang, chars), doc.lang, len(doc.text))
+        out.append(("anthology", wrap(text, rng.randrange(_N_SITES), doc.lang) if doc.site >= 0 else text))
+    if rng.random() < CONTAINED_SHARE and (abstract := abstract_of(doc.body)) is not None:
+        page = wrap(abstract, doc.site, doc.lang)  # as its site shows it: the article is 3.5x the whole page
+        if len(doc.text) >= ABSTRACT_RATIO_MIN * len(page):
+            out.append(("abstract", page))
+    return out
+
+
+def _generated_piece(rng: random.Random, lang: str, chars: int) -> str:
+    """A generated text of about `chars` characters on a random topic (an anthology's other pieces)."""
+    return generated_body(rng, lang, rng.randrange(_N_TOPICS), chars)
+
+
+def _real_piece(paragraphs: dict[str, list[str]]):
+    """other_piece for real text: a random man-page paragraph of the language, cut at twice `chars`."""
+    def piece(rng: random.Random, lang: str, chars: int) -> str:
+        return rng.choice(paragraphs[lang])[: 2 * chars]
+
+    return piece
 
 
 def without_near_copies_across_clusters(rows: list[dict], threshold: float = 0.9) -> list[dict]:
@@ -418,20 +488,23 @@ def without_near_copies_across_clusters(rows: list[dict], threshold: float = 0.9
     can cover the same paragraphs, a boilerplate paragraph is in many pages, and a hard negative (another
     paragraph of the page) can be one of the page's sampled originals. Such rows in two truth clusters made the
     truth wrong: a perfect clustering scored truth precision 0.78 on 1,000 pages. Of each such pair the later
-    cluster is dropped (an original with its copies, or a hard negative); `cluster` is a row index here."""
+    cluster is dropped (an original with its copies, or a negative), and so is a negative whose related page
+    was dropped; `cluster` and `related` are row indexes here."""
     a, b, _ = similar_pairs([shingle_set(r["text"]) for r in rows], threshold)
     dropped: set[int] = set()
     for i, j in sorted(zip(a.tolist(), b.tolist())):
         ci, cj = rows[i]["cluster"], rows[j]["cluster"]
         if ci != cj and ci not in dropped and cj not in dropped:
             dropped.add(max(ci, cj))
-    kept = [i for i, r in enumerate(rows) if r["cluster"] not in dropped]
+    kept = [i for i, r in enumerate(rows) if r["cluster"] not in dropped
+            and (r["related"] is None or rows[r["related"]]["cluster"] not in dropped)]
     position = {old: new for new, old in enumerate(kept)}
-    return [{**rows[i], "cluster": position[rows[i]["cluster"]]} for i in kept]
+    return [{**rows[i], "cluster": position[rows[i]["cluster"]],
+             "related": None if rows[i]["related"] is None else position[rows[i]["related"]]} for i in kept]
 
 
 def write_corpus(rows: list[dict], out_dir: str) -> tuple[str, str]:
-    """OUT/docs.parquet (id, text, lang): the job's input; OUT/truth.parquet (id, cluster, variant)."""
+    """OUT/docs.parquet (id, text, lang): the job's input; OUT/truth.parquet (id, cluster, variant, related)."""
     import pyarrow as pa  # here, not at the top: the generators run without it; writing Parquet needs it
     import pyarrow.parquet as pq
 
@@ -442,5 +515,6 @@ def write_corpus(rows: list[dict], out_dir: str) -> tuple[str, str]:
                              "text": [r["text"] for r in rows], "lang": [r["lang"] for r in rows]}), docs)
     pq.write_table(pa.table({"id": pa.array([r["id"] for r in rows], pa.int64()),
                              "cluster": pa.array([r["cluster"] for r in rows], pa.int64()),
-                             "variant": [r["variant"] for r in rows]}), truth)
+                             "variant": [r["variant"] for r in rows],
+                             "related": pa.array([r.get("related") for r in rows], pa.int64())}), truth)
     return docs, truth

@@ -52,8 +52,9 @@ def job_labels(docs: pd.DataFrame, output_dir: str) -> np.ndarray:
 
 
 def truth_table(docs: pd.DataFrame, truth_path: str) -> pd.DataFrame:
-    """id, cluster (and variant when the truth has it) of every corpus document, in corpus order."""
-    truth = read_table(truth_path, ["id", "cluster", "variant"])
+    """id, cluster (and variant and related when the truth has them) of every corpus document, in corpus
+    order."""
+    truth = read_table(truth_path, ["id", "cluster", "variant", "related"])
     merged = docs[["id"]].merge(truth, on="id", how="left", validate="one_to_one")
     if merged["cluster"].isna().any():
         raise SystemExit(f"{truth_path} lacks {int(merged['cluster'].isna().sum())} corpus documents")

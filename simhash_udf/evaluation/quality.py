@@ -270,3 +270,21 @@ def found_by_variant(variant: np.ndarray, truth_cluster: np.ndarray, job_cluster
         rows[key] = (n + 1, f + int(job_cluster[i] == kept))
     return [{"variant": v, "length": b, "copies": n, "found": f, "share": f / n}
             for (v, b), (n, f) in sorted(rows.items())]
+
+
+def negatives_joined(variant: np.ndarray, ids: np.ndarray, related: np.ndarray, job_cluster: np.ndarray) -> list[dict]:
+    """Per kind of negative (the generator's rows with a `related` page they are no copy of): how many the job
+    put in one cluster with their related page, i.e. one of the two was removed as a duplicate of the other
+    (the count to keep at 0). Rows: variant, negatives (with their related page in the corpus), removed."""
+    variant, ids, job_cluster = map(np.asarray, (variant, ids, job_cluster))
+    related = np.asarray(related, dtype=float)  # NaN where a row has none
+    cluster_of = dict(zip(ids.tolist(), job_cluster.tolist()))
+    rows: dict[str, list[int]] = {}
+    for i in np.flatnonzero(~np.isnan(related)):
+        other = cluster_of.get(int(related[i]))
+        if other is None:
+            continue  # the related page is not in the corpus
+        counts = rows.setdefault(str(variant[i]), [0, 0])
+        counts[0] += 1
+        counts[1] += int(job_cluster[i] == other)
+    return [{"variant": v, "negatives": n, "removed": r} for v, (n, r) in sorted(rows.items())]
