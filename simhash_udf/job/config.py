@@ -86,7 +86,7 @@ class DedupConfig:
                                     "most --max-size-ratio times the smaller: a page inside another page's frame, "
                                     "comments or ads; 0 = off (similarity alone)")
     max_size_ratio: float = option(_VERIFY.max_size_ratio, "search", "a contained pair's larger page has at most this "
-                                   "many times the smaller's features (a poem is not a copy of the anthology holding it)")
+                                   "many times the smaller's characters (a poem is not a copy of the anthology holding it)")
     sentence_keys: int = option(_SENTENCES.n, "search", "a third candidate source: pages sharing one of their this many "
                                 "longest sentences are compared, then verified; 0 = off (off without verification)")
     sentence_min_chars: int = option(_SENTENCES.min_chars, "search", "letters a sentence needs to make a key "

@@ -30,7 +30,8 @@ from ..core.text_batch import pages_holding_replacement_char
 FINGERPRINT_FIELDS = [StructField("fingerprint", LongType(), True), StructField("n_features", IntegerType(), False)]
 SIGNATURE_FIELDS = [StructField("signature", BinaryType(), True)]
 SHORT_FIELDS = [StructField("short_fingerprint", LongType(), True), StructField("short_text", StringType(), True)]
-SENTENCE_FIELDS = [StructField("sentence_keys", ArrayType(LongType(), True), True)]
+SENTENCE_FIELDS = [StructField("sentence_keys", ArrayType(LongType(), True), True),
+                   StructField("text_chars", IntegerType(), True)]
 
 
 def fingerprint_record_batches(
@@ -43,8 +44,8 @@ def fingerprint_record_batches(
     hashes, null with the fingerprint); with `short`, also `short_fingerprint` and `short_text` (the
     page's text), both null unless the page is short and has character n-grams; with `sentences`, also
     `sentence_keys` (array of int64: the page's longest-sentence keys, core/sentence_keys.py, read from the same
-    text). `replacement_flag`: a boolean column of the batch (no nulls) that is also set where the text holds
-    U+FFFD."""
+    text) and `text_chars` (int32: its characters, containment's size bound). `replacement_flag`: a boolean
+    column of the batch (no nulls) that is also set where the text holds U+FFFD."""
     for batch in batches:
         texts = batch.column(text_col)
         fps, counts, *sigs = fingerprint_arrow(texts, spec, signature)
@@ -70,7 +71,8 @@ def fingerprint_record_batches(
         if sentences is not None:
             keys, offsets = sentence_keys(texts, sentences)
             out = out.append_column("sentence_keys", pa.ListArray.from_arrays(
-                pa.array(offsets.astype(np.int32)), pa.array(keys, pa.int64())))
+                pa.array(offsets.astype(np.int32)), pa.array(keys, pa.int64()))).append_column(
+                "text_chars", pc.utf8_length(texts).cast(pa.int32()))
         yield out
 
 
@@ -81,7 +83,7 @@ def with_fingerprints(docs: DataFrame, text_col: str, spec: FeatureSpec, short: 
     `signature`, also `signature` (binary, nullable); with `short`
     (an enabled ShortTextSpec), also `short_fingerprint` (bigint) and `short_text` (string), null for long pages.
     `replacement_flag`: a non-null boolean column of docs, also set in this pass where the text holds U+FFFD;
-    with `sentences`, also `sentence_keys` (array<bigint>)."""
+    with `sentences`, also `sentence_keys` (array<bigint>) and `text_chars` (int)."""
     fields = FINGERPRINT_FIELDS + (SIGNATURE_FIELDS if signature is not None else []) + (
         SHORT_FIELDS if short is not None else []) + (SENTENCE_FIELDS if sentences is not None else [])
     schema = StructType([f for f in docs.schema.fields if f.name != text_col] + fields)

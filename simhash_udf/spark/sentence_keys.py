@@ -69,25 +69,29 @@ def shared_key_pairs(rows: DataFrame, sizes: DataFrame, max_group: int) -> DataF
 
 
 def fingerprint_info(pages: DataFrame) -> DataFrame:
-    """(fingerprint, id, signature, n_features): each fingerprint's best page's (with_units' fp_best)."""
+    """(fingerprint, id, signature, n_features, text_chars): each fingerprint's best page's (with_units' fp_best)."""
     return pages.where(F.col("fingerprint").isNotNull() & F.col("signature").isNotNull()
-                       & (F.col("id") == F.col("fp_best.id"))).select("fingerprint", "id", "signature", "n_features")
+                       & (F.col("id") == F.col("fp_best.id"))).select("fingerprint", "id", "signature", "n_features",
+                                                                      "text_chars")
 
 
 def verified_pairs(pairs: DataFrame, info: DataFrame, spec: VerifySpec) -> DataFrame:
     """Each pair with its verdict (PAIR_SCHEMA): how (REJECTED, BY_SIMILARITY, BY_CONTAINMENT), and its estimated
     similarity and containment in thousandths (for the report's examples)."""
-    a = info.select("fingerprint", F.col("signature").alias("sig_a"), F.col("n_features").alias("n_a"))
-    b = info.select(F.col("fingerprint").alias("other"), F.col("signature").alias("sig_b"), F.col("n_features").alias("n_b"))
-    rows = pairs.join(a, "fingerprint").join(b, "other").select("fingerprint", "other", "sig_a", "sig_b", "n_a", "n_b")
+    a = info.select("fingerprint", F.col("signature").alias("sig_a"), F.col("n_features").alias("n_a"),
+                    F.col("text_chars").alias("size_a"))
+    b = info.select(F.col("fingerprint").alias("other"), F.col("signature").alias("sig_b"), F.col("n_features").alias("n_b"),
+                    F.col("text_chars").alias("size_b"))
+    rows = pairs.join(a, "fingerprint").join(b, "other").select("fingerprint", "other", "sig_a", "sig_b", "n_a", "n_b",
+                                                               "size_a", "size_b")
 
     def verify(batches):
         for batch in batches:
             sig_a = from_arrow(batch.column("sig_a"), spec.signature)
             sig_b = from_arrow(batch.column("sig_b"), spec.signature)
-            n_a = pc.fill_null(batch.column("n_a"), -1).to_numpy(zero_copy_only=False)
-            n_b = pc.fill_null(batch.column("n_b"), -1).to_numpy(zero_copy_only=False)
-            ok, by_containment = pairs_verify(sig_a, sig_b, n_a, n_b, spec)
+            n_a, n_b, size_a, size_b = (pc.fill_null(batch.column(c), -1).to_numpy(zero_copy_only=False)
+                                        for c in ("n_a", "n_b", "size_a", "size_b"))
+            ok, by_containment = pairs_verify(sig_a, sig_b, n_a, n_b, spec, size_a, size_b)
             how = np.where(by_containment, BY_CONTAINMENT, np.where(ok, BY_SIMILARITY, REJECTED)).astype(np.int32)
             sim = similarity(sig_a, sig_b, spec.signature.bits)
             cont = containment_estimate(sim, n_a, n_b)

@@ -13,7 +13,7 @@ from .context import StageContext
 
 @dataclass
 class Collapsed:
-    pages: DataFrame  # id, fingerprint, rank, signature, short_text, n_features, sentence_keys, unit (with_units)
+    pages: DataFrame  # id, fingerprint, rank, signature, short_text, n_features, sentence_keys, text_chars, unit
     units: DataFrame  # one row per unit (spark.verified.units_of)
     fingerprints: DataFrame  # (fingerprint, signature): one row per fingerprint, its best unit's signature; cached
     n_distinct: int  # distinct fingerprints of this run
@@ -33,7 +33,8 @@ def exact_collapse_stage(docs: DataFrame, ctx: StageContext) -> Collapsed:
         # units: pages with the same fingerprint, signature and short text, which verify alike. Only the
         # columns the later stages read are shuffled and cached, or in a large run read again (the bad-row
         # flags were counted already, and carrying them would make this persist larger)
-        docs = docs.select("id", "fingerprint", "rank", "signature", "short_text", "n_features", "sentence_keys")
+        docs = docs.select("id", "fingerprint", "rank", "signature", "short_text", "n_features", "sentence_keys",
+                           "text_chars")
         pages, repeated = with_units(docs, ctx.persist, ctx.checkpoint, split=ctx.large)
         if repeated is not None:
             counts["repeated_fingerprints"] = repeated

@@ -115,6 +115,8 @@ def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: Dat
         docs = docs.withColumn("n_features", F.lit(None).cast("int"))
     if "sentence_keys" not in docs.columns:
         docs = docs.withColumn("sentence_keys", F.lit(None).cast("array<bigint>"))
+    if "text_chars" not in docs.columns:
+        docs = docs.withColumn("text_chars", F.lit(None).cast("int"))
     with scoped_settings(docs.sparkSession, CLUSTERING_SETTINGS):
         collapsed = exact_collapse_stage(docs, ctx)
         blocks = blocks_stage(collapsed, ctx)
