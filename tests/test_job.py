@@ -166,7 +166,8 @@ def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
     for i, c in zip(dups["id"], dups["cluster_id"]):
         if sig[i] is not None and sig[c] is not None and (
                 agreeing(sig[i], sig[c]) >= spec.need
-                or contained(np.array([agreeing(sig[i], sig[c])]), counts[i], counts[c], spec)[0]):
+                or contained(np.array([agreeing(sig[i], sig[c])]), counts[i], counts[c], spec, len(texts[i]),
+                             len(texts[c]))[0]):
             continue
         a, b = texts[i], texts[c]
         assert len(a) < 140 and len(b) < 140 and jaccard(shingle_set(a), shingle_set(b)) >= spec.short_min_jaccard

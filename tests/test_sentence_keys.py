@@ -176,6 +176,15 @@ def test_contained_is_the_estimate_over_the_threshold_within_the_size_bound(agre
         assert got == (est >= c)
 
 
+@settings(max_examples=200, deadline=None)
+@given(agree=st.integers(0, 128), n=st.integers(1, 300), size_a=st.integers(-1, 3000), size_b=st.integers(-1, 3000))
+def test_the_size_bound_is_on_the_characters_when_given(agree, n, size_a, size_b):
+    spec = VerifySpec(0.8, min_containment=0.5, max_size_ratio=1.6)
+    got = bool(contained(np.array([agree]), n, n, spec, size_a, size_b)[0])
+    within = min(size_a, size_b) > 0 and max(size_a, size_b) <= 1.6 * min(size_a, size_b)
+    assert got == (within and bool(contained(np.array([agree]), n, n, spec)[0]))
+
+
 def test_pairs_verify_is_similarity_or_bounded_containment():
     spec = VerifySpec(0.8, min_containment=0.9, max_size_ratio=1.6)
     base = set(range(1000))
@@ -247,4 +256,5 @@ def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_pat
     for i, c in clusters[clusters["is_duplicate"]]["cluster_id"].items():
         (_, n_i), (_, n_c) = (fingerprint_batch([texts[x]], FeatureSpec())[:2] for x in (i, c))
         agree = agreeing(clusters.loc[i, "signature"], clusters.loc[c, "signature"])
-        assert agree >= spec.need or contained(np.array([agree]), n_i[0], n_c[0], spec)[0]
+        assert agree >= spec.need or contained(np.array([agree]), n_i[0], n_c[0], spec, len(texts[i]),
+                                               len(texts[c]))[0]
