@@ -1,4 +1,4 @@
-"""Stage 5a, sentence keys: the pages that share one of their longest sentences (the fingerprint pass made
+"""Stage 5d, sentence keys: the pages that share one of their longest sentences (the fingerprint pass made
 the keys) paired and verified on their signatures and feature counts, similar or contained within the size
 bound; the verified pairs are edges of the components beside the tables' and the bands'."""
 from __future__ import annotations
@@ -36,7 +36,7 @@ class SentencePairs:
 
 
 def sentence_keys_stage(collapsed: Collapsed, ctx: StageContext) -> SentencePairs | None:
-    """Stage 5a: None when the search is off (ctx.specs.use_sentences)."""
+    """Stage 5d: None when the search is off (ctx.specs.use_sentences)."""
     specs = ctx.specs
     if not specs.use_sentences:
         return None
