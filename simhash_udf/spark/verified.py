@@ -224,6 +224,14 @@ def fingerprint_signatures(docs_u: DataFrame) -> DataFrame:
         "fingerprint", "signature")
 
 
+def with_size_columns(units: DataFrame) -> DataFrame:
+    """units with n_features and text_chars (null where it has none: containment then compares nothing)."""
+    for c in ("n_features", "text_chars"):
+        if c not in units.columns:
+            units = units.withColumn(c, F.lit(None).cast("int"))
+    return units
+
+
 def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | None,
                       fixed: DataFrame | None = None, fixed_rows: int = -1, root_rows: int = -1) -> DataFrame:
     """units: (fingerprint, signature, short_text, best, fp_units[, n_features, text_chars]) with best = min
@@ -243,9 +251,7 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     Most units are alone in their component and need no signature here: only components of two or more
     units (or with earlier clusters) bring their signatures to one Python call."""
 
-    for c in ("n_features", "text_chars"):
-        if c not in units.columns:
-            units = units.withColumn(c, F.lit(None).cast("int"))
+    units = with_size_columns(units)
 
     def with_comp(df: DataFrame) -> DataFrame:
         return df.join(roots, df["fingerprint"] == roots["node"], "left").withColumn(
