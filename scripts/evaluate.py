@@ -59,6 +59,13 @@ def print_truth_tables(out: list, truth: pd.DataFrame, labels, docs: pd.DataFram
     shares = table.pivot(index="variant", columns="length", values="share")
     totals = table.groupby("variant")[["copies", "found"]].sum()
     shares["all"], shares["copies"] = totals["found"] / totals["copies"], totals["copies"]
+    for lang in sorted(docs["lang"].dropna().unique()) if "lang" in docs.columns else []:
+        mine = (docs["lang"] == lang).to_numpy()  # a copy has its original's language
+        by_lang = pd.DataFrame(found_by_variant(variant[mine], truth["cluster"].to_numpy()[mine], labels[mine],
+                                                docs["text"].fillna("").str.len().to_numpy()[mine]))
+        if len(by_lang):
+            sums = by_lang.groupby("variant")[["copies", "found"]].sum()
+            shares[f"{lang} (all lengths)"] = sums["found"] / sums["copies"]
     print("\ncopies found per edit kind (truth recall: in the cluster of their original)")
     print(shares.round(3).to_string())
     out.append({"found_by_variant": rows})

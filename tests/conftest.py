@@ -42,13 +42,18 @@ def spark():
     session.stop()
 
 
-# Markers (registered in pyproject.toml): `pytest -m "not spark"` runs the pure core's tests alone.
-# A test is `spark` when it uses the session fixture (directly or through another fixture) or starts Spark in
-# a subprocess (the modules below); `cluster` starts a standalone cluster; `airflow` needs the Airflow
-# environments (scripts/airflow_env.sh); `slow` is set on the test itself.
+# Markers (registered in pyproject.toml): `pytest -m "not spark"` runs the pure tests alone: no JVM, nothing
+# installed. A test is `spark` when it uses the session fixture (directly or through another fixture), starts
+# Spark in a subprocess (the modules below), or needs a JVM or an environment built on first use
+# (BUILT_ENVIRONMENT_FIXTURES: Airflow's run the DAG's spark-submit); `cluster` starts a standalone cluster;
+# `airflow` needs the Airflow environments (scripts/airflow_env.sh); `slow` is set on the test itself.
 SUBPROCESS_SPARK = {"test_cluster.py", "test_job.py", "test_output_safety.py", "test_report_html.py",
                     "test_history_safety.py", "test_readme_submit.py", "test_api.py"}
 AIRFLOW = {"test_airflow.py"}
+# Fixtures that build an environment on first use (the two Airflow ones of scripts/airflow_env.sh, ~500 MB;
+# Chromium, scripts/chromium_env.sh) or start a JVM (the Hadoop client): their tests are `spark`, so that
+# `pytest -m "not spark"` neither builds nor starts them.
+BUILT_ENVIRONMENT_FIXTURES = {"airflow_pythons", "chromium", "hadoop_fs"}
 # over ~20 s each on the 2-core CI machine (pytest --durations): skip them with -m "not slow"
 SLOW = {"test_executor_killed_mid_job", "test_clusters_equal_brute_force_components",
         "test_bad_shapes_converge_in_few_rounds", "test_random_graphs_match_union_find",
@@ -75,8 +80,9 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: -FILE_SECONDS.get(item.path.name, 0))  # stable: a file's tests stay in order
     for item in items:
         name = item.path.name
-        if "spark" in getattr(item, "fixturenames", ()) or (name in SUBPROCESS_SPARK and "subprocess" in
-                                                              _source(item)):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "spark" in fixtures or fixtures & BUILT_ENVIRONMENT_FIXTURES or (name in SUBPROCESS_SPARK and "subprocess"
+                                                                           in _source(item)):
             item.add_marker(pytest.mark.spark)
         if name == "test_cluster.py":
             item.add_marker(pytest.mark.cluster)

@@ -96,14 +96,14 @@ def brute_force_star(ids, fps, k) -> dict:
     return {i: kept_of_fp[fp] for i, fp in zip(ids, fps)}
 
 
-def brute_force_short_pairs(ids, texts, fps, spec):
+def brute_force_short_pairs(ids, texts, fps, spec, candidates_too=False):
     """The short-text mode's verified pairs, from its definition (short_pairs.py), by brute force: index pairs
     of documents whose main fingerprints are then joined.
 
     Representatives: per main fingerprint, the short page (with a short fingerprint) of smallest id. Heads: per
     short fingerprint, the representative of smallest id. Candidates: each representative with its head, and
     every two heads within spec.k on the short fingerprint (all pairs compared). A candidate is a pair iff the
-    shingle Jaccard of the two texts is >= spec.min_jaccard."""
+    shingle Jaccard of the two texts is >= spec.min_jaccard. candidates_too: also the candidate pairs."""
     from simhash_udf.core.short_text import pair_jaccards, short_fingerprints
 
     sfps, valid = short_fingerprints(texts, spec)
@@ -120,9 +120,10 @@ def brute_force_short_pairs(ids, texts, fps, spec):
     heads = sorted(head.values())
     candidates += [(heads[a], heads[b]) for a, b in within_k_pairs([int(sfps[h]) for h in heads], spec.k)]
     if not candidates:
-        return [], 0
+        return ([], 0, []) if candidates_too else ([], 0)
     j = pair_jaccards([texts[a] for a, _ in candidates], [texts[b] for _, b in candidates], spec.char_ngram)
-    return [c for c, ok in zip(candidates, j >= spec.min_jaccard) if ok], len(candidates)
+    verified = [c for c, ok in zip(candidates, j >= spec.min_jaccard) if ok]
+    return (verified, len(candidates), candidates) if candidates_too else (verified, len(candidates))
 
 
 def agreeing(a, b) -> int:
@@ -248,31 +249,34 @@ def brute_force_verified_short(ids, texts, fps, sigs, k, need, spec, extra_edges
     return {ids[i]: kept[unit[i]] if i in unit else ids[i] for i in range(len(ids))}
 
 
-def shape_reference(rows):
+def shape_reference(rows, held=frozenset()):
     """cluster_shape by its definition, in plain Python ints (pandas would turn fingerprints with a missing one
     into floats): sizes of the groups of rows by cluster_id, and per cluster with duplicates whose kept page is
-    among the rows, the largest distance of a duplicate's fingerprint to the kept page's."""
+    among the rows, the largest distance of a duplicate's fingerprint to the kept page's. held: the (cluster_id,
+    fingerprint) pairs of pages of earlier runs (--history): a duplicate of such a fingerprint in that cluster is
+    an exact copy of an earlier member."""
     members = Counter(cid for _, cid, _, _ in rows)
     kept = {i: fp for i, _, dup, fp in rows if not dup}
     far: dict[int, int] = {}
     for _, cid, dup, fp in rows:
         if dup and fp is not None and kept.get(cid) is not None:
             far[cid] = max(far.get(cid, 0), hamming(fp, kept[cid]))
-    # exact duplicates: per cluster and fingerprint, all duplicates if the kept page (among the rows) has that
-    # fingerprint, else all but one
+    # exact duplicates: per cluster and fingerprint, all duplicates if the kept page (among the rows) or a page of
+    # an earlier run in the cluster has that fingerprint, else all but one
     groups = Counter((cid, fp) for _, cid, dup, fp in rows if dup and fp is not None)
-    exact = sum(n if kept.get(cid) == fp else n - 1 for (cid, fp), n in groups.items())
+    exact = sum(n if kept.get(cid) == fp or (cid, fp) in held else n - 1 for (cid, fp), n in groups.items())
     return dict(Counter(members.values())), dict(Counter(far.values())), exact
 
 
-def check_kept_fp_and_shape(collected, histogram, stats, kept_elsewhere=lambda row: False):
+def check_kept_fp_and_shape(collected, histogram, stats, kept_elsewhere=lambda row: False, held=frozenset()):
     """The resolved clusters' rows (collected Spark rows) carry kept_fp, their kept page's fingerprint (None
     where kept_elsewhere(row): an earlier run's kept page), and the report's sizes and chaining made from it
-    (histogram, stats.max_distance_to_kept) equal shape_reference on these rows."""
+    (histogram, stats.max_distance_to_kept) equal shape_reference on these rows (held: as there, the clusters
+    as (cluster_id, kept_run_date))."""
     fp_of = {r.id: r.fingerprint for r in collected}
     assert [r.kept_fp for r in collected] == [None if kept_elsewhere(r) else fp_of[r.cluster_id] for r in collected]
     run = [r.asDict().get("kept_run_date") for r in collected]  # with --history, a cluster is (kept id, its run)
     sizes, chaining, exact = shape_reference([((r.id, d), (r.cluster_id, d), r.is_duplicate, r.fingerprint)
-                                              for r, d in zip(collected, run)])
+                                              for r, d in zip(collected, run)], held)
     assert histogram == sizes and stats.exact_duplicates == exact
     assert stats.max_distance_to_kept == {str(d): chaining[d] for d in sorted(chaining)}

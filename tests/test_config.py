@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import subprocess
+import sys
 import tomllib
 
 import pytest
@@ -13,7 +15,15 @@ from simhash_udf.core.fingerprint import FeatureSpec
 from simhash_udf.core.short_text import ShortTextSpec
 from simhash_udf.core.verified import VerifySpec
 from simhash_udf.errors import DedupError
-from simhash_udf.job.config import SECTIONS, DedupConfig, build_parser, load_config, render_defaults_toml, shipped_defaults
+from simhash_udf.job.config import (
+    SECTIONS,
+    DedupConfig,
+    build_parser,
+    load_config,
+    program_name,
+    render_defaults_toml,
+    shipped_defaults,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARGS = ["--input", ".", "--output", "x"]
@@ -76,6 +86,20 @@ def test_help_lists_options_by_section_with_defaults():
     for section in SECTIONS:
         assert f"\n{section}:\n" in text
     assert "--min-similarity MIN_SIMILARITY" in text and "(default: 0.8)" in text
+
+
+def test_help_names_the_command_as_typed_and_leaves_out_the_benchmarks_option():
+    """The usage line is the command the user ran (it said dedup_job.py to every user); the benchmarks' option
+    is not listed but still works."""
+    assert program_name("/opt/x/jobs/dedup_job.py") == "spark-submit jobs/dedup_job.py"
+    assert program_name("/venv/lib/python3.11/site-packages/simhash_udf/job/cli.py") == "python -m simhash_udf.job.cli"
+    assert program_name("/venv/bin/simhash-dedup") == program_name("") == "simhash-dedup"
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "jobs", "dedup_job.py"), "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: spark-submit jobs/dedup_job.py [-h]")
+    assert "--simulate-fingerprint-bits" not in proc.stdout and "benchmarks only" not in proc.stdout
+    assert load_config(ARGS + ["--simulate-fingerprint-bits", "40"]).simulate_fingerprint_bits == 40
 
 
 def test_operations_table_lists_every_option_with_its_default():

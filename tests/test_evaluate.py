@@ -218,6 +218,14 @@ def test_in_page_copies_add_what_their_kind_says():
             at = found
 
 
+def test_framed_copies_hold_their_whole_original(corpus):
+    by_id = {r["id"]: r for r in corpus}
+    framed = [(r["text"], by_id[r["cluster"]]["text"]) for r in corpus if r["variant"] == "frame"]
+    assert framed
+    for copy, original in framed:
+        assert original in copy and 0.15 <= 1 - len(original) / len(copy) <= 0.35
+
+
 def test_a_hosts_frame_is_the_same_on_all_its_pages():
     rng = random.Random(5)
     hosts: dict[tuple, set] = {}
@@ -320,3 +328,44 @@ def test_man_page_truth_has_no_near_copies_across_clusters(tmp_path):
                 if corpus[i]["cluster"] != corpus[j]["cluster"]]
     assert crossing == []
     assert corpus == make_corpus(300, seed=2, source="manpages", zh_glob=zh, en_glob=en)
+
+
+def test_evaluate_script_prints_kinds_and_negatives_removed(tmp_path, capsys):
+    """scripts/evaluate.py --truth on a corpus and a made-up job output (clusters/ as the job writes it): the
+    truth clusters score every kind 1.0 and no negative removed; merging one anthology and one abstract with
+    their page counts two."""
+    import importlib.util
+    import json
+    import os
+
+    import pandas as pd
+
+    from simhash_udf.evaluation.corpus import write_corpus
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("evaluate_script", os.path.join(root, "scripts", "evaluate.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rows = make_corpus(1500, seed=8)
+    docs, truth = write_corpus(rows, str(tmp_path / "corpus"))
+    cluster = {r["id"]: r["cluster"] for r in rows}
+    for kind in ("anthology", "abstract"):
+        negative = next(r for r in rows if r["variant"] == kind)
+        cluster[negative["id"]] = cluster[negative["related"]]
+    for name, clusters in (("perfect", {r["id"]: r["cluster"] for r in rows}), ("merged", cluster)):
+        os.makedirs(tmp_path / name / "clusters")
+        pd.DataFrame({"id": list(clusters), "cluster_id": list(clusters.values())}).to_parquet(
+            tmp_path / name / "clusters" / "part-0.parquet")
+        assert script.main(["--input", docs, "--output", str(tmp_path / name), "--truth", truth,
+                            "--json", str(tmp_path / f"{name}.json")]) == 0
+    printed = capsys.readouterr().out
+    assert "negatives removed" in printed and "zh (all lengths)" in printed
+    perfect = json.loads((tmp_path / "perfect.json").read_text())
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    found = next(r["found_by_variant"] for r in perfect if "found_by_variant" in r)
+    assert {r["variant"] for r in found} >= {"frame", "comments", "ad_paragraph", "punct"}
+    assert all(r["share"] == 1.0 for r in found)
+    removed = {r["variant"]: r["removed"] for r in next(x["negatives_removed"] for x in perfect if "negatives_removed" in x)}
+    assert removed == {"abstract": 0, "anthology": 0, "hard_negative": 0}
+    removed = {r["variant"]: r["removed"] for r in next(x["negatives_removed"] for x in merged if "negatives_removed" in x)}
+    assert removed == {"abstract": 1, "anthology": 1, "hard_negative": 0}

@@ -93,7 +93,8 @@ def incremental(spark, days):
 
 def test_each_day_equals_one_run_over_all_days(spark, days, incremental):
     root, rows = days
-    job(spark, "--input", str(root / "all.parquet"), "--output", str(root / "out-all"), "--keep", "earliest:crawl_day")
+    single_report = job(spark, "--input", str(root / "all.parquet"), "--output", str(root / "out-all"),
+                        "--keep", "earliest:crawl_day")
     single = clusters(root / "out-all")
     # The premise that makes the two agree: no page reaches its cluster only through a later page (each page
     # is a candidate of its cluster's kept page: within k or sharing a signature band; and the kept page is on
@@ -114,11 +115,39 @@ def test_each_day_equals_one_run_over_all_days(spark, days, incremental):
         got = clusters(root / f"out[{day}]")
         expect = single.loc[got.index]
         assert got.index.tolist() == sorted(rows.loc[rows["crawl_day"] == day, "id"])
+        # a duplicate of an earlier day's page has its similarity to that page, as the single run has it
+        assert got["similarity"].isna().tolist() == (~got["is_duplicate"]).tolist()
         pd.testing.assert_frame_equal(got, expect, check_dtype=False)
     later = [incremental[d]["history"]["duplicates_of_earlier_runs"] for d in DAYS]
     assert later[0] == 0 and later[1] > 0 and later[2] > 0
     kept_total = sum(incremental[d]["kept"] for d in DAYS)
     assert kept_total == int((~single["is_duplicate"]).sum())
+    # a copy of an earlier day's page is exact as it is in one run (history_search.with_history_copies)
+    assert sum(incremental[d]["exact_duplicates"] for d in DAYS) == single_report["exact_duplicates"]
+
+
+def test_copies_of_earlier_days_pages_are_exact_duplicates(spark, tmp_path):
+    """Day 2 holds two byte copies of day-1 pages (new ids), a copy of one of its own pages and a new page: three
+    exact duplicates, as one run over both days counts them (the two copies counted 0 when an earlier run's kept
+    page had no fingerprint among the day's rows). The clusters are as before: each copy in its original's."""
+    rng = random.Random(7)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randrange(3, 9))) for _ in range(3000)]
+    texts = [" ".join(rng.choice(words) for _ in range(60)) for _ in range(7)]
+    day1 = pd.DataFrame({"id": [1, 2, 3, 4], "text": texts[:4]})
+    day2 = pd.DataFrame({"id": [11, 12, 13, 14, 15], "text": [texts[0], texts[2], texts[4], texts[4], texts[5]]})
+    day1.to_parquet(tmp_path / "day1.parquet")
+    day2.to_parquet(tmp_path / "day2.parquet")
+    history = str(tmp_path / "history")
+    first = job(spark, "--input", str(tmp_path / "day1.parquet"), "--output", str(tmp_path / "out1"),
+                "--history", history, "--run-date", DAYS[0])
+    assert (first["duplicates"], first["exact_duplicates"]) == (0, 0)
+    second = job(spark, "--input", str(tmp_path / "day2.parquet"), "--output", str(tmp_path / "out2"),
+                 "--history", history, "--run-date", DAYS[1])
+    assert (second["duplicates"], second["exact_duplicates"], second["near_duplicates"]) == (3, 3, 0)
+    assert second["history"]["duplicates_of_earlier_runs"] == 2
+    got = clusters(tmp_path / "out2")
+    assert got["cluster_id"].to_dict() == {11: 1, 12: 3, 13: 13, 14: 13, 15: 15}
+    assert got["is_duplicate"].to_dict() == {11: True, 12: True, 13: False, 14: True, 15: False}
 
 
 def test_glob_characters_in_output_and_history_paths(days, incremental):
@@ -218,6 +247,24 @@ def test_history_of_an_older_version_is_refused(spark, days, tmp_path):
     message = str(err.value)
     assert repr(cfg.features.version()) in message and repr(cfg.fingerprint_version()) in message
     assert "start a new --history" in message and "+oph128x8" in cfg.fingerprint_version()
+    assert not os.path.exists(tmp_path / "out") and not os.path.exists(old / "run_date=2026-03-04")
+
+
+def test_char_history_from_before_the_punctuation_fold_is_refused(spark, tmp_path):
+    """Character n-grams fold Chinese punctuation to ASCII now; a history of --tokenizer char fingerprints
+    written before (its version as that job wrote it) holds other fingerprints for the same text: refused, not
+    misread. (Word fingerprints, the default, did not change, nor did their version: test_fingerprint.)"""
+    pd.DataFrame({"id": [1, 2], "text": ["我们今天在北京开会。", "讨论了人工智能的发展。"]}).to_parquet(tmp_path / "day.parquet")
+    old = tmp_path / "old-history"
+    os.makedirs(old / "run_date=2026-03-01")
+    argv = ["--input", str(tmp_path / "day.parquet"), "--output", str(tmp_path / "out"), "--tokenizer", "char",
+            "--history", str(old), "--run-date", "2026-03-04"]
+    signature = load_config(argv).signature.version()
+    before = f"sh64-2/nfkc-lower-digit0-hanjoin-ws/char5/binary/mmh3x64+{signature}"
+    (old / "_fingerprint_version").write_text(before + "\n")
+    with pytest.raises(DedupError, match="holds fingerprints of version") as err:
+        job(spark, *argv)
+    assert repr(before) in str(err.value) and "-punct-" in load_config(argv).fingerprint_version()
     assert not os.path.exists(tmp_path / "out") and not os.path.exists(old / "run_date=2026-03-04")
 
 

@@ -301,7 +301,7 @@ def test_zero_rows_fail_unless_allow_empty(spark, tmp_path):
         assert sorted(os.listdir(out)) == ["_SUCCESS", "clusters", "kept", "report.json"]
         clusters = pd.read_parquet(out / "clusters")
         assert len(clusters) == 0 and list(clusters.columns) == ["id", "fingerprint", "signature", "cluster_id",
-                                                                 "is_duplicate"]
+                                                                 "is_duplicate", "similarity"]
 
 
 @pytest.mark.parametrize("case,message", [

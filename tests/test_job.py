@@ -100,7 +100,7 @@ def test_output_layout(sample_run, sample):
     schema = pq.ParquetDataset(os.path.join(out, "clusters")).schema
     assert [(f.name, str(f.type)) for f in schema] == [
         ("id", "int64"), ("fingerprint", "int64"), ("signature", "binary"), ("cluster_id", "int64"),
-        ("is_duplicate", "bool")]
+        ("is_duplicate", "bool"), ("similarity", "double")]
     clusters = read_clusters(out)
     assert sorted(clusters["id"]) == sorted(rows["id"])  # every input row exactly once
     kept_ids = set(clusters.loc[~clusters.is_duplicate, "id"])
@@ -151,6 +151,7 @@ def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
 
     from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch
     from simhash_udf.core.shingles import jaccard, shingle_set
+    from simhash_udf.core.signature import similarity
     from simhash_udf.core.verified import VerifySpec, contained
 
     out, report = sample_run
@@ -162,17 +163,31 @@ def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
     cfg = report["config"]
     spec = VerifySpec(cfg["min_similarity"], min_containment=cfg["min_containment"], max_size_ratio=cfg["max_size_ratio"])
     dups = rows[rows["is_duplicate"]]
-    by_text = 0
+    by_text = by_containment = 0
     for i, c in zip(dups["id"], dups["cluster_id"]):
-        if sig[i] is not None and sig[c] is not None and (
-                agreeing(sig[i], sig[c]) >= spec.need
-                or contained(np.array([agreeing(sig[i], sig[c])]), counts[i], counts[c], spec, len(texts[i]),
-                             len(texts[c]))[0]):
-            continue
+        if sig[i] is not None and sig[c] is not None:
+            if agreeing(sig[i], sig[c]) >= spec.need:
+                continue
+            if contained(np.array([agreeing(sig[i], sig[c])]), counts[i], counts[c], spec, len(texts[i]),
+                         len(texts[c]))[0]:
+                by_containment += 1
+                continue
         a, b = texts[i], texts[c]
         assert len(a) < 140 and len(b) < 140 and jaccard(shingle_set(a), shingle_set(b)) >= spec.short_min_jaccard
         by_text += 1
     assert len(dups) > 50 and by_text < len(dups)
+    # clusters/' similarity: null exactly for kept pages; each duplicate's estimated Jaccard index to its kept page
+    # from the two signatures (1.0 for an exact copy), at least min_similarity when the signatures verified it
+    assert rows["similarity"].isna().tolist() == (~rows["is_duplicate"]).tolist()
+    sims = dups["similarity"].to_numpy()
+    kept_sig = [sig[c] for c in dups["cluster_id"]]
+    truth = [float(similarity(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8), spec.signature.bits))
+             for a, b in zip(dups["signature"], kept_sig)]
+    assert sims == pytest.approx(truth) and ((0 <= sims) & (sims <= 1)).all()
+    verified = np.array([agreeing(a, b) >= spec.need for a, b in zip(dups["signature"], kept_sig)])
+    assert (sims[verified] >= spec.min_similarity).all() and verified.sum() == len(dups) - by_text - by_containment
+    copies = np.array([a == b for a, b in zip(dups["signature"], kept_sig)])
+    assert copies.any() and (sims[copies] == 1.0).all()
     cand = Report.from_dict(report).candidates
     band_pairs = cand.signature_bands.pairs_accepted if cand.signature_bands else 0  # the band search's, verified alike
     assert cand.pairs_verified + cand.pairs_rejected == cand.pairs_accepted + band_pairs
@@ -227,8 +242,9 @@ def test_progress_is_logged_per_stage_with_counts(spark, watched_sample_run):
     assert report["total_seconds"] >= sum(report["seconds"].values()) + 2.0  # the pictures' 2 s included
     with open(os.path.join(out, "report.json")) as fh:
         assert json.load(fh)["total_seconds"] == report["total_seconds"]
+    progress = [line.split(":")[0].removeprefix("stage ") for line in lines if line.startswith("stage ")]
+    assert progress == list(report["seconds"])  # one line per stage, when it is done
     for stage in report["seconds"]:
-        assert f"stage {stage}: started" in lines
         assert any(line.startswith(f"stage {stage}: done in ") for line in lines), stage
     seconds, rows = report['seconds']['fingerprint'], report['input_rows']
     assert f"stage fingerprint: done in {seconds:.1f} s (rows {rows:,}, " in "\n".join(lines)
@@ -237,6 +253,57 @@ def test_progress_is_logged_per_stage_with_counts(spark, watched_sample_run):
     # the sample is one small file, read as one partition: spread over two tasks per core
     cores = spark.sparkContext.defaultParallelism
     assert any(line.startswith("stage read: done") and f"partitions {2 * cores})" in line for line in lines)
+
+
+def test_pair_search_adds_up_in_report_page_and_log(watched_sample_run):
+    """The pair search's numbers by source (SimHash tables, signature bands, short text) add up: compared =
+    verified + rejected for each source and over all of them, the totals are the sums, and they agree with the
+    stages' own counts; report.html's table and the log's line give the same numbers."""
+    import re
+
+    out, report, lines, _ = watched_sample_run
+    cand = Report.from_dict(report).candidates
+    search = cand.pair_search
+    sources = search.sources()
+    assert list(sources) == ["SimHash tables", "signature bands", "short text"]  # all on by default
+    for name, s in sources.items():
+        assert s.compared == s.verified + s.rejected, name
+        assert s.key_group_pairs >= s.compared or name == "short text", name
+    assert search.compared == sum(s.compared for s in sources.values()) == search.verified + search.rejected
+    assert search.verified == sum(s.verified for s in sources.values())
+    assert search.rejected == sum(s.rejected for s in sources.values())
+    # the same numbers as the stages' own parts of report.json
+    tables, bands, short = search.simhash_tables, search.signature_bands, search.short_text
+    assert (tables.key_group_pairs, tables.compared) == (cand.pairs_compared, cand.pairs_accepted)
+    assert (bands.key_group_pairs, bands.compared, bands.verified) == (
+        cand.signature_bands.pairs_compared, cand.signature_bands.pairs_accepted, cand.signature_bands.pairs_verified)
+    assert (tables.verified + bands.verified, tables.rejected + bands.rejected) == (cand.pairs_verified,
+                                                                                   cand.pairs_rejected)
+    st = report["short_text"]
+    assert (short.key_group_pairs, short.compared, short.verified) == (
+        st["pairs_compared"], st["candidate_pairs"], st["verified_pairs"])
+    assert 0 <= search.found_by_more_than_one_source <= short.compared
+    assert bands.rejected > 0 and tables.verified > 0  # premise: the sample has pairs of both fates
+    # the log: one line with these numbers
+    logged = [line for line in lines if line.startswith("pair search: ")]
+    assert logged == [search.summary()]
+    total = re.search(r"all sources: ([\d,]+) compared = ([\d,]+) verified \+ ([\d,]+) rejected", logged[0])
+    assert [int(g.replace(",", "")) for g in total.groups()] == [search.compared, search.verified, search.rejected]
+    for name, s in sources.items():
+        assert f"{name}: {s.compared:,} compared = {s.verified:,} verified + {s.rejected:,} rejected " in logged[0]
+    # report.html: the same numbers in its pair-search table
+    with open(os.path.join(out, "report.html"), encoding="utf-8") as fh:
+        page = fh.read()
+    table = re.search(r'<table id="pair-search">(.*?)</table>', page).group(1)
+    rows = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", tr)]
+            for tr in re.findall(r"<tr>(.*?)</tr>", table)]
+    assert rows[0] == ["source", "looked at in key groups", "compared", "verified", "rejected"]
+    expect = [[name, f"{s.key_group_pairs:,}", f"{s.compared:,}", f"{s.verified:,}", f"{s.rejected:,}"]
+              for name, s in sources.items()]
+    assert rows[1:] == expect + [["all sources", "", f"{search.compared:,}", f"{search.verified:,}",
+                                  f"{search.rejected:,}"]]
+    assert f"{search.found_by_more_than_one_source:,} pairs were found by two sources" in page
+    assert "see Run" not in page
 
 
 def test_input_split():

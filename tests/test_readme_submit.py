@@ -34,6 +34,23 @@ def fresh_shell_env() -> dict:
     return env
 
 
+# A line of Spark's own log4j output at INFO (its default pattern: "yy/MM/dd HH:mm:ss LEVEL Logger: message").
+SPARK_INFO_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d INFO ", flags=re.M)
+
+
+def check_quiet_log(log: str, report: dict) -> None:
+    """The job's log at spark-submit's default level: none of Spark's INFO lines (session.JOB_LOG_SETTINGS) and no
+    plan-truncation warnings (session.quiet_plan_truncation; the run's plans exceed the job's cap), and one
+    progress line per stage with its seconds (the first two with their rows)."""
+    assert not SPARK_INFO_LINE.search(log), SPARK_INFO_LINE.findall(log)[:5]
+    assert "Truncated the string representation" not in log
+    progress = re.findall(r"simhash_dedup INFO stage (\w+): (.*)", log)
+    assert [stage for stage, _ in progress] == list(report["seconds"]), progress
+    for stage, line in progress:
+        assert line.startswith(f"done in {report['seconds'][stage]:.1f} s"), (stage, line)
+    assert f"(rows {report['input_rows']:,}, " in dict(progress)["fingerprint"]
+
+
 def test_readme_spark_submit_lines_as_written(tmp_path):
     lines = readme_submit_block()
     submit = [line for line in lines if line.startswith("spark-submit ")]
@@ -50,7 +67,9 @@ def test_readme_spark_submit_lines_as_written(tmp_path):
                           timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert (out / "_SUCCESS").exists()
-    assert json.loads((out / "report.json").read_text())["input_rows"] == len(pages)
+    report = json.loads((out / "report.json").read_text())
+    assert report["input_rows"] == len(pages)
+    check_quiet_log(proc.stdout + proc.stderr, report)
     clusters = pd.read_parquet(out / "clusters")
     assert len(clusters) == len(pages) and clusters["is_duplicate"].sum() > 0  # the sample corpus has planted copies
     for built in ("simhash_udf.zip", "env.tar.gz"):  # what the build step promises, for the cluster form

@@ -256,6 +256,9 @@ def test_duplicates_to_kept_against_brute_force(report_run):
     b = np.stack([np.frombuffer(s, np.uint8) for s in kept.loc[dups["cluster_id"], "signature"]])
     bands = np.minimum((similarity(a, b, spec.bits) * 20).astype(int), 19)
     assert list(got["similarity_histogram"].values()) == np.bincount(bands, minlength=20).tolist()
+    # clusters/' own similarity column: the same estimate for each duplicate, null for the kept pages
+    assert dups["similarity"].to_numpy(dtype=float) == pytest.approx(similarity(a, b, spec.bits))
+    assert kept["similarity"].isna().all() and dups["similarity"].notna().all()
     assert got["below_min_similarity"] == int(((a == b).sum(1) < VerifySpec(report["config"]["min_similarity"]).need).sum())
     assert sorted(report["plots"]) == report["plots"] and "duplicates_to_kept.png" in report["plots"]
 
@@ -347,7 +350,7 @@ def test_everything_from_the_input_is_escaped_on_the_page():
         "duplicates_to_kept": {"distance_histogram": {"0": 1}, "similarity_histogram": {}, "beyond_k": 0},
         "duplicate_rate_by": {"host": {"column": bad, "values": 1, "top": [
             {"host": bad, "pages": 3, "duplicates": 1, "duplicate_rate": 0.3333}]}},
-        "seconds": {bad: 1.0}, "config": {"k": 1, bad: bad},
+        "seconds": {bad: 1.0}, "config": {"k": 1, "text_col": bad},
     }
     page = render_html(Report.from_dict(report), [{"duplicate": bad, "kept": 1, "distance": 0, "similarity": 1.0,
                                  "duplicate_text": bad, "kept_text": bad, "duplicate_url": bad, "kept_url": None}])
@@ -371,6 +374,111 @@ def test_a_run_without_duplicates_still_gets_its_page_and_pictures():
     assert "plot-distance-to-kept" not in page
     for png in (cluster_sizes_png(Report.from_dict(report)), pair_distances_png(Report.from_dict(report))):
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def a_full_report(**config) -> dict:
+    """A report with every plot: band counts, duplicates beyond k and below the similarity threshold."""
+    from simhash_udf.job.config import DedupConfig
+
+    return {
+        "input": "in", "output": "out", "started_at": "t", "total_seconds": 1.0, "simhash_dedup_version": "0",
+        "spark_version": "4", "fingerprint_version": "v", "input_rows": 40, "kept": 30, "duplicates": 10,
+        "exact_duplicates": 2, "near_duplicates": 8, "bad_rows": {"null_text": 1, "no_features": 2},
+        "clusters": {"size_histogram": {"1": 25, "2": 3, "5": 1}, "with_duplicates": 4, "largest": 5},
+        "candidates": {"pairs_accepted_by_distance": {"0": 0, "1": 3, "2": 4}, "pairs_accepted": 7,
+                       "pairs_compared": 20, "pairs_verified": 9, "pairs_rejected": 6,
+                       "similarity_bands": {f"{b / 10:.1f}-{(b + 1) / 10:.1f}": {"verified": b // 3, "rejected": 1}
+                                            for b in range(10)},
+                       "verification": {"min_similarity": 0.8}},
+        "duplicates_to_kept": {"distance_histogram": {"0": 2, "2": 5, "9": 3}, "beyond_k": 3, "min_similarity": 0.8,
+                               "below_min_similarity": 1, "kept_in_earlier_run": 0,
+                               "similarity_histogram": {f"{b / 20:.2f}-{(b + 1) / 20:.2f}": int(b >= 15) for b in range(20)}},
+        "duplicate_rate_by": {}, "seconds": {"read": 1.0}, "config": {**DedupConfig().to_dict(), "k": 3, **config},
+    }
+
+
+def test_one_colour_one_meaning_on_the_page_and_in_the_pictures(monkeypatch):
+    """Blue is verified pairs and the duplicates they make, red rejected pairs, grey candidate pairs before
+    verification: in every SVG bar of the page and every bar of the PNGs, and the page says so. (Red once marked
+    duplicates beyond k, which were verified, and grey the duplicates below the threshold.)"""
+    from simhash_udf.job import report_plots
+    from simhash_udf.job.report_plots import COLOURS, NEUTRAL, REJECTED, VERIFIED
+
+    report = Report.from_dict(a_full_report())
+    page = render_html(report, [])
+    bars = re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"><title>[^<]*?: [\d,]+ ([^<]+)</title>', page)
+    assert {name for _, name in bars} == {"documents removed", "duplicates", "candidate pairs", "verified (edge)",
+                                          "rejected"}
+    meaning = {"documents removed": VERIFIED, "duplicates": VERIFIED, "verified (edge)": VERIFIED,
+               "rejected": REJECTED, "candidate pairs": NEUTRAL}
+    assert [(colour, name) for colour, name in bars if meaning[name] != colour] == []
+    key = re.search(r'<p class="note" id="colours">(.*?)</p>', page).group(1)
+    assert all(html.escape(text) in key and colour in key for colour, text in COLOURS.items())
+
+    figures, draw = [], report_plots._png
+    monkeypatch.setattr(report_plots, "_png", lambda fig: (figures.append(fig), draw(fig))[1])
+
+    class Out:
+        def staged(self, name):
+            return name
+
+        def write_bytes(self, path, data):
+            pass
+
+    report_plots.write_plots(report, Out())
+    seen = set()
+    for fig in figures:
+        title = " ".join(ax.get_title() for ax in fig.axes)
+        for ax in fig.axes:
+            for bars_of in ax.containers:
+                label = bars_of.get_label()
+                for patch in bars_of.patches:
+                    colour = "#%02x%02x%02x" % tuple(round(255 * c) for c in patch.get_facecolor()[:3])
+                    seen.add(colour)
+                    want = REJECTED if label == "rejected" else NEUTRAL if "before verification" in title and (
+                        "Candidate pairs of the SimHash tables" in ax.get_title()) else VERIFIED
+                    assert colour == want, (ax.get_title(), label)
+    assert seen == {VERIFIED, REJECTED, NEUTRAL}
+
+
+def test_configuration_table_shows_user_settings_and_cards_say_what_they_count():
+    """The configuration table holds the settings that decide the results (no Spark tuning such as
+    arrow_batch_mb, no benchmark-only simulate_fingerprint_bits unless it was set); report.json keeps all of them.
+    The bad-rows card names what it counts."""
+    from simhash_udf.job.config import DedupConfig
+
+    class Table(HTMLParser):
+        def __init__(self, text):
+            super().__init__()
+            self.rows, self.cell, self.on = [], None, False
+            self.feed(text)
+
+        def handle_starttag(self, tag, attrs):
+            self.on = self.on or (tag == "table" and dict(attrs).get("id") == "config")
+            if self.on and tag == "tr":
+                self.rows.append([])
+            if self.on and tag in ("td", "th"):
+                self.cell = ""
+
+        def handle_endtag(self, tag):
+            if self.on and tag in ("td", "th"):
+                self.rows[-1].append(self.cell)
+            self.on = self.on and tag != "table"
+
+        def handle_data(self, data):
+            if self.on and self.cell is not None:
+                self.cell += data
+
+    page = render_html(Report.from_dict(a_full_report()), [])
+    shown = [row[0] for row in Table(page).rows[1:]]
+    assert "arrow_batch_mb" not in shown and "arrow_batch_size" not in shown and "shuffle_partitions" not in shown
+    assert "simulate_fingerprint_bits" not in shown and "plan" not in shown and "input_partitions" not in shown
+    assert {"k", "min_similarity", "signature_bands", "text_col", "input_format", "keep", "history"} <= set(shown)
+    assert set(shown) < set(DedupConfig().to_dict())
+    benchmark = render_html(Report.from_dict(a_full_report(simulate_fingerprint_bits=48)), [])
+    assert "simulate_fingerprint_bits" in [row[0] for row in Table(benchmark).rows[1:]]  # it changes the results
+    card = re.search(r'data-key="bad_rows"[^>]*>[^<]*</div><div class="l">([^<]*)</div>', page).group(1)
+    assert "see Run" not in card and "null" in card and "invalid UTF-8" in card
 
 
 @pytest.mark.parametrize("sizes", [{"1": 9, "2": 4}, {"1": 9_000_000, "2": 400_000, "3": 120_000, "9": 800, "17": 300,

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from simhash_udf.core.blocks import choose_plan, plan_cost
+from simhash_udf.errors import DedupError
 from simhash_udf.job import sizing
 from simhash_udf.job.config import DedupConfig, load_config
 
@@ -48,11 +49,16 @@ def test_plan_at_a_billion_pages():
 
 
 def test_plan_from_the_command_line_needs_no_java_and_no_input():
+    """--plan 1e9 (a count as people write it) prints the plan, and a line in plain words for each of its terms."""
     env = {"PATH": os.path.dirname(sys.executable), "JAVA_HOME": "/nonexistent", "PYTHONPATH": ROOT}
-    proc = subprocess.run([sys.executable, "-m", "simhash_udf.job.cli", "--plan", "1000000000"], env=env,
+    proc = subprocess.run([sys.executable, "-m", "simhash_udf.job.cli", "--plan", "1e9"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "10 tables" in proc.stdout and "rows in all 2e+10" in proc.stdout and "core-hours" in proc.stdout
+    terms = proc.stdout.split("\nwhat the terms mean:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in terms] == ["blocks", "tables", "key", "block", "band", "comparisons",
+                                                   "chance", "core-hours"]
+    assert "cut into 5 pieces" in terms[0] and "within 3 bits" in terms[6]  # this plan's own numbers
     bad = subprocess.run([sys.executable, "-m", "simhash_udf.job.cli", "--plan", "1"], env=env,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--plan needs" in bad.stderr
@@ -74,3 +80,15 @@ def test_plan_with_signature_bands_adds_one_row_per_band():
     assert r["expected_comparisons"] <= 2e12 and r["core_hours"]["pair_search"] > without["core_hours"]["pair_search"]
     off = sizing.plan_report(10**9, DedupConfig(k=3, signature_bands=10, min_similarity=0))
     assert off["band_rows"] == 0 and off["signature_bands"] is None  # bands need verification
+
+
+@pytest.mark.parametrize("text, pages", [("1e8", 10**8), ("1E9", 10**9), ("100000000", 10**8),
+                                         ("1_000_000", 10**6), ("2.5e3", 2500)])
+def test_plan_takes_counts_as_people_write_them(text, pages):
+    assert load_config(["--plan", text]).plan == pages
+
+
+@pytest.mark.parametrize("text", ["1.5", "-3", "1e8.5", "ten", "1e30", "nan"])
+def test_plan_refuses_what_is_not_a_whole_number_of_pages(text):
+    with pytest.raises(DedupError, match=r"argument --plan: .* is not a number of pages: give a whole number"):
+        load_config(["--plan", text])

@@ -40,6 +40,9 @@ def cluster(spark, tmp_path_factory):
         collected = found.clusters.collect()
         rows = {r.id: r.cluster_id for r in collected}
         check_kept_fp_and_shape(collected, found.histogram, found.stats)
+        # without signatures a duplicate's similarity to its kept page is known only for a copy of its fingerprint
+        assert [r.similarity for r in collected] == [
+            (1.0 if r.fingerprint == r.kept_fp else None) if r.is_duplicate else None for r in collected]
         for d in persisted:
             d.unpersist()
         return rows

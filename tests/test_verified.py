@@ -126,7 +126,8 @@ def cluster(spark, tmp_path_factory):
             collected = clusters.collect()
             rows = {r.id: (r.cluster_id, r.kept_run_date) if history is not None else r.cluster_id for r in collected}
             check_kept_fp_and_shape(collected, found.histogram, stats,
-                                    lambda r: history is not None and r.kept_run_date != "2026-11-23")
+                                    lambda r: history is not None and r.kept_run_date != "2026-11-23",
+                                    {((r[1], r[2]), r[0]) for r in history.collect()} if history is not None else set())
             run.last_plan = clusters._jdf.queryExecution().executedPlan().toString()
         for d in persisted:
             d.unpersist()
@@ -268,8 +269,12 @@ def test_incremental_runs_verify_against_the_earlier_kept_page(cluster):
     ids = [1, 2, 3]
     fps = [kf ^ (0b11 << 30), kf ^ (0b1 << 45), df_ ^ (0b111 << 20)]
     sigs = [rng.integers(0, 256, 128, dtype=np.uint8).tobytes(), t2_sig.tobytes(), t3_sig.tobytes()]
-    got, _ = cluster(ids, fps, sigs, 6, history=history)
+    got, stats = cluster(ids, fps, sigs, 6, history=history)
     assert got == {1: (1, "2026-11-23"), 2: (100, "2026-11-20"), 3: (3, "2026-11-23")}
+    assert stats.exact_duplicates == 0
+    # T4, a byte copy of D (a member of cluster 100 in the history): a duplicate there, and an exact one
+    t4, t4_stats = cluster(ids + [4], fps + [df_], sigs + [d_sig.tobytes()], 6, history=history)
+    assert t4[4] == (100, "2026-11-20") and t4_stats.exact_duplicates == 1
     assert cluster(ids, fps, sigs, 6, history=history, n_pages=10**9)[0] == got  # a large run's passes
     transitive, _ = cluster(ids, fps, sigs, 6, mode="transitive", verify=None, history=history)
     assert transitive == {1: (100, "2026-11-20"), 2: (100, "2026-11-20"), 3: (100, "2026-11-20")}

@@ -5,7 +5,8 @@ arithmetic is integer arithmetic, so a fingerprint is the same on every machine 
 floating-point summation order can flip a bit that sits on zero).
 
 Definition (fingerprint version "sh64-2"): normalise (NFKC, lower case, digits to 0, white space between two
-Han characters removed (sh64-1 kept it: a re-wrapped Chinese page had other words), other white space folded),
+Han characters removed (sh64-1 kept it: a re-wrapped Chinese page had other words), other white space folded;
+for character n-grams also Chinese punctuation as ASCII, FeatureSpec.normalisation),
 tokenise (text.py), then for a document with features t_1..t_n (token occurrences),
 weights w(t) (integers) and 64-bit hashes h(t) = first 64 bits of MurmurHash3 x64-128 (seed 0) of the
 UTF-8 feature, bit i of the fingerprint is 1 iff  sum_t w(t) * (+1 if bit i of h(t) else -1)  > 0.
@@ -170,7 +171,13 @@ class FeatureSpec:
                 feats += f"({segmenter_version(self.segmenter)})"
             feats += "-stop" if self.stop_words else ""
         weighting = self.weighting + (f"({self.idf.digest})" if self.weighting == "tfidf-corpus" and self.idf else "")
-        return f"{DEFINITION_VERSION}/nfkc-lower-digit0-hanjoin-ws/{feats}/{weighting}/mmh3x64"
+        return f"{DEFINITION_VERSION}/{self.normalisation()}/{feats}/{weighting}/mmh3x64"
+
+    def normalisation(self) -> str:
+        """The normalisation's name. Character n-grams also fold Chinese punctuation to ASCII
+        (text.normalize_text), named "-punct" so that a history of char fingerprints made without the fold is
+        refused, not misread; word features never hold punctuation and are the same with or without it."""
+        return "nfkc-lower-digit0-hanjoin-punct-ws" if self.tokenizer == "char" else "nfkc-lower-digit0-hanjoin-ws"
 
 
 def features_of(text: str, spec: FeatureSpec) -> list[str]:

@@ -2,9 +2,9 @@
 
 One definition serves two users: the job's short-text mode verifies candidate pairs with it, and the
 evaluation oracle (quality.py) measures copies with it. Shingles are the character n-grams of the job's
-normalize_text (NFKC, lower case, digits to 0, white space folded); a non-empty text shorter than n is one
-shingle; each shingle is hashed to 64 bits (a collision among a page's few thousand shingles has odds of
-about 1e-13)."""
+normalize_text (NFKC, lower case, digits to 0, Chinese punctuation as ASCII, white space folded); a non-empty
+text shorter than n is one shingle; each shingle is hashed to 64 bits (a collision among a page's few thousand
+shingles has odds of about 1e-13)."""
 from __future__ import annotations
 
 import numpy as np

@@ -60,10 +60,30 @@ SEGMENTERS = ("jieba", "rjieba")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+# Chinese punctuation that NFKC keeps, as the ASCII a repost typed on an English keyboard has instead (NFKC
+# already maps the full-width ，！？；：（） and the half-width ｡ to ASCII or to these).
+PUNCTUATION_FOLD = {"。": ".", "、": ",", "“": '"', "”": '"', "‘": "'", "’": "'", "「": '"', "」": '"', "『": '"',
+                    "』": '"', "《": "<", "》": ">", "〈": "<", "〉": ">", "【": "[", "】": "]", "〔": "[", "〕": "]",
+                    "—": "-"}
+_PUNCTUATION_FOLD = str.maketrans(PUNCTUATION_FOLD)
+# White space between a Han character and an ASCII mark (either side): "中文, 中文" or '他说 "好"' typed with
+# the spaces an English keyboard habit adds, where the Chinese original "中文，中文" has none.
+_MARKS = r",.!?;:\"'()<>\[\]\-"
+_HAN_MARK_GAP = re.compile(f"(?<=[{HAN}])\\s+(?=[{_MARKS}])|(?<=[{_MARKS}])\\s+(?=[{HAN}])")
+
+
 def normalize_text(text: str) -> str:
     """Unicode NFKC, lower case, every decimal digit to 0, white space between two Han characters removed,
-    every other white-space run to one space, ends stripped (lone surrogates made U+FFFD)."""
-    return _WHITESPACE.sub(" ", normalize_chars(_SURROGATE.sub("\ufffd", text))).strip()
+    Chinese punctuation as ASCII (PUNCTUATION_FOLD) and white space between a Han character and a mark removed,
+    every other white-space run to one space, ends stripped (lone surrogates made U+FFFD).
+
+    The text of character n-grams (--tokenizer char, the short-text fingerprint and shingles): a Chinese
+    repost with its punctuation typed in ASCII has the same n-grams. Word features (normalize_chars) never
+    hold punctuation and do not need the fold."""
+    normal = normalize_chars(_SURROGATE.sub("\ufffd", text)).translate(_PUNCTUATION_FOLD)
+    if _HAN_CHAR.search(normal):
+        normal = _HAN_MARK_GAP.sub("", normal)
+    return _WHITESPACE.sub(" ", normal).strip()
 
 
 def normalize_chars(text: str) -> str:

@@ -2,10 +2,10 @@
 
 Pure Python, no Spark; used by corpus.py on generated and real originals alike. Copies (truth variants):
 
-* ``frame``: the text inside a host's site frame (a header line, a menu, a column of short link lines, a
-  footer), the frame 15-35% of the copy. A host's frame is the same text on every page of the host
-  (``host_frame``), as on a real site; hosts come in sizes from a few dozen to thousands of characters,
-  and a copy goes to the host whose frame gives it the share drawn for it.
+* ``frame``: the page (as it is, with any boilerplate of its own) inside a host's site frame (a header line,
+  a menu, a column of short link lines, a footer), the frame 15-35% of the copy. A host's frame is the same
+  text on every page of the host (``host_frame``), as on a real site; hosts come in sizes from a few dozen to
+  thousands of characters, and a copy goes to the host whose frame gives it the share drawn for it.
 * ``comments``: three reader comments (a name and date line, then one or two sentences) appended; the
   comments at most a third of the copy.
 * ``ad_paragraph``: an advertisement paragraph (several ad sentences) inserted between two paragraphs, 10%

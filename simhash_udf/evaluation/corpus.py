@@ -368,8 +368,8 @@ def make_variant(rng: random.Random, kind: str, doc: Doc) -> str:
     if kind == "boilerplate":
         lang_sites = [s for s in range(_N_SITES) if s != doc.site]
         return wrap(doc.body, rng.choice(lang_sites), doc.lang) if len(doc.body) >= LONG_MIN else doc.text
-    if kind == "frame":  # the article in another host's frame (instead of its own site's boilerplate)
-        return framed(rng, doc.body, doc.lang)[0]
+    if kind == "frame":  # the whole page inside another host's frame: the added part is the frame alone
+        return framed(rng, doc.text, doc.lang)[0]
     edited = {
         "ad": lambda b: insert_ad(rng, b, doc.lang),
         "numbers": lambda b: change_numbers(rng, b),

@@ -19,14 +19,14 @@ from ..io.read import check_ids
 from ..spark.session import scoped_settings
 from ..spark.workers import check_worker_python
 from .config import DedupConfig, apply_settings
-from .pipeline import api_shuffle_partitions, check_input_columns, job_settings
+from .pipeline import CLUSTERS_COLUMNS, api_shuffle_partitions, check_input_columns, job_settings
 from .report import dedup_report
 from .stages import StageTimer, persisting, run_stages
 
 
 @dataclass
 class NearDuplicates:
-    clusters: DataFrame  # id, fingerprint, signature, cluster_id, is_duplicate: one row per input row
+    clusters: DataFrame  # id, fingerprint, signature, cluster_id, is_duplicate, similarity: one row per input row
     kept: DataFrame  # the input rows that are kept (one per cluster), all their columns
     report: dict  # counts, bad rows, pair statistics, seconds per stage (as in the job's report.json)
     persisted: list[DataFrame] = field(default_factory=list, repr=False)
@@ -99,7 +99,7 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
         report.seconds = timer.seconds
         report.shuffle_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))  # still the run's here
         result.report = report.api_dict()
-    result.clusters = found.clusters.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate")
+    result.clusters = found.clusters.select(*CLUSTERS_COLUMNS)
     kept_ids = found.clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
     result.kept = df.join(kept_ids, df[id_col] == kept_ids["_kept_id"], "left_semi")
     return result

@@ -15,6 +15,7 @@ from .config import load_config
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines are connection housekeeping
     try:
         cfg = load_config(argv)
     except DedupError as exc:

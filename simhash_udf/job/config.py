@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import decimal
 import glob
 import logging
 import os
 import re
+import sys
 import textwrap
 import tomllib
 from dataclasses import dataclass, field
@@ -40,11 +42,14 @@ DEFAULT_CONF = "default.toml"  # a resource of this package (read with importlib
 _FEATURES, _SHORT, _VERIFY, _SENTENCES = FeatureSpec(), ShortTextSpec(), VerifySpec(), SentenceKeySpec()
 
 
-def option(default, section: str, help: str, *, choices: tuple | None = None, toml: bool = True):
+def option(default, section: str, help: str, *, choices: tuple | None = None, toml: bool = True,
+           listed: bool = True):
     """A DedupConfig field: its default, TOML section and help text; the command-line option and the TOML
-    key are made from it (build_parser, render_defaults_toml)."""
+    key are made from it (build_parser, render_defaults_toml). listed=False: an option for the project's own
+    benchmarks, which works but is left out of --help."""
     assert section in SECTIONS, section
-    return field(default=default, metadata={"section": section, "help": help, "choices": choices, "toml": toml})
+    return field(default=default, metadata={"section": section, "help": help, "choices": choices, "toml": toml,
+                                            "listed": listed})
 
 
 @dataclass
@@ -81,13 +86,13 @@ class DedupConfig:
                                   "bins of one of this many bands are compared too, then verified (MinHash LSH; "
                                   "0 = off; off without verification)")
     band_bins: int = option(5, "search", "signature bins a band (bands x bins <= 128; 8 bits a bin)")
-    min_containment: float = option(_VERIFY.min_containment, "search", "a pair also verifies when this share of the "
+    min_containment: float = option(0.0, "search", "a pair also verifies when this share of the "
                                     "smaller page's features (estimated) is in the larger page and the larger is at "
                                     "most --max-size-ratio times the smaller: a page inside another page's frame, "
                                     "comments or ads; 0 = off (similarity alone)")
     max_size_ratio: float = option(_VERIFY.max_size_ratio, "search", "a contained pair's larger page has at most this "
                                    "many times the smaller's characters (a poem is not a copy of the anthology holding it)")
-    sentence_keys: int = option(_SENTENCES.n, "search", "a third candidate source: pages sharing one of their this many "
+    sentence_keys: int = option(0, "search", "a third candidate source: pages sharing one of their this many "
                                 "longest sentences are compared, then verified; 0 = off (off without verification)")
     sentence_min_chars: int = option(_SENTENCES.min_chars, "search", "letters a sentence needs to make a key "
                                      "(digits, punctuation and white space not counted)")
@@ -98,10 +103,10 @@ class DedupConfig:
                                "page", choices=CLUSTER_MODES)
     keep: str = option("id", "search", "which page of a cluster is kept: id (smallest id), longest, earliest:COLUMN")
     max_component_rounds: int = option(200, "search", "large-star/small-star rounds before the job gives up")
-    plan: int = option(0, "search", "print the plan and estimated cost of a run over this many pages, then exit "
-                       "(no Spark, no input needed)", toml=False)
+    plan: int = option(0, "search", "print the plan and estimated cost of a run over this many pages (e.g. 1e9), "
+                       "then exit (no Spark, no input needed)", toml=False)
     simulate_fingerprint_bits: int = option(0, "search", "benchmarks only (scripts/bench/quality.py --crawl): cut fingerprints "
-                                            "to this many bits before the pair search; 0 = off")
+                                            "to this many bits before the pair search; 0 = off", listed=False)
     # short_text
     short_text_chars: int = option(_SHORT.max_chars, "short_text", "short-text mode for pages with fewer characters; "
                                    "0 = off (also off for --input-format fingerprints and --cluster-mode star)")
@@ -418,23 +423,56 @@ class _Parser(argparse.ArgumentParser):
         raise DedupError(f"{message} (see --help for the options)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def program_name(argv0: str | None = None) -> str:
+    """How the user started the job, for --help's usage line and argparse's messages: from the script's name
+    (sys.argv[0] by default): spark-submit's jobs/dedup_job.py, `python -m simhash_udf.job.cli`, or the
+    simhash-dedup console script (also the name for a call from Python)."""
+    name = os.path.basename(sys.argv[0] if argv0 is None and sys.argv else argv0 or "")
+    if name == "dedup_job.py":
+        return "spark-submit jobs/dedup_job.py"
+    if name == "cli.py":
+        return "python -m simhash_udf.job.cli"
+    return "simhash-dedup"
+
+
+MAX_PLAN_PAGES = 10**18  # --plan's largest number of pages (1e999999999 would be a billion-digit int)
+
+
+def page_count(text: str) -> int:
+    """--plan's number of pages: a whole number written as 100000000, 100_000_000 or 1e8 (argparse's int()
+    refused 1e8). A fraction or a negative number is refused with a message naming the forms accepted."""
+    try:
+        value = decimal.Decimal(text.strip())
+    except decimal.InvalidOperation:
+        value = None
+    if value is None or not value.is_finite() or value < 0 or value > MAX_PLAN_PAGES \
+            or value != value.to_integral_value():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of pages: give a whole number from 2 to 1e18, "
+                                         "e.g. 100000000, 100_000_000 or 1e8")
+    return int(value)
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The command line, one option per DedupConfig field (--k, --tokenizer, --overwrite/--no-overwrite ...),
-    grouped by section; options left out keep the files' values (default None)."""
-    p = _Parser(prog="dedup_job.py", allow_abbrev=False,
+    grouped by section; options left out keep the files' values (default None). prog: the usage line's
+    command (program_name() by default)."""
+    p = _Parser(prog=prog or program_name(), allow_abbrev=False,
                 description="Find near-duplicate documents with 64-bit SimHash and keep one per cluster.")
     p.add_argument("--config", help="TOML file of settings (sections as in conf/default.toml)")
     groups = {section: p.add_argument_group(section) for section in SECTIONS}
     for f in dataclasses.fields(DedupConfig):
         flag, meta = "--" + f.name.replace("_", "-"), f.metadata
         help_text = f"{meta['help']} (default: {f.default!r})" if meta["toml"] else meta["help"]
+        if not meta["listed"]:
+            help_text = argparse.SUPPRESS
         group = groups[meta["section"]]
         if isinstance(f.default, bool):
             group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         elif f.name in ("input", "output"):
             group.add_argument(flag, help=help_text + " (required, but for --plan)")
         else:
-            group.add_argument(flag, type=type(f.default), choices=meta["choices"], default=None, help=help_text)
+            kind = page_count if f.name == "plan" else type(f.default)
+            group.add_argument(flag, type=kind, choices=meta["choices"], default=None, help=help_text)
     return p
 
 

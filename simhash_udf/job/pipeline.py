@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, BooleanType, DoubleType, LongType, StringType, StructField, StructType
 
 from ..errors import DedupError
 from ..io.history import History
@@ -268,12 +268,17 @@ def count_kept(found: Clustered, history: History | None, history_report: RunHis
     return int(counts["kept"] or 0)
 
 
+# clusters/'s columns (README's output layout): similarity is a duplicate's estimated Jaccard index to its kept
+# page (null for a kept page)
+CLUSTERS_COLUMNS = ("id", "fingerprint", "signature", "cluster_id", "is_duplicate", "similarity")
+
+
 def write_stage(cfg: DedupConfig, out: OutputDir, history: History | None, raw: DataFrame, found: Clustered,
                 fp: Fingerprinted, kept_rows: int, timer: StageTimer) -> None:
     """clusters/, kept/ (the input's rows of the kept pages) and this run's rows of the history, staged."""
     clusters = found.clusters
     with timer("write") as counts:
-        clusters.select("id", "fingerprint", "signature", "cluster_id", "is_duplicate").write.parquet(out.staged("clusters"))
+        clusters.select(*CLUSTERS_COLUMNS).write.parquet(out.staged("clusters"))
         if history is not None:
             rows = clusters if "kept_run_date" in clusters.columns else clusters.withColumn(
                 "kept_run_date", F.lit(history.run_date))
@@ -334,7 +339,7 @@ def write_empty_output(spark: SparkSession, cfg: DedupConfig, out: OutputDir, em
     id_type = df.schema[cfg.id_col].dataType if df is not None and cfg.id_col in df.columns else StringType()
     clusters = StructType([StructField("id", id_type), StructField("fingerprint", LongType()),
                            StructField("signature", BinaryType()), StructField("cluster_id", id_type),
-                           StructField("is_duplicate", BooleanType())])
+                           StructField("is_duplicate", BooleanType()), StructField("similarity", DoubleType())])
     spark.createDataFrame([], clusters).write.parquet(out.staged("clusters"))
     kept_schema = df.schema if df is not None else StructType([StructField(cfg.id_col, id_type),
                                                                 StructField(cfg.text_col, StringType())])

@@ -11,6 +11,7 @@ Two parts:
   - `render_html` (pure): the page from report.json's numbers and those examples."""
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import html
 import math
@@ -28,8 +29,9 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 
 from ..core.signature import SignatureSpec, agreeing_bins, from_arrow
 from ..spark import joins
-from .report_plots import BLUE, GREY, RED, accepted_pair_distances, kept_distances, removed_by_size
-from .report_schema import DuplicatesToKept, ExamplePair, RateDimension, Report
+from .config import DedupConfig
+from .report_plots import COLOURS, NEUTRAL, REJECTED, VERIFIED, accepted_pair_distances, kept_distances, removed_by_size
+from .report_schema import DuplicatesToKept, ExamplePair, PairSearch, RateDimension, Report
 
 EXAMPLE_PAIRS = 5  # example pairs shown side by side, one per (distance, similarity) cell and cluster
 EXAMPLES_BELOW = 2  # of which at most this many below the similarity threshold, when others are there
@@ -444,7 +446,7 @@ h3{font-size:14px;margin:0 0 6px}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(118px,1fr));gap:10px;margin-top:14px}
 .card{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:10px 12px}
 .card .v{font-size:22px;font-weight:600}.card .l{color:#57606a;font-size:12px}
-.card.hi .v{color:#c0504d}
+.card.hi .v{color:#4472c4}.card.wide{grid-column:span 2}
 .grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(640px,1fr));gap:14px}
 figure{background:#fff;border:1px solid #d0d7de;border-radius:6px;margin:0;padding:12px}
 figcaption{color:#57606a;font-size:12.5px;margin-top:6px}
@@ -455,6 +457,8 @@ table{border-collapse:collapse;background:#fff;border:1px solid #d0d7de;font-siz
 th,td{padding:4px 10px;border-bottom:1px solid #eaeef2;text-align:left;vertical-align:top}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .bar{display:inline-block;min-width:1px;height:9px;background:#4472c4;border-radius:2px;vertical-align:middle}
+.bar.neutral{background:#7f7f7f}
+.key{display:inline-block;width:10px;height:10px;border-radius:2px;margin:0 4px 0 10px;vertical-align:middle}
 .tables{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
 .pair{background:#fff;border:1px solid #d0d7de;border-radius:6px;margin:0 0 12px;padding:10px 12px}
 .pair .head{font-weight:600;margin-bottom:6px}.pair .why{font-weight:400;color:#57606a}
@@ -468,8 +472,9 @@ details{margin-top:8px}code{font-size:12px}
 """
 
 
-def _card(key: str, value, label: str, shown: str | None = None, hi: bool = False) -> str:
-    return (f'<div class="card{" hi" if hi else ""}"><div class="v" data-key="{esc(key)}" data-value="{esc(value)}">'
+def _card(key: str, value, label: str, shown: str | None = None, hi: bool = False, wide: bool = False) -> str:
+    kind = "card" + (" hi" if hi else "") + (" wide" if wide else "")
+    return (f'<div class="{kind}"><div class="v" data-key="{esc(key)}" data-value="{esc(value)}">'
             f'{esc(shown if shown is not None else f"{value:,}")}</div><div class="l">{esc(label)}</div></div>')
 
 
@@ -503,7 +508,7 @@ def render_html(report: Report, examples: list[dict], more_texts: dict | None = 
                  f'{esc(report.spark_version)} · fingerprint version <code id="fingerprint-version">'
                  f'{esc(report.fingerprint_version)}</code></div>')
     parts.append(_headline(report))
-    parts.append('<h2>Plots</h2><div class="grid2">' + "".join(_figures(report)) + "</div>")
+    parts.append('<h2>Plots</h2>' + _colour_key() + '<div class="grid2">' + "".join(_figures(report)) + "</div>")
     parts.append(_examples(report, examples))
     parts.append(_verified_kinds(report, more_texts or {}))
     rates = report.duplicate_rate_by or {}
@@ -511,9 +516,12 @@ def render_html(report: Report, examples: list[dict], more_texts: dict | None = 
         parts.append('<h2>Where the duplicates are</h2><div class="tables">'
                      + "".join(_rate_table(name, dim) for name, dim in rates.items()) + "</div>")
     parts.append(_run_tables(report))
-    config_rows = [[f"<code>{esc(key)}</code>", esc(v)] for key, v in report.config.items()]
+    config_rows = [[f"<code>{esc(key)}</code>", esc(v)] for key, v in user_settings(report.config).items()]
     parts.append("<details open><summary><b>Configuration</b></summary>"
-                 + _table(["option", "value"], config_rows, set(), "config") + "</details>")
+                 + _table(["option", "value"], config_rows, set(), "config")
+                 + '<p class="note">The settings that decide what the run finds and writes. Tuning (input '
+                 "partitions, Arrow batches, shuffle partitions, checkpoints) and benchmark-only settings are in "
+                 "<code>report.json</code>'s <code>config</code> with the rest.</p></details>")
     parts.append('<p class="note">Every number here is in <code>report.json</code> beside this page.</p>')
     parts.append("</main></body></html>\n")
     return "".join(parts)
@@ -533,7 +541,8 @@ def _headline(report: Report) -> str:
         _card("clusters.with_duplicates", clusters.with_duplicates, "clusters with duplicates"),
         _card("clusters.largest", clusters.largest, "pages in the largest cluster"),
         _card("bad_rows", sum(v for v in report.bad_rows.to_dict().values() if isinstance(v, int)),
-              "bad-row cases counted (see Run)"),
+              "bad rows: null or featureless text, invalid UTF-8, cut at max_text_chars, cut WET records "
+              "(a row of two kinds counts twice)", wide=True),
         _card("total_seconds", report.total_seconds, "seconds in all", f"{report.total_seconds:,.1f}"),
     ]) + "</div>"
 
@@ -545,7 +554,7 @@ def _figures(report: Report) -> list[str]:
     to_kept = report.duplicates_to_kept
     labels, removed, n_clusters = removed_by_size(report.clusters.size_histogram)
     figs = [figure("plot-removed-by-size", "Documents removed by cluster size", svg_bars(
-        labels, [("documents removed", removed, BLUE)], "pages in the cluster", "documents removed",
+        labels, [("documents removed", removed, VERIFIED)], "pages in the cluster", "documents removed",
         notes=[f"{c:,} cl." for c in n_clusters]),
         f"A cluster of s pages keeps one and removes s − 1; the bars add up to the {dups:,} duplicates. Above each "
         "bar: documents removed · clusters of that size. Sizes above 10 are grouped by powers of two.")]
@@ -554,30 +563,33 @@ def _figures(report: Report) -> list[str]:
     if to_kept and to_kept.similarity_histogram:
         figs.append(_similarity_to_kept_figure(to_kept))
     labels, values = accepted_pair_distances(cand.pairs_accepted_by_distance)
-    figs.append(figure("plot-pair-distances", "Candidate pairs within k by Hamming distance", svg_bars(
-        labels, [("pairs", values, BLUE)], "Hamming distance of two distinct fingerprints", "pairs"),
-        f"{cand.pairs_accepted:,} pairs of distinct fingerprints within k = {k} of {cand.pairs_compared:,} "
-        f"compared. No bar at 0: the {report.exact_duplicates:,} exact copies are merged before the pair search. "
-        "The job compares only pairs within k; distances beyond k are in the plot of duplicates to kept pages."))
+    figs.append(figure("plot-pair-distances", "The SimHash tables' candidate pairs by Hamming distance", svg_bars(
+        labels, [("candidate pairs", values, NEUTRAL)], "Hamming distance of two distinct fingerprints", "pairs"),
+        f"{cand.pairs_accepted:,} candidate pairs: the pairs of distinct fingerprints within k = {k} (found among "
+        f"{cand.pairs_compared:,} pairs looked at in the tables' key groups), before verification. No bar at 0: "
+        f"the {report.exact_duplicates:,} exact copies are merged before the pair search. The signature bands' "
+        "candidates lie beyond k; the duplicates' own distances are in the plot of duplicates to kept pages."))
     bands = cand.similarity_bands
     if bands:
         figs.append(figure("plot-pair-similarity", "Candidate pairs by estimated similarity", svg_bars(
-            list(bands), [("verified (edge)", [b.verified for b in bands.values()], BLUE),
-                          ("rejected", [b.rejected for b in bands.values()], RED)],
+            list(bands), [("verified (edge)", [b.verified for b in bands.values()], VERIFIED),
+                          ("rejected", [b.rejected for b in bands.values()], REJECTED)],
             "estimated Jaccard index of the feature sets", "pairs"),
-            f"{cand.pairs_verified:,} verified, {cand.pairs_rejected:,} rejected: a pair within k becomes an "
-            f"edge only with an estimated similarity of at least {cand.verification.min_similarity}."))
+            f"The candidate pairs of the SimHash tables and the signature bands: {cand.pairs_verified:,} verified, "
+            f"{cand.pairs_rejected:,} rejected. A candidate pair becomes an edge only with an estimated similarity "
+            f"of at least {cand.verification.min_similarity}. The short-text stage's pairs are verified by their "
+            "shingles instead (the pair search's table)."))
     return figs
 
 
 def _distance_to_kept_figure(to_kept: DuplicatesToKept, k: int) -> str:
-    labels, values, beyond = kept_distances(to_kept.distance_histogram, k)
+    labels, values, _ = kept_distances(to_kept.distance_histogram, k)
     return figure("plot-distance-to-kept", "Each duplicate's distance to its kept page", svg_bars(
-        labels, [("duplicates", values, [RED if b else BLUE for b in beyond])], "Hamming distance (bits of 64)",
+        labels, [("duplicates", values, VERIFIED)], "Hamming distance (bits of 64)",
         "duplicates", marker=(k + 0.5, f"k = {k}")),
-        f"0: an exact copy (same fingerprint). Red, beyond k = {k}: {to_kept.beyond_k:,} duplicates joined to "
-        "their kept page through other pages (a chain of near pairs); in the verified mode each of them was "
-        "still checked against its kept page's signature." + (
+        f"0: an exact copy (same fingerprint). Right of the k = {k} line: {to_kept.beyond_k:,} duplicates joined to "
+        "their kept page through other pages (a chain of near pairs, or a band candidate); in the verified mode "
+        "each of them was still checked against its kept page's signature." + (
             f" {to_kept.kept_in_earlier_run:,} duplicates of pages kept by earlier runs are not shown."
             if to_kept.kept_in_earlier_run else ""))
 
@@ -585,13 +597,12 @@ def _distance_to_kept_figure(to_kept: DuplicatesToKept, k: int) -> str:
 def _similarity_to_kept_figure(to_kept: DuplicatesToKept) -> str:
     sims = to_kept.similarity_histogram
     threshold = to_kept.min_similarity
-    below = [float(b.split("-")[1]) <= threshold + 1e-9 for b in sims]
     return figure("plot-similarity-to-kept", "Each duplicate's estimated similarity to its kept page", svg_bars(
-        [b.split("-")[0] for b in sims], [("duplicates", list(sims.values()), [GREY if b else BLUE for b in below])],
+        [b.split("-")[0] for b in sims], [("duplicates", list(sims.values()), VERIFIED)],
         "estimated Jaccard index of the feature sets (band start)", "duplicates",
         marker=(threshold * len(sims) - 0.5, f"min similarity {threshold}") if threshold else None),
-        f"From the 128-bin signatures. {to_kept.below_min_similarity:,} duplicates are below the threshold "
-        "(grey): short pages verified by their exact shingle Jaccard, or pages chained together in the transitive "
+        f"From the 128-bin signatures. {to_kept.below_min_similarity:,} duplicates are left of the min similarity "
+        "line: short pages verified by their exact shingle Jaccard, or pages chained together in the transitive "
         "mode.")
 
 
@@ -652,22 +663,69 @@ def _verified_kinds(report: Report, texts: dict) -> str:
     return "".join(parts)
 
 
+def _colour_key() -> str:
+    """What each colour of the plots means (one meaning per colour, report_plots.COLOURS)."""
+    return '<p class="note" id="colours">' + "".join(
+        f'<span class="key" style="background:{colour}"></span>{esc(meaning)}' for colour, meaning in COLOURS.items()
+    ) + "</p>"
+
+
+# DedupConfig's sections whose settings decide what a run finds and writes; the "spark" section tunes how fast
+# (Arrow batches, shuffle partitions, checkpoints). The configuration table shows the former.
+RESULT_SECTIONS = ("input", "features", "search", "short_text", "output", "history")
+TUNING = ("input_partitions",)  # how the input is split: the same results whatever it is
+SHOWN_WHEN_SET = ("plan", "simulate_fingerprint_bits")  # a --plan run writes no report; benchmarks only
+
+
+def user_settings(config: dict) -> dict:
+    """The configuration table's rows: the settings a user gives that decide the results (RESULT_SECTIONS),
+    without tuning (TUNING) and the benchmark-only ones unless set (they change the results then); report.json
+    keeps them all."""
+    sections = {f.name: f.metadata.get("section") for f in dataclasses.fields(DedupConfig)}
+    return {key: value for key, value in config.items()
+            if sections.get(key) in RESULT_SECTIONS and key not in TUNING and (key not in SHOWN_WHEN_SET or value)}
+
+
+def pair_search_table(search: PairSearch) -> str:
+    """The pair search by source (report.json's candidates.pair_search, the log's "pair search" line): each
+    source's candidate pairs compared, verified and rejected, and the sums over the sources."""
+    rows = [[esc(name), f"{s.key_group_pairs:,}", f"{s.compared:,}", f"{s.verified:,}", f"{s.rejected:,}"]
+            for name, s in search.sources().items()]
+    rows.append(["<b>all sources</b>", "", f"<b>{search.compared:,}</b>", f"<b>{search.verified:,}</b>",
+                 f"<b>{search.rejected:,}</b>"])
+    both = search.found_by_more_than_one_source
+    return ("<div><h3>Pair search: candidate pairs by source</h3>"
+            + _table(["source", "looked at in key groups", "compared", "verified", "rejected"], rows, {1, 2, 3, 4},
+                     "pair-search")
+            + f'<p class="note" style="max-width:520px" id="pair-search-note">Compared = verified + rejected, for '
+            f"each source and in all. {both:,} pairs were found by two sources (a short-text pair the tables "
+            f"or the bands found too, a sentence-key pair any other source found) and are compared by each: "
+            f"{search.compared - both:,} distinct pairs. Looked at in key groups: fingerprint pairs that share a key, "
+            "a bit comparison each; the "
+            "candidates among them are compared on their signatures (SimHash tables: within k bits; signature "
+            "bands: equal on a whole band, more than k bits apart; sentence keys: sharing one of their longest "
+            "sentences) or their shingles (short text).</p></div>")
+
+
 def _run_tables(report: Report) -> str:
-    """The run's numbers: seconds per stage, bad rows, candidate pairs, the history."""
+    """The run's numbers: seconds per stage, bad rows, the pair search, the history."""
     bad, cand = report.bad_rows, report.candidates
     parts = ["<h2>Run</h2><div class=\"tables\">"]
     total = sum(report.seconds.values()) or 1
     parts.append("<div><h3>Seconds per stage</h3>" + _table(["stage", "seconds", ""], [
-        [esc(s), f"{v:,.1f}", f'<span class="bar" style="width:{round(160 * v / total)}px"></span>']
+        [esc(s), f"{v:,.1f}", f'<span class="bar neutral" style="width:{round(160 * v / total)}px"></span>']
         for s, v in report.seconds.items()], {1}, "seconds") + "</div>")
     bad_rows = [[esc(name.replace("_", " ")), f"{v:,}"] for name, v in bad.to_dict().items() if isinstance(v, int)]
     parts.append(f'<div><h3>Bad rows (counted, never dropped)</h3>{_table(["kind", "rows"], bad_rows, {1}, "bad-rows")}'
                  f'<p class="note" style="max-width:420px">{esc(bad.treatment or "")}</p></div>')
-    pair_rows = [[esc(name.replace("_", " ")), f"{getattr(cand, name):,}"] for name in (
-        "pairs_compared", "pairs_accepted", "pairs_verified", "pairs_rejected", "forest_edges", "component_rounds")
-        if isinstance(getattr(cand, name), int)]
-    pair_rows.append(["pairs within k expected by chance", f"{cand.chance_pairs_uniform or 0:,.2f}"])
-    parts.append(f'<div><h3>Candidate pairs</h3>{_table(["", "count"], pair_rows, {1}, "pairs")}</div>')
+    if cand.pair_search is not None:
+        parts.append(pair_search_table(cand.pair_search))
+    pair_rows = [[label, f"{getattr(cand, name):,}"] for name, label in (
+        ("forest_edges", "edges kept for the components (a spanning forest of the verified pairs)"),
+        ("component_rounds", "rounds of the connected-components search")) if isinstance(getattr(cand, name), int)]
+    pair_rows.append(["pairs within k expected by chance among random fingerprints",
+                      f"{cand.chance_pairs_uniform or 0:,.2f}"])
+    parts.append(f'<div><h3>Components</h3>{_table(["", "count"], pair_rows, {1}, "pairs")}</div>')
     if report.history:
         h = report.history.to_dict()
         parts.append("<div><h3>History</h3>" + _table(["", ""], [[esc(key.replace("_", " ")), esc(v)] for key, v in h.items()],

@@ -5,11 +5,13 @@ The series (what each picture shows) are small pure functions shared by the PNG 
 matplotlib and by the inline SVG of report.html (report_html.py), so both say the same thing:
   - documents removed by cluster size (linear axis: what a size class costs the crawl, not how many
     clusters of that size there are, which a log axis of cluster counts hid);
-  - accepted pairs by Hamming distance 1..k (distance 0 cannot occur: identical fingerprints are merged
+  - the SimHash tables' candidate pairs by Hamming distance 1..k (distance 0 cannot occur: identical fingerprints are merged
     before the pair search, so that bar is left out and the exact copies are counted apart);
   - every duplicate's distance and estimated similarity to its kept page, beyond k too (chaining shows
     there: in the verified mode a duplicate is similar to its kept page but can be far from it in bits);
-  - candidate pairs by estimated similarity, verified and rejected."""
+  - candidate pairs by estimated similarity, verified and rejected.
+One colour means one thing everywhere (COLOURS): blue the verified pairs and the duplicates they make, red the
+rejected pairs, grey counts of neither kind (candidate pairs before verification)."""
 from __future__ import annotations
 
 import io
@@ -20,10 +22,14 @@ from .report_schema import Report
 
 log = logging.getLogger("simhash_dedup")
 PLOTS = {"cluster_sizes.png": "documents removed by cluster size",
-         "pair_distances.png": "Hamming distances of accepted pairs (1..k)",
+         "pair_distances.png": "Hamming distances of the SimHash tables' candidate pairs (1..k)",
          "pair_similarity.png": "candidate pairs by estimated similarity, verified and rejected",
          "duplicates_to_kept.png": "each duplicate's distance and similarity to its kept page"}
-BLUE, RED, GREY = "#4472c4", "#c0504d", "#7f7f7f"
+# One meaning per colour in every picture and on report.html's page.
+VERIFIED, REJECTED, NEUTRAL = "#4472c4", "#c0504d", "#7f7f7f"
+COLOURS = {VERIFIED: "blue: verified pairs, and the duplicates they make",
+           REJECTED: "red: rejected pairs (compared, not similar enough)",
+           NEUTRAL: "grey: candidate pairs before verification, and other counts"}
 
 
 def size_buckets(histogram: dict[str, int]) -> tuple[list[str], list[int]]:
@@ -105,7 +111,7 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def _bar_axes(ax, title: str, xlabel: str, ylabel: str, labels: list[str], values: list[int], colours=BLUE,
+def _bar_axes(ax, title: str, xlabel: str, ylabel: str, labels: list[str], values: list[int], colours=VERIFIED,
               notes: list[str] | None = None, marker: tuple[float, str] | None = None) -> None:
     """One linear bar chart with each bar's value (and an optional note under it) above the bar."""
     ax.bar(range(len(values)), values, color=colours)
@@ -115,9 +121,9 @@ def _bar_axes(ax, title: str, xlabel: str, ylabel: str, labels: list[str], value
         text = f"{v:,}" + (f"\n{notes[x]}" if notes else "")
         ax.annotate(text, (x, v), ha="center", va="bottom", fontsize=7)
     if marker is not None:
-        ax.axvline(marker[0], color=GREY, linestyle="--", linewidth=1)
+        ax.axvline(marker[0], color=NEUTRAL, linestyle="--", linewidth=1)
         ax.annotate(marker[1], (marker[0], 1), xycoords=("data", "axes fraction"), ha="left", va="top",
-                    fontsize=8, color=GREY, xytext=(3, -3), textcoords="offset points")
+                    fontsize=8, color=NEUTRAL, xytext=(3, -3), textcoords="offset points")
     ax.set_ylim(0, max(values + [1]) * 1.25)  # room for the labels above the bars
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(xlabel)
@@ -135,8 +141,9 @@ def cluster_sizes_png(report: Report) -> bytes:
 def pair_distances_png(report: Report) -> bytes:
     labels, values = accepted_pair_distances(report.candidates.pairs_accepted_by_distance)
     fig, (ax,) = _canvas()
-    _bar_axes(ax, f"Accepted pairs of distinct fingerprints\n({report.exact_duplicates:,} exact copies were "
-              "merged before: no distance-0 bar)", "Hamming distance", "pairs", labels, values)
+    _bar_axes(ax, f"Candidate pairs of the SimHash tables, before verification\n({report.exact_duplicates:,} exact "
+              "copies were merged before: no distance-0 bar)", "Hamming distance", "pairs", labels, values,
+              colours=NEUTRAL)
     return _png(fig)
 
 
@@ -145,7 +152,7 @@ def pair_similarity_png(report: Report) -> bytes:
     threshold = report.candidates.verification.min_similarity
     fig, (ax,) = _canvas()
     bottom = [0] * len(bands)
-    for name, key, colour in (("verified (edge)", "verified", BLUE), ("rejected", "rejected", RED)):
+    for name, key, colour in (("verified (edge)", "verified", VERIFIED), ("rejected", "rejected", REJECTED)):
         values = [getattr(b, key) for b in bands.values()]
         ax.bar(range(len(bands)), values, bottom=bottom, color=colour, label=name)
         bottom = [b + v for b, v in zip(bottom, values)]
@@ -153,7 +160,8 @@ def pair_similarity_png(report: Report) -> bytes:
         ax.annotate(f"{v:,}", (x, v), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(bands)), list(bands), rotation=30, ha="right")
     ax.set_ylim(0, max(bottom + [1]) * 1.2)
-    ax.set_title(f"Candidate pairs (within k) by estimated similarity; edges need >= {threshold}", fontsize=10)
+    ax.set_title(f"Candidate pairs of the tables and bands by estimated similarity; edges need >= {threshold}",
+                 fontsize=10)
     ax.set_xlabel("estimated Jaccard index of the feature sets")
     ax.set_ylabel("pairs")
     ax.legend(fontsize=8)
@@ -165,16 +173,14 @@ def duplicates_to_kept_png(report: Report) -> bytes:
     k = report.config["k"]
     sims = to_kept.similarity_histogram
     fig, axes = _canvas(2 if sims else 1)
-    labels, values, beyond = kept_distances(to_kept.distance_histogram, k)
-    _bar_axes(axes[0], f"Each duplicate's distance to its kept page ({to_kept.beyond_k:,} beyond k = {k}, red)",
+    labels, values, _ = kept_distances(to_kept.distance_histogram, k)
+    _bar_axes(axes[0], f"Each duplicate's distance to its kept page ({to_kept.beyond_k:,} beyond k = {k})",
               "Hamming distance of the fingerprints (beyond k: joined through other pages)", "duplicates", labels, values,
-              colours=[RED if b else BLUE for b in beyond], marker=(k + 0.5, f"k = {k}"))
+              marker=(k + 0.5, f"k = {k}"))
     if sims:
         threshold = to_kept.min_similarity
-        below = [float(b.split("-")[1]) <= threshold + 1e-9 for b in sims]
         _bar_axes(axes[1], "Each duplicate's estimated similarity to its kept page", "estimated Jaccard index",
                   "duplicates", [b.split("-")[0] for b in sims], list(sims.values()),
-                  colours=[GREY if b else BLUE for b in below],
                   marker=(threshold * len(sims) - 0.5, f"min similarity {threshold}") if threshold else None)
     return _png(fig)
 

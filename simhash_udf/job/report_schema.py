@@ -203,25 +203,76 @@ class SignatureBandStats(Part):
     key_bits: int = item("bits of a band's key")
     min_runs: int = item("the band keys take part from this many runs of the history on")
     key_groups: int = item("band key groups with more than one fingerprint")
-    pairs_compared: int = item("pairs compared in the band groups")
-    pairs_accepted: int = item("pairs of the band groups not already found within k")
+    pairs_compared: int = item("pairs of fingerprints looked at in the band groups (once per band they share)")
+    pairs_accepted: int = item("the bands' candidate pairs: distinct pairs of the band groups more than k bits apart "
+                               "(the closer ones are the tables')")
     pairs_verified: int = item("of those, pairs verified")
     rows: int = item("band rows (distinct fingerprints x bands)")
     expected_chance_comparisons: float = item("band comparisons expected of unrelated pages")
 
 
 @dataclass(kw_only=True)
+class PairSource(Part):
+    key_group_pairs: int = item("pairs of fingerprints looked at in the source's key groups, a bit comparison each "
+                                "(a pair that shares several keys is looked at once per key)")
+    compared: int = item("candidate pairs: distinct pairs the source found, each compared once (SimHash tables: within "
+                         "k bits; signature bands: equal on every bin of a band and more than k bits apart, the "
+                         "closer ones being the tables'; short text: short pages within the short k); "
+                         "compared = verified + rejected")
+    verified: int = item("of those, pairs verified similar (signatures; short text: exact shingle Jaccard); with "
+                         "--min-similarity 0 every candidate pair")
+    rejected: int = item("of those, pairs not similar enough")
+
+
+@dataclass(kw_only=True)
+class PairSearch(Part):
+    simhash_tables: PairSource = item("candidates of the SimHash tables (fingerprints within k bits)")
+    signature_bands: PairSource | None = item("candidates of the signature bands; null when off")
+    short_text: PairSource | None = item("candidates of the short-text stage; null when off")
+    sentence_keys: PairSource | None = item("candidates of the longest-sentence keys (pages sharing one of their longest "
+                                            "sentences); left out when off", optional=True)
+    compared: int = item("candidate pairs compared, over the sources: the sum of theirs")
+    found_by_more_than_one_source: int = item(
+        "of those, pairs that another source found as well (a short-text pair within k bits, or sharing a band; a "
+        "sentence-key pair that the tables, the bands or short text found): compared once per source, so counted "
+        "once more in the sums per extra source; distinct pairs = compared minus this")
+    verified: int = item("pairs verified, over the sources: the sum of theirs")
+    rejected: int = item("pairs rejected, over the sources: the sum of theirs; compared = verified + rejected")
+
+    def sources(self) -> dict[str, PairSource]:
+        """The sources that ran, by the name the report's page and the log give them."""
+        return {name: s for name, s in (("SimHash tables", self.simhash_tables), ("signature bands",
+                                        self.signature_bands), ("short text", self.short_text),
+                                       ("sentence keys", self.sentence_keys)) if s is not None}
+
+    def summary(self) -> str:
+        """The log's line of the pair search: the same numbers as report.json and report.html."""
+        per = "; ".join(f"{name}: {s.compared:,} compared = {s.verified:,} verified + {s.rejected:,} rejected "
+                        f"({s.key_group_pairs:,} pairs looked at in key groups)" for name, s in self.sources().items())
+        both = self.found_by_more_than_one_source
+        return (f"pair search: candidate pairs by source: {per}; all sources: {self.compared:,} compared = "
+                f"{self.verified:,} verified + {self.rejected:,} rejected, {both:,} found by two sources "
+                f"({self.compared - both:,} distinct pairs)")
+
+
+@dataclass(kw_only=True)
 class CandidateStats(Part):
+    pair_search: PairSearch | None = item("the pair search's numbers by source, which add up (the report's page and "
+                                          "the log show the same); null in reports of older versions")
     key_groups: int = item("(table, key) groups with more than one fingerprint")
-    pairs_compared: int = item("pairs of distinct fingerprints compared in the key groups")
-    pairs_accepted: int = item("of those, pairs within k bits")
-    pairs_verified: int = item("candidate pairs whose signatures verified them (edges)")
-    pairs_rejected: int = item("candidate pairs whose signatures rejected them")
+    pairs_compared: int = item("the SimHash tables' key_group_pairs: pairs of fingerprints looked at in the key groups")
+    pairs_accepted: int = item("the SimHash tables' candidate pairs: distinct pairs within k bits (an accepted pair is "
+                               "a candidate, compared on its signatures)")
+    pairs_verified: int = item("candidate pairs of the SimHash tables and the signature bands that their signatures "
+                               "verified (edges)")
+    pairs_rejected: int = item("candidate pairs of the SimHash tables and the signature bands that their signatures "
+                               "rejected")
     similarity_bands: dict[str, BandCounts] | None = item(
-        "estimated similarity band (0.0-0.1, ...) -> verified and rejected pairs; null without verification")
+        "estimated similarity band (0.0-0.1, ...) -> verified and rejected candidate pairs of the SimHash tables and "
+        "the signature bands; null without verification")
     verification: Verification | None = item("how pairs are verified; null without verification")
     forest_edges: int = item("edges kept for the components (a spanning forest of each group)")
-    pairs_accepted_by_distance: dict[str, int] = item("Hamming distance 0..k -> pairs accepted")
+    pairs_accepted_by_distance: dict[str, int] = item("Hamming distance 0..k -> the SimHash tables' candidate pairs")
     component_rounds: int = item("rounds of the connected-components search")
     chance_pairs_uniform: float = item("pairs within k expected among as many uniformly random fingerprints")
     signature_bands: SignatureBandStats | None = item("the signature bands' search; null when off")
@@ -257,7 +308,7 @@ class ShortTextStats(Part):
     tables: int | None = item("tables of the short pages' search", optional=True)
     key_bits: list[int] | None = item("bits of each of those tables' keys", optional=True)
     pairs_compared: int | None = item("pairs of short fingerprints compared", optional=True)
-    candidate_pairs: int | None = item("of those, pairs within the short k", optional=True)
+    candidate_pairs: int | None = item("of those, distinct pairs of pages within the short k (candidates)", optional=True)
     verified_pairs: int | None = item("of those, pairs verified by their shingles (edges)", optional=True)
 
 

@@ -80,4 +80,27 @@ def format_plan(r: dict) -> str:
         f"  core-hours, estimated               fingerprint {h['fingerprint']:.3g}, pair search {h['pair_search']:.3g}, "
         f"total {h['total']:.3g}",
         f"  assumptions: {r['assumptions']}",
+        "what the terms mean:",
+        *(f"  {term:<13} {meaning}" for term, meaning in plan_terms(r)),
     ])
+
+
+def plan_terms(r: dict) -> list[tuple[str, str]]:
+    """One plain line per term of format_plan, with this plan's own numbers where they help."""
+    m, k = r["blocks"], r["k"]
+    return [
+        ("blocks", f"the 64-bit fingerprint cut into {m} pieces; two pages at most {k} bits apart differ in at most "
+                   f"{k} pieces, so they agree exactly on {m - k} or more"),
+        ("tables", f"one pass per choice of {m - k} of the {m} pieces ({r['tables']} choices): pages equal on a "
+                   "table's pieces meet there, so no pair within k bits is missed"),
+        ("key bits", "the width of a table's pieces together: pages compared in a table share this many bits, "
+                     "so wider keys mean fewer comparisons"),
+        ("block rows", "one row per page per table, sorted by its key: the search's main shuffle"),
+        ("band rows", "one row per page per signature band (the second search: pages whose signatures agree on a "
+                      "whole band)"),
+        ("comparisons", "pairs of pages that meet in a table or a band and are compared, counted for unrelated "
+                        "pages (real copies add their own)"),
+        ("chance pairs", f"pairs of unrelated random pages that happen to be within {k} bits of each other: false "
+                         "matches before any verification"),
+        ("core-hours", "CPU time: hours on one core, to divide by the cores of the cluster"),
+    ]

@@ -2,8 +2,16 @@
 resolve of transitive mode (a component is a cluster), and the clusters' shape for the report."""
 from __future__ import annotations
 
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, StructField, StructType
+
+from ..core.signature import SignatureSpec, from_arrow, similarity
 
 
 def keep_rank(keep: str, id_col: str, text_col: str) -> Column:
@@ -40,6 +48,38 @@ def resolve_clusters(docs: DataFrame, roots: DataFrame) -> DataFrame:
     )
 
 
+def with_similarity_to_kept(clusters: DataFrame, spec: SignatureSpec) -> DataFrame:
+    """clusters (id, fingerprint, cluster_id, is_duplicate, signature, kept_fp, ...) of the transitive and star
+    modes plus `similarity` (double): a duplicate's estimated Jaccard index to its kept page from their signatures
+    (1.0 for the same fingerprint without signatures), null for a kept page and for a duplicate of an earlier
+    run's page (kept_fp null: that page's signature is not among these rows). The verified mode has it from its
+    centres (spark.verified.verified_clusters) at no extra cost; here the duplicates meet their kept page's
+    signature in a join."""
+    dup = F.col("is_duplicate")
+    kept = clusters.where(~dup).select(F.col("id").alias("_kept_id"), F.col("signature").alias("_kept_sig"))
+    dups = clusters.where(dup)
+    joined = dups.join(kept, (dups["cluster_id"] == kept["_kept_id"]) & dups["kept_fp"].isNotNull(), "left").drop(
+        "_kept_id")
+    schema = StructType([f for f in joined.schema.fields if f.name != "_kept_sig"]
+                        + [StructField("similarity", DoubleType(), True)])
+
+    def per_batch(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            a, b = batch.column("signature"), batch.column("_kept_sig")
+            whole = pc.and_(pc.equal(pc.binary_length(a), spec.nbytes), pc.equal(pc.binary_length(b), spec.nbytes))
+            rows = np.flatnonzero(pc.fill_null(whole, False).to_numpy(zero_copy_only=False))
+            sim = np.full(batch.num_rows, np.nan)
+            if len(rows):
+                take = pa.array(rows, pa.int64())
+                sim[rows] = similarity(from_arrow(a.take(take), spec), from_arrow(b.take(take), spec), spec.bits)
+            out = batch.drop_columns(["_kept_sig"])
+            yield out.append_column("similarity", pa.array(sim, pa.float64(), mask=np.isnan(sim)))
+
+    same = F.when(F.col("fingerprint") == F.col("kept_fp"), F.lit(1.0))
+    with_sim = joined.mapInArrow(per_batch, schema).withColumn("similarity", F.coalesce("similarity", same))
+    return clusters.where(~dup).withColumn("similarity", F.lit(None).cast("double")).unionByName(with_sim)
+
+
 def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], int]:
     """The clusters' sizes, their chaining and the exact duplicates, in one Spark action: {size: clusters},
     {distance: clusters} where distance is, for each cluster with duplicates, the largest Hamming distance between
@@ -53,15 +93,18 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], 
     which assumes every repeat of a fingerprint is removed: verified mode keeps two pages of one fingerprint
     whose texts differ ("Hello World" and "World Hello"), and that count would give -1 near duplicates.
 
-    clusters: (cluster_id, is_duplicate, fingerprint, kept_fp[, kept_run_date]), kept_fp the kept page's fingerprint on every
-    row, null when the kept page is not among the rows (every resolve adds it: resolve_clusters, star_clusters,
-    stages.resolve.resolve_verified, history_search.attach_history). A kept page with duplicates has a fingerprint (duplicates
+    clusters: (cluster_id, is_duplicate, fingerprint, kept_fp[, kept_run_date][, exact_ref]), kept_fp the kept page's
+    fingerprint on every row, null when the kept page is not among the rows (every resolve adds it: resolve_clusters,
+    star_clusters, stages.resolve.resolve_verified, history_search.attach_history); exact_ref, when given, the
+    fingerprint a duplicate counts as an exact copy of (kept_fp, or an earlier run's member's: history_search.
+    with_history_copies), kept_fp otherwise. A kept page with duplicates has a fingerprint (duplicates
     are found through fingerprints), so only the duplicates are grouped by cluster, and the clusters of one page
     are the kept pages left over: the duplicates are a small share of the pages (~7% at 10M), and no window
     over every page is needed to find the kept page's fingerprint."""
     # first each duplicate's cluster and fingerprint, and the kept pages as one group (keyed null, so that each
     # map task sends one row of it) whose count is the kept pages; then by cluster
     dup = F.col("is_duplicate")
+    exact_ref = F.col("exact_ref") if "exact_ref" in clusters.columns else F.col("kept_fp")
     # with --history a cluster is its kept page's id and run: ids such as URLs come back on later days, and
     # today's page u1 and an earlier run's u1 are two clusters
     cluster = F.struct("cluster_id", "kept_run_date") if "kept_run_date" in clusters.columns else F.col("cluster_id")
@@ -69,7 +112,7 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], 
                                        F.when(dup, F.col("fingerprint")).alias("f")).agg(
         F.count(F.lit(1)).alias("rows"), F.max(F.col("kept_fp").isNotNull().cast("int")).alias("kept_here"),
         F.max(F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fp")))).alias("d"),
-        F.max((F.col("fingerprint") == F.col("kept_fp")).cast("int")).alias("same"))
+        F.max((F.col("fingerprint") == exact_ref).cast("int")).alias("same"))
     per_cluster = per_fingerprint.groupBy("c").agg(
         F.sum("rows").alias("rows"), F.max("kept_here").alias("kept_here"), F.max("d").alias("d"),
         F.sum(F.when(F.col("f").isNotNull(), F.col("rows") - 1 + F.coalesce(F.col("same"), F.lit(0)))).alias("exact"))

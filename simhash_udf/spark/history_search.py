@@ -150,6 +150,23 @@ def attach_history(clusters: DataFrame, roots: DataFrame, history: DataFrame, ru
     )
 
 
+def with_history_copies(clusters: DataFrame, related: DataFrame, n_related: int) -> DataFrame:
+    """clusters with exact_ref, the fingerprint a duplicate is an exact copy of (clusters.cluster_shape): kept_fp,
+    or, for a duplicate in an earlier run's cluster that already holds a page of its fingerprint (related: the
+    history's best cluster per fingerprint, per_fingerprint), its own fingerprint. A byte copy of an earlier
+    day's page is then an exact duplicate, as it is within one run (same fingerprint as a fellow member, here an
+    earlier one), where kept_fp alone, null for an earlier run's kept page, counted it as near. For the report's
+    counts only: clusters/ is written from `clusters` as it was.
+    clusters: (id, fingerprint, cluster_id, is_duplicate, kept_fp, kept_run_date, ...); n_related: related's rows."""
+    id_type = dict(clusters.dtypes)["cluster_id"]
+    held = small(related.select("fingerprint", F.col("h_cluster").cast(id_type).alias("h_cluster"),
+                                "h_kept_date"), n_related)
+    same_cluster = (F.col("is_duplicate") & (F.col("h_cluster") == F.col("cluster_id"))
+                    & (F.col("h_kept_date") == F.col("kept_run_date")))
+    return clusters.join(held, "fingerprint", "left").withColumn(
+        "exact_ref", F.coalesce("kept_fp", F.when(same_cluster, F.col("fingerprint")))).drop("h_cluster", "h_kept_date")
+
+
 def row_filter_keys(batch):
     """Filter keys of a batch of (band, key) rows, one a row (the day's side of the band filter)."""
     return band_filter_keys(batch.column("band").to_numpy(zero_copy_only=False),

@@ -154,8 +154,31 @@ def start_job_session(input_path: str) -> SparkSession:
     """get_spark for a run of the job on input_path, a small local input with the short-run JVM settings: a JVM it
     starts itself gets SHORT_RUN_JAVA_OPTIONS (small_run_conf); the JVM spark-submit started, running already, gets
     SHORT_RUN_COMPILER_DIRECTIVES (short_run_directives_wanted). Both logged. A JVM that refuses the directive
-    (another JVM than HotSpot) runs as it is."""
-    return get_spark(conf=prepare_job_jvm(input_path))
+    (another JVM than HotSpot) runs as it is. A session the job starts logs at JOB_LOG_SETTINGS' level and without
+    the plan-truncation warnings (quiet_plan_truncation); a session already running (a caller's) is left as it is."""
+    ours = SparkSession.getActiveSession() is None
+    conf = job_session_conf(prepare_job_jvm(input_path), JOB_LOG_SETTINGS)
+    if ours and under_spark_submit() and "spark.log.level" in conf:
+        set_spark_log_level(SparkContext._gateway, conf["spark.log.level"])
+    spark = get_spark(conf=conf)
+    if ours:
+        quiet_plan_truncation(spark)
+    return spark
+
+
+def set_spark_log_level(gateway, level: str) -> None:
+    """Spark's root log level in the JVM spark-submit started, before its SparkContext exists (spark.log.level
+    takes effect only after the context's first lines). Spark's logging is initialised first (by a SparkConf, a
+    Spark class that logs: it loads log4j2-defaults.properties or the user's log4j2.properties), since that
+    initialisation would otherwise come with the context and put the configured level back. A no-op where the
+    driver does not log with log4j 2."""
+    try:
+        jvm = gateway.jvm
+        jvm.org.apache.spark.SparkConf(False).initializeLogIfNecessary(False, False)
+        log4j = jvm.org.apache.logging.log4j
+        log4j.core.config.Configurator.setRootLevel(log4j.Level.toLevel(level, log4j.Level.WARN))
+    except Exception as exc:  # noqa: BLE001 - Spark applies spark.log.level as its context starts
+        logging.getLogger(__name__).debug("Spark's log level left to spark.log.level: %s", exc)
 
 
 def prepare_job_jvm(input_path: str) -> dict[str, str]:
@@ -198,12 +221,19 @@ def _spark_defaults_name(key: str) -> bool:
 JOB_SESSION_SETTINGS = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
 
 
-def job_session_conf(conf: dict[str, str] | None) -> dict[str, str]:
-    """conf with JOB_SESSION_SETTINGS for each key that neither conf nor the user sets: under spark-submit its
-    JVM's configuration (--conf, spark-defaults.conf), otherwise a spark-defaults.conf."""
+# The job's own runs (start_job_session): Spark's loggers at WARN. At Spark's default level (INFO) a run of 200
+# pages printed about 2,900 lines of Spark's scheduler, executor and block manager, which buried the job's one line
+# per stage. spark.log.level is applied as the SparkContext starts, before its own start-up lines; a user who wants
+# Spark's INFO lines back passes --conf spark.log.level=INFO (or sets it in spark-defaults.conf).
+JOB_LOG_SETTINGS = {"spark.log.level": "WARN"}
+
+
+def job_session_conf(conf: dict[str, str] | None, settings: dict[str, str] = JOB_SESSION_SETTINGS) -> dict[str, str]:
+    """conf with `settings` (JOB_SESSION_SETTINGS by default) for each key that neither conf nor the user sets: under
+    spark-submit its JVM's configuration (--conf, spark-defaults.conf), otherwise a spark-defaults.conf."""
     conf = dict(conf or {})
     given = spark_submit_conf() if under_spark_submit() else None
-    for key, value in JOB_SESSION_SETTINGS.items():
+    for key, value in settings.items():
         if key not in conf and not (given.contains(key) if given is not None else _spark_defaults_name(key)):
             conf[key] = value
     return conf
@@ -233,6 +263,26 @@ def get_spark(app_name: str = "simhash-dedup", master: str | None = None,
         # One machine: Spark's default of 200 shuffle partitions only adds task overhead.
         spark.conf.set("spark.sql.shuffle.partitions", str(max(4, 2 * sc.defaultParallelism)))
     return spark
+
+
+# The logger of Spark's "Truncated the string representation of a plan since it was too long" warning (StringUtils'
+# PlanStringConcat). The job caps plan descriptions on purpose (pipeline.PLAN_STRING_CHARS: a plan prints every
+# cache it reads, megabytes with --history), and Spark describes a plan at every query and adaptive re-plan for
+# its UI, so a run met the cap about 20 times, each time with a warning that only restated the job's own setting.
+PLAN_TRUNCATION_LOGGER = "org.apache.spark.sql.catalyst.util.StringUtils"
+
+
+def quiet_plan_truncation(spark: SparkSession) -> None:
+    """PLAN_TRUNCATION_LOGGER at ERROR in the session's JVM, unless the user's log4j configuration names that
+    logger (then it stands). Only the log changes: the plans are capped as before, the results are the same. A
+    no-op where the driver does not log with log4j 2."""
+    try:
+        log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+        config = log4j.LogManager.getContext(False).getConfiguration()
+        if config.getLoggerConfig(PLAN_TRUNCATION_LOGGER).getName() != PLAN_TRUNCATION_LOGGER:
+            log4j.core.config.Configurator.setLevel(PLAN_TRUNCATION_LOGGER, log4j.Level.ERROR)
+    except Exception as exc:  # noqa: BLE001 - another logging backend: its own levels stand
+        logging.getLogger(__name__).debug("plan-truncation warnings left as they are: %s", exc)
 
 
 # Spark aggregates in two phases: each map task pre-aggregates its rows in a hash map before the shuffle. Grouped

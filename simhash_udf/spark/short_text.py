@@ -12,14 +12,18 @@ from __future__ import annotations
 from functools import reduce
 from typing import Callable, Iterator
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
+from ..core.bands import SignatureBands
 from ..core.blocks import TablePlan, choose_plan, first_plan_change
 from ..core.candidates import candidate_pairs
 from ..core.short_text import ShortTextSpec, pair_jaccards
+from ..core.signature import from_arrow
 from .blocks import block_rows, group_batches, key_runs, walk_groups
 
 PAIR_SCHEMA = StructType([StructField("a", LongType(), True), StructField("b", LongType(), True),
@@ -55,12 +59,13 @@ def with_jaccard(pairs: DataFrame, n: int) -> DataFrame:
 
 
 def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataFrame], DataFrame],
-                     short_pages: int = -1) -> tuple[DataFrame | None, dict]:
+                     short_pages: int = -1) -> tuple[DataFrame | None, DataFrame | None, dict]:
     """docs: (id, fingerprint, short_fingerprint, short_text, ...) from the fingerprint stage; short_pages: its
     rows with both fingerprints, if known (-1: not), a bound on the heads searched.
 
-    Returns verified edges (src, dst) between main fingerprints, and the statistics for the report. With no
-    short page (short_pages 0) there is nothing to search: no edges (None) and the statistics of an empty
+    Returns verified edges (src, dst) between main fingerprints, every candidate pair checked (fp_a, fp_b: main
+    fingerprints; the report counts those the main search found too) and the statistics for the report. With no
+    short page (short_pages 0) there is nothing to search: no edges and no pairs (None) and the statistics of an empty
     search, without a Spark job (the search's joins and counts over nothing would be about ten, a second or
     more of a small run in a new JVM).
 
@@ -68,7 +73,7 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
     input). Below the first size whose plan differs from the smallest input's (blocks.first_plan_change), the
     bound alone fixes the plan, and the heads are counted in the stage's last action instead."""
     if short_pages == 0:
-        return None, short_text_stats(spec, choose_plan(0, spec.k), 0, 0, 0, 0, 0)
+        return None, None, short_text_stats(spec, choose_plan(0, spec.k), 0, 0, 0, 0, 0)
     short = docs.where(F.col("short_fingerprint").isNotNull() & F.col("fingerprint").isNotNull())
     reps = keep(
         short.groupBy("fingerprint")
@@ -113,7 +118,8 @@ def short_text_edges(docs: DataFrame, spec: ShortTextSpec, keep: Callable[[DataF
     if heads_counted_last:
         n_reps, n_heads = n_rows.get(2, 0), n_rows.get(3, 0)
     edges = checked.where(F.col("jaccard") >= spec.min_jaccard).select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst"))
-    return edges, short_text_stats(spec, plan, n_reps, n_heads, total.get(0, 0), n_rows.get(1, 0), total.get(1, 0))
+    return edges, checked.select("fp_a", "fp_b"), short_text_stats(spec, plan, n_reps, n_heads, total.get(0, 0),
+                                                                    n_rows.get(1, 0), total.get(1, 0))
 
 
 def short_text_stats(spec: ShortTextSpec, plan: TablePlan, reps: int, heads: int, compared: int, candidates: int,
@@ -129,3 +135,34 @@ def short_text_stats(spec: ShortTextSpec, plan: TablePlan, reps: int, heads: int
         "candidate_pairs": candidates,
         "verified_pairs": verified,
     }
+
+
+def found_by_main_search(pairs: DataFrame, fp_signatures: DataFrame | None, k: int,
+                         bands: SignatureBands | None) -> int:
+    """How many of the short-text stage's candidate pairs (fp_a, fp_b: main fingerprints) the main search
+    found as well: within k bits (the SimHash tables find every such pair), or, with the band search
+    (bands not None; fp_signatures: (fingerprint, signature) of the search), equal on a usable band of their
+    signatures (SignatureBands.first_shared: the band search's own test). The report counts these pairs under
+    both sources; one Spark action."""
+    near = F.bit_count(F.col("fp_a").bitwiseXOR(F.col("fp_b"))) <= k
+    if bands is None or fp_signatures is None:
+        return pairs.where(near).count()
+    sigs = fp_signatures.select("fingerprint", "signature")
+    rows = (pairs.join(sigs.toDF("fp_a", "sig_a"), "fp_a", "left").join(sigs.toDF("fp_b", "sig_b"), "fp_b", "left")
+            .select(near.alias("near"), "sig_a", "sig_b"))
+
+    def per_batch(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            found = batch.column("near").to_numpy(zero_copy_only=False).astype(bool)
+            a, b = batch.column("sig_a"), batch.column("sig_b")
+            whole = pc.and_(pc.equal(pc.binary_length(a), bands.signature.nbytes),
+                            pc.equal(pc.binary_length(b), bands.signature.nbytes))
+            far = np.flatnonzero(~found & pc.fill_null(whole, False).to_numpy(zero_copy_only=False))
+            if len(far):
+                take = pa.array(far, pa.int64())
+                found[far] = bands.first_shared(from_arrow(a.take(take), bands.signature),
+                                                from_arrow(b.take(take), bands.signature)) >= 0
+            yield pa.RecordBatch.from_arrays([pa.array([int(found.sum())], pa.int64())], names=["n"])
+
+    total = rows.mapInArrow(per_batch, "n long").agg(F.sum("n").alias("n")).first()["n"]
+    return int(total or 0)

@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+from pyspark.sql.types import DoubleType, IntegerType, LongType, StructField, StructType
 
 from ..core.blocks import TablePlan
-from ..core.signature import from_arrow
+from ..core.signature import from_arrow, similarity
 from ..core.verified import BANDS, VerifySpec, greedy_centres, verified_centres, verify_groups
 from .blocks import walk_groups
 from .joins import broadcast_if_small, is_small
@@ -110,7 +110,9 @@ def component_centres(batches: Iterator[pa.RecordBatch], spec: VerifySpec | None
 
 def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordBatch]:
     """Complete components, rows sorted by (comp, pos): each unit row (fixed false) with its centre's
-    unit_id as kept_id, or the centre's h_cluster and h_kept_date when the centre is an earlier run's page."""
+    unit_id as kept_id, or the centre's h_cluster and h_kept_date when the centre is an earlier run's page, and
+    its estimated similarity to the centre (from the two signatures: an earlier cluster's is its kept page's;
+    null without signatures)."""
     if not table.num_rows:
         return
     comp = table.column("comp").to_numpy()
@@ -143,6 +145,9 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
                                   None if chars is None else chars[a:b])
         centre_row[a:b] = a + centre
     units = np.flatnonzero(~fixed)
+    to_centre = np.full(len(units), np.nan)
+    if sigs is not None:
+        to_centre = similarity(sigs[units], sigs[centre_row[units]], spec.signature.bits)
     centre = pa.array(centre_row[units])
     by_fixed = pa.array(fixed[centre_row[units]])
     kept = table.column("unit_id").take(centre)
@@ -154,6 +159,7 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
         "h_kept_date": table.column("h_kept_date").take(centre),
         # the kept page's fingerprint (its unit's; an earlier cluster's rows have none): for the report's chaining
         "kept_fingerprint": table.column("fingerprint").take(centre),
+        "similarity": pa.array(to_centre, pa.float64(), mask=np.isnan(to_centre)),
     })
     yield from out.combine_chunks().to_batches()
 
@@ -242,11 +248,12 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     signature) of the history fingerprints in the search, signature = that of their cluster's kept page;
     fixed_rows: a bound on fixed's rows if known (-1: not), for a broadcast; root_rows: roots' rows if known
     (connected_components counts them; -1: counted here).
-    Returns (fingerprint, unit_id, kept_id, h_cluster, h_kept_date, kept_fingerprint) for each unit that shares
-    its component with another unit or an earlier cluster: unit_id = its best page's id, kept_id the best page of
-    its centre unit and kept_fingerprint that unit's fingerprint, or h_cluster/h_kept_date when its centre is an
-    earlier run's kept page. Every other unit is its own cluster, kept by its best page, and gets no row (all
-    units of one fingerprint share a component, so either all or none of them have a row).
+    Returns (fingerprint, unit_id, kept_id, h_cluster, h_kept_date, kept_fingerprint, similarity) for each unit
+    that shares its component with another unit or an earlier cluster: unit_id = its best page's id, kept_id the
+    best page of its centre unit and kept_fingerprint that unit's fingerprint, or h_cluster/h_kept_date when its
+    centre is an earlier run's kept page; similarity its estimated Jaccard index to the centre (component_centres).
+    Every other unit is its own cluster, kept by its best page, and gets no row (all units of one fingerprint
+    share a component, so either all or none of them have a row).
 
     Most units are alone in their component and need no signature here: only components of two or more
     units (or with earlier clusters) bring their signatures to one Python call."""
@@ -309,5 +316,6 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     out_schema = StructType([runs.schema[c] for c in ("fingerprint", "unit_id")]
                             + [StructField("kept_id", runs.schema["unit_id"].dataType, True)]
                             + [runs.schema[c] for c in ("h_cluster", "h_kept_date")]
-                            + [StructField("kept_fingerprint", LongType(), True)])
+                            + [StructField("kept_fingerprint", LongType(), True),
+                               StructField("similarity", DoubleType(), True)])
     return runs.mapInArrow(lambda batches: component_centres(batches, spec), out_schema)

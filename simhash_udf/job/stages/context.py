@@ -38,8 +38,8 @@ def reliable_checkpoint(df: DataFrame) -> DataFrame:
 
 
 class StageTimer:
-    """Seconds per stage for the report, and a progress line per stage in the log: when it starts, and when
-    it ends with its seconds and the counts the stage put into the dict it yields."""
+    """Seconds per stage for the report, and one progress line per stage in the log (INFO): when it ends, with its
+    seconds and the counts the stage put into the dict it yields. Its start is logged at DEBUG."""
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
@@ -48,7 +48,7 @@ class StageTimer:
     @contextmanager
     def __call__(self, name: str):
         termination.check()  # SIGTERM: stop between stages too (running Spark jobs are cancelled at once)
-        log.info("stage %s: started", name)
+        log.debug("stage %s: started", name)
         start = time.perf_counter()
         counts: dict = {}
         yield counts

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ...spark.clusters import cluster_shape, resolve_clusters
-from ...spark.history_search import attach_history
+from ...core.signature import SignatureSpec
+from ...spark.clusters import cluster_shape, resolve_clusters, with_similarity_to_kept
+from ...spark.history_search import attach_history, with_history_copies
 from ...spark.joins import broadcast_if_small
 from ...spark.star import star_clusters
 from ...spark.verified import verified_clusters
@@ -20,7 +21,7 @@ from .exact_collapse import Collapsed
 
 @dataclass
 class Resolved:
-    clusters: DataFrame  # id, fingerprint, cluster_id, is_duplicate, signature, kept_fp[, kept_run_date]
+    clusters: DataFrame  # id, fingerprint, cluster_id, is_duplicate, signature, kept_fp, similarity[, kept_run_date]
     histogram: dict[int, int]  # cluster size -> clusters
     max_distance_to_kept: dict[int, int]  # clusters by their members' largest distance to the kept page
     exact_duplicates: int  # duplicates with their kept page's (or a fellow duplicate's) fingerprint
@@ -40,10 +41,13 @@ def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: 
             clusters = resolve_clusters(pages.select("id", "fingerprint", "rank"), comps.roots)
         if history is not None and mode != "verified":
             clusters = attach_history(clusters, comps.roots, match.related, history.run_date)
-        if mode != "verified":  # the signature goes into clusters/ with its page
-            clusters = clusters.join(pages.select("id", "signature"), "id")
+        if mode != "verified":  # the signature goes into clusters/ with its page, and the similarity to the kept one
+            clusters = with_similarity_to_kept(clusters.join(pages.select("id", "signature"), "id"),
+                                               ctx.specs.verify.signature if ctx.specs.verify else SignatureSpec())
         clusters = ctx.persist(clusters)
-        histogram, chaining, exact = cluster_shape(clusters)
+        # with a history, a copy of an earlier day's page is an exact duplicate too (the shape's input only)
+        shaped = clusters if history is None else with_history_copies(clusters, match.related, match.n_related)
+        histogram, chaining, exact = cluster_shape(shaped)
         counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
     return Resolved(clusters, histogram, chaining, exact)
 
@@ -73,7 +77,9 @@ def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run
     known): the best page of the centre unit, or an earlier run's cluster; pages without a fingerprint are
     clusters of their own. With a run date (--history) also kept_run_date. Keeps the page's signature (for
     clusters/ and the history), and adds kept_fp: the kept page's fingerprint, null when it is an earlier run's
-    (clusters.cluster_shape)."""
+    (clusters.cluster_shape), and similarity: a duplicate's estimated Jaccard index to its kept page (its unit's
+    to the centre, verified_clusters; a page of its kept page's unit, or of its fingerprint without signatures:
+    1.0), null for a kept page."""
     # joined on the fingerprint alone, then the unit, so that only the per-unit assignments move: broadcast
     # when known to be few (joins.is_small), or by a sort-merge join, which moves the assignments alone when the
     # pages are partitioned by fingerprint (with_units, unless split). A unit without an
@@ -92,8 +98,10 @@ def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run
     # kept_fp: the kept page's fingerprint when it is among this run's pages (cluster_shape groups the duplicates
     # alone with it, instead of every page by cluster)
     kept_fp = F.when(~earlier, F.coalesce("kept_fingerprint", "fingerprint"))
-    cols = [F.col("id"), F.col("fingerprint"), cluster_id.alias("cluster_id"),
-            (earlier | (F.col("id") != kept)).alias("is_duplicate"), F.col("signature"), kept_fp.alias("kept_fp")]
+    duplicate = earlier | (F.col("id") != kept)
+    to_kept = F.when(duplicate, F.coalesce(F.col("similarity"), F.when(F.col("fingerprint") == kept_fp, F.lit(1.0))))
+    cols = [F.col("id"), F.col("fingerprint"), cluster_id.alias("cluster_id"), duplicate.alias("is_duplicate"),
+            F.col("signature"), kept_fp.alias("kept_fp"), to_kept.alias("similarity")]
     if run_date is not None:
         cols.append(F.when(earlier, F.col("h_kept_date")).otherwise(F.lit(run_date)).alias("kept_run_date"))
     return joined.select(*cols)

@@ -3,6 +3,7 @@ blocks, candidates, verify, components, resolve), for the job (pipeline.run) and
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
@@ -17,7 +18,10 @@ from ..config import DedupConfig
 from ..report_schema import (
     BandCounts,
     CandidateStats,
+    PairSearch,
+    PairSource,
     SentenceKeyStats,
+    ShortTextStats,
     SignatureBandStats,
     TablePlanStats,
     Verification,
@@ -33,6 +37,8 @@ from .resolve import Resolved, resolve_stage
 from .sentence_keys import SentencePairs, sentence_keys_stage
 from .short_text import ShortText, short_text_stage
 from .verify import Verified, verify_stage
+
+log = logging.getLogger("simhash_dedup")
 
 # Session settings of the clustering stages (put back afterwards):
 # - caches not compressed: they hold random 64-bit fingerprints and 128-byte signatures, which do not compress,
@@ -61,6 +67,8 @@ class NearDuplicateStats:
     exact_duplicates: int  # resolve: copies of the kept page's or a fellow member's fingerprint
     history_rows: int | None = None  # with a history: its rows in the pair search
     history_fingerprints_compared: int | None = None  # and its fingerprints that share a key with this run's
+    short_found_by_main_search: int = 0  # short-text candidate pairs that the tables or the bands found too
+    sentence_found_by_other_sources: int = 0  # sentence-key pairs that the tables, the bands or short text found too
 
 
 @dataclass
@@ -91,14 +99,44 @@ def run_stages(raw: DataFrame, cfg: DedupConfig, *, timer: StageTimer, persist: 
     short = short_text_stage(fp.docs, cfg, persist, timer, fp.stats["short_pages"])
     ctx = StageContext(SearchSpecs.of(cfg), timer, persist, checkpoint, history,
                        large=fp.stats["input_rows"] >= LARGE_RUN_PAGES)
-    return StageResults(fp, short, near_duplicate_clusters(fp.docs, ctx, short.edges))
+    clustered = near_duplicate_clusters(fp.docs, ctx, short.edges, short.pairs)
+    search = clustered.stats.candidates.pair_search = pair_search(clustered.stats, short.report)
+    log.info("%s", search.summary())
+    return StageResults(fp, short, clustered)
 
 
-def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: DataFrame | None = None) -> Clustered:
+def pair_search(stats: "NearDuplicateStats", short: ShortTextStats) -> PairSearch:
+    """The pair search's numbers by source (report.json's candidates.pair_search, report.html's table and the
+    log line): the SimHash tables' and the bands' from the candidates and verify stages, the short-text stage's
+    from its report part and the sentence keys' from theirs (each null when off)."""
+    cand, bands = stats.candidates, stats.candidates.signature_bands
+    band_verified = bands.pairs_verified if bands is not None else 0
+    band_rejected = bands.pairs_accepted - band_verified if bands is not None else 0
+    tables = PairSource(key_group_pairs=cand.pairs_compared, compared=cand.pairs_accepted,
+                        verified=cand.pairs_verified - band_verified, rejected=cand.pairs_rejected - band_rejected)
+    by_bands = PairSource(key_group_pairs=bands.pairs_compared, compared=bands.pairs_accepted, verified=band_verified,
+                          rejected=band_rejected) if bands is not None else None
+    by_short = PairSource(key_group_pairs=short.pairs_compared, compared=short.candidate_pairs,
+                          verified=short.verified_pairs,
+                          rejected=short.candidate_pairs - short.verified_pairs) if short.enabled else None
+    keys = cand.sentence_keys
+    by_sentences = PairSource(key_group_pairs=keys.pairs_compared, compared=keys.pairs_compared,
+                              verified=keys.pairs_verified_by_similarity + keys.pairs_verified_by_containment,
+                              rejected=keys.pairs_rejected) if keys is not None else None
+    sources = [s for s in (tables, by_bands, by_short, by_sentences) if s is not None]
+    return PairSearch(simhash_tables=tables, signature_bands=by_bands, short_text=by_short, sentence_keys=by_sentences,
+                      compared=sum(s.compared for s in sources),
+                      found_by_more_than_one_source=stats.short_found_by_main_search
+                      + stats.sentence_found_by_other_sources,
+                      verified=sum(s.verified for s in sources), rejected=sum(s.rejected for s in sources))
+
+
+def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: DataFrame | None = None,
+                            short_pairs: DataFrame | None = None) -> Clustered:
     """Stages 3-7 on (id, fingerprint, rank[, signature][, short_text]) rows, under CLUSTERING_SETTINGS: exact
     collapse, blocks, candidates, verify, components, resolve. Without a signature column every candidate
     pair is an edge (as with ctx.specs.verify None). short_edges: the short-text stage's verified pairs,
-    more edges of the components.
+    more edges of the components; short_pairs: its candidate pairs (the report counts those found here too).
 
     Returns the clusters (id, fingerprint, cluster_id, is_duplicate, signature), the cluster-size histogram
     {size: clusters} and the pair statistics. With a history (ctx.history), its fingerprints that share a key
@@ -123,7 +161,8 @@ def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: Dat
         cands = candidates_stage(collapsed, blocks, ctx)
         sentences = sentence_keys_stage(collapsed, ctx)
         more_edges = [e for e in (short_edges, sentences.edges if sentences is not None else None) if e is not None]
-        verified = verify_stage(blocks, cands, reduce(DataFrame.unionByName, more_edges) if more_edges else None, ctx)
+        verified = verify_stage(blocks, cands, reduce(DataFrame.unionByName, more_edges) if more_edges else None, ctx,
+                                short_pairs, sentences.pairs if sentences is not None else None)
         comps = components_stage(verified, ctx)
         resolved = resolve_stage(collapsed, blocks, comps, ctx)
     stats = near_duplicate_stats(ctx, collapsed, blocks, cands, verified, comps, resolved, sentences)
@@ -165,7 +204,9 @@ def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks
         max_distance_to_kept={str(d): resolved.max_distance_to_kept[d] for d in sorted(resolved.max_distance_to_kept)},
         exact_duplicates=resolved.exact_duplicates,
         history_rows=collapsed.n_history if with_history else None,
-        history_fingerprints_compared=blocks.history.n_related if with_history else None)
+        history_fingerprints_compared=blocks.history.n_related if with_history else None,
+        short_found_by_main_search=verified.short_found_by_main_search,
+        sentence_found_by_other_sources=verified.sentence_found_by_other_sources)
 
 
 def sentence_key_stats(specs: SearchSpecs, sentences: SentencePairs) -> SentenceKeyStats:

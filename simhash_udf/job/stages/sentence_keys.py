@@ -27,6 +27,7 @@ from .exact_collapse import Collapsed
 @dataclass
 class SentencePairs:
     edges: DataFrame  # (src, dst) of the verified pairs
+    pairs: DataFrame  # (src, dst) of every pair compared, src < dst (the report counts those other sources found)
     groups: KeyGroupCounts
     compared: int  # distinct pairs that share a key (each verified once)
     verified_by_similarity: int
@@ -52,7 +53,7 @@ def sentence_keys_stage(collapsed: Collapsed, ctx: StageContext) -> SentencePair
         counts.update(key_groups=groups.groups, skipped_keys=groups.skipped_keys, compared=sum(by_how.values()),
                       by_similarity=by_how.get(BY_SIMILARITY, 0), by_containment=by_how.get(BY_CONTAINMENT, 0))
     edges = pairs.where(F.col("how") != REJECTED).select("src", "dst")
-    return SentencePairs(edges, groups, sum(by_how.values()), by_how.get(BY_SIMILARITY, 0),
+    return SentencePairs(edges, pairs.select("src", "dst"), groups, sum(by_how.values()), by_how.get(BY_SIMILARITY, 0),
                          by_how.get(BY_CONTAINMENT, 0), by_how.get(REJECTED, 0), examples)
 
 

@@ -15,6 +15,7 @@ from .context import Persist, StageTimer
 @dataclass
 class ShortText:
     edges: DataFrame | None  # (src, dst) fingerprint pairs verified by shingle Jaccard; None when off
+    pairs: DataFrame | None  # (fp_a, fp_b) every candidate pair checked; None when off or without short pages
     report: ShortTextStats  # report.json's short_text part
 
 
@@ -24,9 +25,9 @@ def short_text_stage(docs: DataFrame, cfg: DedupConfig, persist: Persist, timer:
     short_pages: the fingerprint stage's count of short pages with a fingerprint (-1: not known)."""
     off = cfg.short_text_off_because()
     if off:
-        return ShortText(None, ShortTextStats(enabled=False, off_because=off))
+        return ShortText(None, None, ShortTextStats(enabled=False, off_because=off))
     with timer("short_text") as counts:
-        edges, stats = short_text_edges(docs, cfg.short_text, persist, short_pages)
+        edges, pairs, stats = short_text_edges(docs, cfg.short_text, persist, short_pages)
         edges = persist(edges) if edges is not None else None
         counts.update(candidates=stats["candidate_pairs"], verified=stats["verified_pairs"])
-    return ShortText(edges, ShortTextStats(enabled=True, **stats))
+    return ShortText(edges, pairs, ShortTextStats(enabled=True, **stats))
