@@ -241,7 +241,8 @@ def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_pat
     path = tmp_path / "pages.parquet"
     pd.DataFrame(rows, columns=["id", "text"]).to_parquet(path)
     out = tmp_path / "out"
-    run(load_config(["--input", str(path), "--output", str(out), "--sentence-max-group", "4"]), spark)
+    run(load_config(["--input", str(path), "--output", str(out), "--sentence-keys", "3", "--min-containment", "0.9",
+                     "--sentence-max-group", "4"]), spark)
     clusters = pd.read_parquet(out / "clusters").set_index("id")
     for i in range(6):
         assert clusters.loc[100 + i, "cluster_id"] == clusters.loc[i, "cluster_id"], i
@@ -251,6 +252,7 @@ def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_pat
     keys = report["candidates"]["sentence_keys"]
     assert keys["skipped_keys"] >= 1 and keys["pairs_verified_by_containment"] >= 1
     assert set(keys["examples"]) <= {"similarity", "containment"} and "containment" in keys["examples"]
+    assert_pair_search_adds_up(report, (out / "report.html").read_text(encoding="utf-8"))
     texts = dict(rows)
     spec = VerifySpec(0.8)
     for i, c in clusters[clusters["is_duplicate"]]["cluster_id"].items():
@@ -258,3 +260,44 @@ def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_pat
         agree = agreeing(clusters.loc[i, "signature"], clusters.loc[c, "signature"])
         assert agree >= spec.need or contained(np.array([agree]), n_i[0], n_c[0], spec, len(texts[i]),
                                                len(texts[c]))[0]
+
+
+def assert_pair_search_adds_up(report: dict, page: str) -> None:
+    """With sentence keys on, the pair search's fourth source adds up like the others: compared = verified +
+    rejected per source and in all, the sums over the four sources, the sentence keys' figures those of their
+    own report part, and the log's line and the page's table show the same numbers."""
+    from simhash_udf.job.report_schema import PairSearch
+
+    search, keys = report["candidates"]["pair_search"], report["candidates"]["sentence_keys"]
+    sources = [search[name] for name in ("simhash_tables", "signature_bands", "short_text", "sentence_keys")
+               if search.get(name) is not None]
+    assert len(sources) >= 3 and search.get("sentence_keys") is not None
+    for s in sources:
+        assert s["compared"] == s["verified"] + s["rejected"]
+    for total in ("compared", "verified", "rejected"):
+        assert search[total] == sum(s[total] for s in sources)
+    by_keys = search["sentence_keys"]
+    assert by_keys["compared"] == keys["pairs_compared"] > 0
+    assert by_keys["verified"] == keys["pairs_verified_by_similarity"] + keys["pairs_verified_by_containment"]
+    assert by_keys["rejected"] == keys["pairs_rejected"]
+    # each framed or commented copy's pair with its original is found by a sentence key and by another source
+    # (those copies within k bits or sharing a band); no pair is counted as found twice more than it was compared
+    assert 0 < search["found_by_more_than_one_source"] <= search["compared"] - max(s["compared"] for s in sources)
+    line = PairSearch.from_dict(search).summary()
+    assert f"sentence keys: {by_keys['compared']:,} compared = {by_keys['verified']:,} verified" in line
+    assert f"all sources: {search['compared']:,} compared" in line
+    assert ">sentence keys</td>" in page and f"{search['compared']:,}" in page
+
+
+def test_sentence_keys_and_containment_are_off_by_default(tmp_path):
+    """The defaults find what they found before the sentence keys: no key search, similarity alone, and no
+    sentence keys or page sizes computed in the fingerprint pass (fingerprint stage: cfg.sentences None)."""
+    from simhash_udf.job.config import load_config
+
+    (tmp_path / "in.jsonl").write_text('{"id": 1, "text": "a"}\n')
+    given = ["--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out")]
+    cfg = load_config(given)
+    assert cfg.sentence_keys == 0 and cfg.min_containment == 0
+    assert cfg.sentences is None and not cfg.verify.containment
+    on = load_config(given + ["--sentence-keys", "3", "--min-containment", "0.9"])
+    assert on.sentences == SentenceKeySpec(3) and on.verify.containment
