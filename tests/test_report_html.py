@@ -146,7 +146,9 @@ def report_run(spark, tmp_path_factory):
     crawl = base / "crawl.jsonl"
     pd.DataFrame(rows).to_json(crawl, orient="records", lines=True, force_ascii=False)
     out = base / "out"
-    report = run(load_config(["--input", str(crawl), "--output", str(out)]), spark)
+    # sentence keys and containment on (opt-in): the page shows their pairs verified by each kind
+    report = run(load_config(["--input", str(crawl), "--output", str(out), "--sentence-keys", "3",
+                              "--min-containment", "0.9"]), spark)
     return str(out), report, pd.DataFrame(rows), str(crawl)
 
 

@@ -254,7 +254,7 @@ def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_pat
     assert set(keys["examples"]) <= {"similarity", "containment"} and "containment" in keys["examples"]
     assert_pair_search_adds_up(report, (out / "report.html").read_text(encoding="utf-8"))
     texts = dict(rows)
-    spec = VerifySpec(0.8)
+    spec = VerifySpec(0.8, min_containment=0.9)
     for i, c in clusters[clusters["is_duplicate"]]["cluster_id"].items():
         (_, n_i), (_, n_c) = (fingerprint_batch([texts[x]], FeatureSpec())[:2] for x in (i, c))
         agree = agreeing(clusters.loc[i, "signature"], clusters.loc[c, "signature"])

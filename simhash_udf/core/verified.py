@@ -39,7 +39,7 @@ class VerifySpec:
     signature: SignatureSpec = field(default_factory=SignatureSpec)
     short_min_jaccard: float = 0.7  # exact shingle Jaccard two short pages need
     short_ngram: int = 5
-    min_containment: float = 0.9  # estimated share of the smaller page's features in the larger's; 0 = off
+    min_containment: float = 0.0  # estimated share of the smaller page's features in the larger's; 0 = off
     max_size_ratio: float = 1.6  # a contained pair's larger page has at most this many times the characters
 
     @property

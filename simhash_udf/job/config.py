@@ -86,7 +86,7 @@ class DedupConfig:
                                   "bins of one of this many bands are compared too, then verified (MinHash LSH; "
                                   "0 = off; off without verification)")
     band_bins: int = option(5, "search", "signature bins a band (bands x bins <= 128; 8 bits a bin)")
-    min_containment: float = option(0.0, "search", "a pair also verifies when this share of the "
+    min_containment: float = option(_VERIFY.min_containment, "search", "a pair also verifies when this share of the "
                                     "smaller page's features (estimated) is in the larger page and the larger is at "
                                     "most --max-size-ratio times the smaller: a page inside another page's frame, "
                                     "comments or ads; 0 = off (similarity alone)")

@@ -257,7 +257,6 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
 
     Most units are alone in their component and need no signature here: only components of two or more
     units (or with earlier clusters) bring their signatures to one Python call."""
-
     units = with_size_columns(units)
 
     def with_comp(df: DataFrame) -> DataFrame:
