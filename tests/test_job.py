@@ -150,24 +150,33 @@ def test_output_layout(sample_run, sample):
 
 def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
     """The default cluster policy's promise on a whole run: each duplicate's signature (in clusters/) agrees
-    with its kept page's on enough bins, or both pages are short and their shingle Jaccard verifies."""
+    with its kept page's on enough bins, or one page is contained in the other within the size bound (by the
+    signatures and the pages' feature counts), or both pages are short and their shingle Jaccard verifies."""
     from reference import agreeing
 
+    from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch
     from simhash_udf.core.shingles import jaccard, shingle_set
     from simhash_udf.core.signature import similarity
-    from simhash_udf.core.verified import VerifySpec
+    from simhash_udf.core.verified import VerifySpec, contained
 
     out, report = sample_run
     rows = read_clusters(out)
     assert report["config"]["cluster_mode"] == "verified"
     texts = pd.read_json(sample, lines=True, dtype=False).set_index("id")["text"]
+    counts = pd.Series(fingerprint_batch(texts.tolist(), FeatureSpec())[1], index=texts.index)
     sig = rows.set_index("id")["signature"]
-    spec = VerifySpec(report["config"]["min_similarity"])
+    cfg = report["config"]
+    spec = VerifySpec(cfg["min_similarity"], min_containment=cfg["min_containment"], max_size_ratio=cfg["max_size_ratio"])
     dups = rows[rows["is_duplicate"]]
-    by_text = 0
+    by_text = by_containment = 0
     for i, c in zip(dups["id"], dups["cluster_id"]):
-        if sig[i] is not None and sig[c] is not None and agreeing(sig[i], sig[c]) >= spec.need:
-            continue
+        if sig[i] is not None and sig[c] is not None:
+            if agreeing(sig[i], sig[c]) >= spec.need:
+                continue
+            if contained(np.array([agreeing(sig[i], sig[c])]), counts[i], counts[c], spec, len(texts[i]),
+                         len(texts[c]))[0]:
+                by_containment += 1
+                continue
         a, b = texts[i], texts[c]
         assert len(a) < 140 and len(b) < 140 and jaccard(shingle_set(a), shingle_set(b)) >= spec.short_min_jaccard
         by_text += 1
@@ -181,7 +190,7 @@ def test_every_duplicate_is_verified_against_its_kept_page(sample_run, sample):
              for a, b in zip(dups["signature"], kept_sig)]
     assert sims == pytest.approx(truth) and ((0 <= sims) & (sims <= 1)).all()
     verified = np.array([agreeing(a, b) >= spec.need for a, b in zip(dups["signature"], kept_sig)])
-    assert (sims[verified] >= spec.min_similarity).all() and verified.sum() == len(dups) - by_text
+    assert (sims[verified] >= spec.min_similarity).all() and verified.sum() == len(dups) - by_text - by_containment
     copies = np.array([a == b for a, b in zip(dups["signature"], kept_sig)])
     assert copies.any() and (sims[copies] == 1.0).all()
     cand = Report.from_dict(report).candidates

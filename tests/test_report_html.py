@@ -146,7 +146,9 @@ def report_run(spark, tmp_path_factory):
     crawl = base / "crawl.jsonl"
     pd.DataFrame(rows).to_json(crawl, orient="records", lines=True, force_ascii=False)
     out = base / "out"
-    report = run(load_config(["--input", str(crawl), "--output", str(out)]), spark)
+    # sentence keys and containment on (opt-in): the page shows their pairs verified by each kind
+    report = run(load_config(["--input", str(crawl), "--output", str(out), "--sentence-keys", "3",
+                              "--min-containment", "0.9"]), spark)
     return str(out), report, pd.DataFrame(rows), str(crawl)
 
 
@@ -192,10 +194,18 @@ def test_report_page_in_a_headless_browser(report_run, chromium, tmp_path):
 
     # example pairs: side by side, their texts escaped (text in the DOM, never elements)
     examples = on_disk["example_pairs"]
-    assert len(examples) == 5 and len(dom.excerpts) == 10
+    # and the sentence-key search's pairs verified by similarity and by containment, one example of each kind
+    keys = on_disk["candidates"]["sentence_keys"]
+    kinds = keys["examples"]
+    assert len(examples) == 5 and len(dom.excerpts) == 10 + 2 * len(kinds)
+    shown = html.unescape(re.sub(r"<[^>]+>", "", source))
+    assert (f"{keys['pairs_verified_by_similarity']:,} verified by similarity, "
+            f"{keys['pairs_verified_by_containment']:,} only by containment") in shown
+    for kind, e in kinds.items():
+        assert f"verified by {kind} · similarity {e['similarity']:.2f} · containment {e['containment']:.2f}" in shown
     assert all('<script>alert("x")</script><img src="https://evil.example/x.png"> &amp;' in e for e in dom.excerpts)
     assert "script" not in dom.tags and "img" not in dom.tags
-    assert dom.tags["section"] == 5
+    assert dom.tags["section"] == 5 + len(kinds)
     texts = rows.set_index("id")["text"]
     for e in examples:
         assert f"duplicate {e['duplicate']} → kept {e['kept']} · distance {e['distance']} bits" in html.unescape(

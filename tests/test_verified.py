@@ -290,7 +290,7 @@ def test_greedy_centres_equal_one_call_per_component(seed, sizes):
     comp = np.repeat(np.arange(len(sizes)), sizes)
     sigs = _sig_matrix(planted_signatures(rng, [int(c % 3) << 40 for c in comp])) if n else np.zeros((0, 128), np.uint8)
     starts = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-    got = greedy_centres(sigs, starts, SPEC.need)
+    got = greedy_centres(sigs, starts, SPEC)
     expect = np.concatenate([a + verified_centres(sigs[a:b], None, SPEC) for a, b in zip(starts[:-1], starts[1:])]
                             or [np.zeros(0, np.int64)])
     assert got.tolist() == expect.tolist()

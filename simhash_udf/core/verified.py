@@ -5,7 +5,12 @@ Two pages are *verified-similar* when
   - both are short pages (short-text mode) and the exact Jaccard index of their character n-gram shingle
     sets is >= short_min_jaccard (the short-text check, shingles.py), or otherwise
   - the estimated Jaccard index of their feature sets, from their signatures (signature.py), is
-    >= min_similarity (an integer comparison of agreeing bins: no rounding decides a pair).
+    >= min_similarity (an integer comparison of agreeing bins: no rounding decides a pair), or
+  - with containment on (min_containment > 0) and both pages' feature counts known: the smaller page's
+    features are at least min_containment contained in the larger's, and the larger has at most
+    max_size_ratio times as many features (`contained`). A page inside another page (a site's frame,
+    comments, an ad around it) is not Jaccard-similar to its original when the added part is large; the size
+    bound keeps a poem from being a duplicate of the anthology that holds it.
 
 Edges: a candidate pair (within k bits and accepted in its first shared table, candidates.py) is an edge
 only if the two fingerprints' signatures verify; a key group then emits a spanning forest of its verified
@@ -34,6 +39,8 @@ class VerifySpec:
     signature: SignatureSpec = field(default_factory=SignatureSpec)
     short_min_jaccard: float = 0.7  # exact shingle Jaccard two short pages need
     short_ngram: int = 5
+    min_containment: float = 0.0  # estimated share of the smaller page's features in the larger's; 0 = off
+    max_size_ratio: float = 1.6  # a contained pair's larger page has at most this many times the characters
 
     @property
     def need(self) -> int:
@@ -43,7 +50,60 @@ class VerifySpec:
     def describe(self) -> dict:
         return {"min_similarity": self.min_similarity, "signature": self.signature.version(),
                 "agreeing_bins_needed": self.need, "bins": self.signature.bins,
-                "short_min_jaccard": self.short_min_jaccard}
+                "short_min_jaccard": self.short_min_jaccard, "min_containment": self.min_containment,
+                "max_size_ratio": self.max_size_ratio}
+
+    @property
+    def containment(self) -> bool:
+        return self.min_containment > 0
+
+
+def containment_estimate(jaccard_index, n_a, n_b) -> np.ndarray:
+    """The share of the smaller set inside the larger, from their Jaccard index J and sizes: |A & B| =
+    J (|A| + |B|) / (1 + J), divided by the smaller size (1 for two empty sets)."""
+    j = np.asarray(jaccard_index, dtype=np.float64)
+    n_a, n_b = np.asarray(n_a, dtype=np.float64), np.asarray(n_b, dtype=np.float64)
+    small = np.minimum(n_a, n_b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(small > 0, np.minimum(j * (n_a + n_b) / ((1 + j) * np.maximum(small, 1)), 1.0), 1.0)
+
+
+def contained(agree: np.ndarray, n_a, n_b, spec: VerifySpec, size_a=None, size_b=None) -> np.ndarray:
+    """Whether pairs with `agree` agreeing signature bins and feature counts n_a, n_b (<= 0: not known) are
+    contained within the size bound. containment_estimate(J) >= C  <=>  J >= C s / (s + l - C s) (s, l: the
+    smaller and larger count): compared on J so that a tie is decided the same way everywhere. The size bound
+    is on size_a, size_b (the pages' characters) when given (<= 0: not known, not contained), otherwise on the
+    feature counts: a frame of menu words or a comment adds more distinct words per character than an article
+    has, so a copy's feature count grows faster than its text."""
+    n_a, n_b = np.asarray(n_a, dtype=np.float64), np.asarray(n_b, dtype=np.float64)
+    small, large = np.minimum(n_a, n_b), np.maximum(n_a, n_b)
+    if not spec.containment:
+        return np.zeros(np.shape(agree), dtype=bool)
+    if size_a is not None and size_b is not None:
+        size_a, size_b = np.asarray(size_a, dtype=np.float64), np.asarray(size_b, dtype=np.float64)
+        size_small, size_large = np.minimum(size_a, size_b), np.maximum(size_a, size_b)
+    else:
+        size_small, size_large = small, large
+    c = spec.min_containment
+    with np.errstate(divide="ignore", invalid="ignore"):
+        j_need = c * small / (small + large - c * small)
+    chance = 2.0 ** -spec.signature.bits
+    j_est = (np.asarray(agree, dtype=np.float64) / spec.signature.bins - chance) / (1 - chance)
+    return ((small > 0) & (size_small > 0) & (size_large <= spec.max_size_ratio * size_small)
+            & (j_est >= j_need - 1e-9))
+
+
+def pairs_verify(sig_a: np.ndarray, sig_b: np.ndarray, n_a=None, n_b=None, spec: VerifySpec | None = None,
+                 size_a=None, size_b=None) -> tuple[np.ndarray, np.ndarray]:
+    """(verified, by_containment) of pairs of signatures (rows x bins, or one row against many): verified-
+    similar, or (feature counts given) contained within the size bound (on size_a, size_b, the pages'
+    characters, when given: `contained`); by_containment: verified only by containment."""
+    agree = agreeing_bins(sig_a, sig_b)
+    similar = agree >= spec.need
+    if n_a is None or n_b is None or not spec.containment:
+        return similar, np.zeros(np.shape(similar), dtype=bool)
+    by_containment = ~similar & contained(agree, n_a, n_b, spec, size_a, size_b)
+    return similar | by_containment, by_containment
 
 
 def band_of(sim: np.ndarray) -> np.ndarray:
@@ -164,7 +224,8 @@ def verify_band_pairs(sig_a: np.ndarray, sig_b: np.ndarray, found_in: np.ndarray
 
 
 def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | None, spec: VerifySpec | None,
-                     fixed: int = 0, n: int | None = None) -> np.ndarray:
+                     fixed: int = 0, n: int | None = None, counts: np.ndarray | None = None,
+                     sizes: np.ndarray | None = None) -> np.ndarray:
     """The centre (an index) of each unit of one component, units in keep order (best first).
 
     The first `fixed` units are centres given in advance (the kept pages of earlier runs' clusters, with
@@ -172,7 +233,8 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
     first unit left is a centre and takes every unit left that is verified-similar to it, and so on.
     sigs: (units x bins) or None (no signatures: every unit verifies, as in transitive mode); short_texts:
     each unit's short text (None for a page that is not short), or None when the mode is off; n: the number
-    of units when neither is given."""
+    of units when neither is given; counts: each unit's feature count (<= 0: not known), for containment
+    (None: similarity alone), sizes: its characters, for containment's size bound (None: on the counts)."""
     n = len(sigs) if sigs is not None else len(short_texts) if short_texts is not None else n
     if spec is None or sigs is None:  # everyone joins the first centre
         centre = np.zeros(n, dtype=np.int64)
@@ -191,7 +253,9 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
         nonlocal open_
         if not len(open_):
             return
-        near = agreeing_bins(sigs[open_], sigs[c]) >= spec.need
+        near = pairs_verify(sigs[open_], sigs[c], None if counts is None else counts[open_],
+                            None if counts is None else counts[c], spec, None if sizes is None else sizes[open_],
+                            None if sizes is None else sizes[c])[0]
         both_short = is_short[open_] & is_short[c]
         if both_short.any():
             for x in np.flatnonzero(both_short):
@@ -209,15 +273,17 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
     return centre
 
 
-def greedy_centres(sigs: np.ndarray, starts: np.ndarray, need: int) -> np.ndarray:
+def greedy_centres(sigs: np.ndarray, starts: np.ndarray, spec: VerifySpec, counts: np.ndarray | None = None,
+                   sizes: np.ndarray | None = None) -> np.ndarray:
     """verified_centres of many components at once, for components without fixed units or short texts:
     sigs (rows x bins), the rows of each component consecutive and in keep order, component c being rows
     starts[c]:starts[c + 1]. Returns each row's centre as a row index.
 
     Round by round over all components together: each component's first open row is a centre and takes its
-    open rows that are verified-similar to it (>= need agreeing bins). A round costs numpy calls over the open
-    rows, not a Python call per component; a component drops out when it has no open row left. Rounds: the
-    most centres any component has (usually 1 or 2)."""
+    open rows that are verified-similar to it (>= need agreeing bins), or contained within the size bound
+    (counts: each row's feature count, None: similarity alone; sizes: its characters, for the size bound).
+    A round costs numpy calls over the open rows, not a Python call per component; a component drops out when
+    it has no open row left. Rounds: the most centres any component has (usually 1 or 2)."""
     n = len(sigs)
     comp = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
     centre = np.empty(n, dtype=np.int64)
@@ -229,7 +295,9 @@ def greedy_centres(sigs: np.ndarray, starts: np.ndarray, need: int) -> np.ndarra
         centre[heads] = heads
         head = heads[np.cumsum(first) - 1][~first]  # each other open row's head this round
         rest = open_[~first]
-        near = agreeing_bins(sigs[rest], sigs[head]) >= need
+        near = pairs_verify(sigs[rest], sigs[head], None if counts is None else counts[rest],
+                            None if counts is None else counts[head], spec, None if sizes is None else sizes[rest],
+                            None if sizes is None else sizes[head])[0]
         centre[rest[near]] = head[near]
         open_ = rest[~near]
     return centre

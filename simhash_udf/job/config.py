@@ -21,6 +21,7 @@ from ..core.bands import SignatureBands
 from ..core.blocks import check_k, plan_tables
 from ..core.fingerprint import WEIGHTINGS, FeatureSpec
 from ..core.related import DEFAULT_RELATED_DISTANCE, MAX_RELATED_DISTANCE
+from ..core.sentence_keys import SentenceKeySpec
 from ..core.short_text import ShortTextSpec
 from ..core.signature import SignatureSpec
 from ..core.text import SEGMENTERS, TOKENIZERS
@@ -38,7 +39,8 @@ SECTIONS = ("input", "features", "search", "short_text", "output", "history", "s
 # same file (a symbolic link), the one to copy for --config. Both are generated: render_defaults_toml().
 DEFAULT_CONF = "default.toml"  # a resource of this package (read with importlib.resources: works from a zip)
 
-_FEATURES, _SHORT, _VERIFY = FeatureSpec(), ShortTextSpec(), VerifySpec()  # their defaults are the job's
+# their defaults are the job's
+_FEATURES, _SHORT, _VERIFY, _SENTENCES = FeatureSpec(), ShortTextSpec(), VerifySpec(), SentenceKeySpec()
 
 
 def option(default, section: str, help: str, *, choices: tuple | None = None, toml: bool = True,
@@ -85,6 +87,18 @@ class DedupConfig:
                                   "bins of one of this many bands are compared too, then verified (MinHash LSH; "
                                   "0 = off; off without verification)")
     band_bins: int = option(5, "search", "signature bins a band (bands x bins <= 128; 8 bits a bin)")
+    min_containment: float = option(_VERIFY.min_containment, "search", "a pair also verifies when this share of the "
+                                    "smaller page's features (estimated) is in the larger page and the larger is at "
+                                    "most --max-size-ratio times the smaller: a page inside another page's frame, "
+                                    "comments or ads; 0 = off (similarity alone)")
+    max_size_ratio: float = option(_VERIFY.max_size_ratio, "search", "a contained pair's larger page has at most this "
+                                   "many times the smaller's characters (a poem is not a copy of the anthology holding it)")
+    sentence_keys: int = option(0, "search", "a third candidate source: pages sharing one of their this many "
+                                "longest sentences are compared, then verified; 0 = off (off without verification)")
+    sentence_min_chars: int = option(_SENTENCES.min_chars, "search", "letters a sentence needs to make a key "
+                                     "(digits, punctuation and white space not counted)")
+    sentence_max_group: int = option(_SENTENCES.max_group, "search", "a sentence key shared by more pages than this "
+                                     "(a licence line, a slogan) makes no group; such keys are counted in the report")
     cluster_mode: str = option("verified", "search", "verified: every duplicate is verified-similar to its kept page; "
                                "transitive: components of verified pairs; star: a duplicate is within k of its kept "
                                "page", choices=CLUSTER_MODES)
@@ -139,7 +153,18 @@ class DedupConfig:
         """How pairs are verified; None with --min-similarity 0 (fingerprint distance alone)."""
         if self.min_similarity <= 0:
             return None
-        return VerifySpec(self.min_similarity, self.signature, self.short_min_jaccard, self.short_char_ngram)
+        # containment compares feature counts: the sizes of the feature sets with binary weighting (the default);
+        # other weightings count repeats, and stored fingerprints carry no count
+        counts_are_sizes = self.weighting == "binary" and self.input_format != "fingerprints"
+        return VerifySpec(self.min_similarity, self.signature, self.short_min_jaccard, self.short_char_ngram,
+                          self.min_containment if counts_are_sizes else 0.0, self.max_size_ratio)
+
+    @property
+    def sentences(self) -> SentenceKeySpec | None:
+        """The longest-sentence key search; None when off (n 0, no text, or no verification)."""
+        if self.sentence_keys <= 0 or self.verify is None or self.input_format == "fingerprints":
+            return None
+        return SentenceKeySpec(self.sentence_keys, self.sentence_min_chars, self.sentence_max_group)
 
     @property
     def bands(self) -> SignatureBands | None:
@@ -221,6 +246,16 @@ class DedupConfig:
         if not 0.0 <= self.min_similarity <= 1.0:
             raise bad("--min-similarity must be in 0..1 (an estimated Jaccard index; 0 = no verification), "
                       f"got {self.min_similarity}")
+        if not 0.0 <= self.min_containment <= 1.0:
+            raise bad(f"--min-containment must be in 0..1 (a share of the smaller page's features; 0 = off), got "
+                      f"{self.min_containment}")
+        if self.max_size_ratio < 1.0:
+            raise bad(f"--max-size-ratio must be at least 1 (the larger page's features over the smaller's), got "
+                      f"{self.max_size_ratio}")
+        try:
+            SentenceKeySpec(self.sentence_keys, self.sentence_min_chars, self.sentence_max_group).check()
+        except ValueError as exc:
+            raise bad(f"{exc}: fix --sentence-keys, --sentence-min-chars or --sentence-max-group") from None
         if self.cluster_mode == "star" and self.history:
             raise bad("--cluster-mode star cannot be combined with --history yet: use the transitive mode")
         for name in ("arrow_batch_size", "arrow_batch_mb", "max_component_rounds", "lock_stale_minutes"):

@@ -304,7 +304,9 @@ def report_stage(spark: SparkSession, cfg: DedupConfig, out: OutputDir, raw: Dat
     with timer("report") as counts:
         # (Spark's readers glob their paths: an --output named out[1] is read as itself)
         kept_written = spark.read.schema(raw.schema).parquet(escape_glob(out.staged("kept")))  # no footer-reading job
-        page = collect_page_data(found.clusters, raw, kept_written, cfg, duplicates)
+        sentence_keys = found.stats.candidates.sentence_keys
+        more_ids = [i for e in sentence_keys.examples.values() for i in e.ids] if sentence_keys else []
+        page = collect_page_data(found.clusters, raw, kept_written, cfg, duplicates, more_ids)
         counts["example_pairs"] = len(page.examples)
     return page
 
@@ -321,7 +323,7 @@ def write_report_files(cfg: DedupConfig, out: OutputDir, report: Report, page: P
     report.plots = write_plots(report, out)
     report.total_seconds = round(time.time() - started, 3)
     report.report_html = "report.html"
-    out.write_text(out.staged("report.html"), render_html(report, page.examples))
+    out.write_text(out.staged("report.html"), render_html(report, page.examples, page.more_texts))
     out.write_report(report.to_dict())
 
 

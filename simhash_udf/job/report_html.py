@@ -58,6 +58,7 @@ class PageData:
     duplicate_rate_by: dict[str, RateDimension] = field(default_factory=dict)
     example_pairs: list[ExamplePair] = field(default_factory=list)
     examples: list[dict] = field(default_factory=list)
+    more_texts: dict = field(default_factory=dict)  # id -> text of the sentence-key search's example pages
 
 
 def agreeing_bins_batches(batches, spec: SignatureSpec):
@@ -282,12 +283,14 @@ def rates_from_groups(groups: list[dict], dims: dict, top: int = TOP_GROUPS) -> 
     return rates
 
 
-def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg, duplicates: int) -> PageData:
+def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg, duplicates: int,
+                      more_ids: list | None = None) -> PageData:
     """The Spark part of the report stage (see the module's docstring). clusters: the run's (id,
     fingerprint, signature, cluster_id, is_duplicate) rows; raw: the input as read; kept: the kept/
     output as written. Two small actions as a rule: the duplicate pairs by distance and similarity (which
     also give the examples), then one scan of the input (and of kept/'s host and language columns) for the
-    rates and the example texts."""
+    rates and the example texts (also of more_ids: the pages of the pairs verified by similarity and by
+    containment that report.json's sentence-key search shows)."""
     spec = cfg.signature
     verify = cfg.verify
     need = verify.need if verify else None
@@ -295,7 +298,7 @@ def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg,
     examples = choose_examples(cells, spec, need)
     text_col = cfg.text_col if cfg.input_format != "fingerprints" and cfg.text_col in raw.columns else None
     ids = [e["duplicate"] for e in examples] + [e["kept"] for e in examples]
-    rates, found = input_side(raw, kept, cfg.id_col, text_col, ids)
+    rates, found = input_side(raw, kept, cfg.id_col, text_col, ids + list(more_ids or []))
     for e in examples:
         for side in ("duplicate", "kept"):
             e[f"{side}_text"], e[f"{side}_url"] = found.get(e[side], (None, None))
@@ -305,7 +308,7 @@ def collect_page_data(clusters: DataFrame, raw: DataFrame, kept: DataFrame, cfg,
         duplicate_rate_by={name: RateDimension(**dim) for name, dim in rates.items()},
         example_pairs=[ExamplePair(**{k: e[k] for k in ("duplicate", "kept", "distance", "similarity",
                                                            "below_min_similarity")}) for e in examples],
-        examples=examples)
+        examples=examples, more_texts={i: found.get(i, (None, None))[0] for i in more_ids or []})
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -494,7 +497,7 @@ def _rate_table(name: str, dim: RateDimension) -> str:
             f'duplicates first)</h3>{_table([name, "pages", "duplicates", "rate", ""], rows, {1, 2, 3}, f"rate-{name}")}</div>')
 
 
-def render_html(report: Report, examples: list[dict]) -> str:
+def render_html(report: Report, examples: list[dict], more_texts: dict | None = None) -> str:
     """The whole page; every value from the input (ids, texts, URLs, paths, configuration) is escaped."""
     parts = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
              f'content="width=device-width,initial-scale=1"><title>simhash-dedup report: {esc(report.output)}</title>'
@@ -507,6 +510,7 @@ def render_html(report: Report, examples: list[dict]) -> str:
     parts.append(_headline(report))
     parts.append('<h2>Plots</h2>' + _colour_key() + '<div class="grid2">' + "".join(_figures(report)) + "</div>")
     parts.append(_examples(report, examples))
+    parts.append(_verified_kinds(report, more_texts or {}))
     rates = report.duplicate_rate_by or {}
     if rates:
         parts.append('<h2>Where the duplicates are</h2><div class="tables">'
@@ -636,6 +640,29 @@ def _example_pair(report: Report, e: dict) -> str:
             f'<span class="similarity">{sim}</span>{why}</div><div class="sides">{"".join(sides)}</div></section>')
 
 
+def _verified_kinds(report: Report, texts: dict) -> str:
+    """The sentence-key search's pairs verified by similarity and by containment, counted, with one example of
+    each side by side; nothing when the search is off."""
+    keys = report.candidates.sentence_keys if report.candidates else None
+    if keys is None:
+        return ""
+    parts = ['<h2 id="verified-kinds">Pairs verified by similarity and by containment</h2><p class="note">'
+             f'Pages sharing one of their {keys.keys_per_page} longest sentences: {keys.pairs_compared:,} pairs compared, '
+             f'<b class="by-similarity">{keys.pairs_verified_by_similarity:,}</b> verified by similarity, '
+             f'<b class="by-containment">{keys.pairs_verified_by_containment:,}</b> only by containment (the smaller '
+             f"page at least {esc(report.config.get('min_containment'))} inside a page at most "
+             f"{esc(report.config.get('max_size_ratio'))} times its size), {keys.pairs_rejected:,} rejected; "
+             f"{keys.skipped_keys:,} sentences shared by more than {keys.max_group} pages were not compared.</p>"]
+    for kind, e in sorted(keys.examples.items()):
+        a, b = excerpt_pair(texts.get(e.ids[0]), texts.get(e.ids[1]))
+        sides = "".join(f'<div class="side"><div class="who">page <b>{esc(i)}</b> · {n:,} features</div>'
+                        f'<p class="excerpt">{t}</p></div>' for i, n, t in zip(e.ids, e.features, (a, b)))
+        parts.append(f'<section class="pair" id="example-{esc(kind)}"><div class="head">verified by {esc(kind)} · '
+                     f"similarity {e.similarity:.2f} · containment {e.containment:.2f}</div>"
+                     f'<div class="sides">{sides}</div></section>')
+    return "".join(parts)
+
+
 def _colour_key() -> str:
     """What each colour of the plots means (one meaning per colour, report_plots.COLOURS)."""
     return '<p class="note" id="colours">' + "".join(
@@ -671,11 +698,13 @@ def pair_search_table(search: PairSearch) -> str:
             + _table(["source", "looked at in key groups", "compared", "verified", "rejected"], rows, {1, 2, 3, 4},
                      "pair-search")
             + f'<p class="note" style="max-width:520px" id="pair-search-note">Compared = verified + rejected, for '
-            f"each source and in all. {both:,} pairs were found by two sources (a short-text pair the tables or "
-            f"the bands found too) and are compared by each: {search.compared - both:,} distinct pairs. Looked at in key groups: "
-            "fingerprint pairs that share a key, a bit comparison each; the candidates among them are compared on "
-            "their signatures (SimHash tables: within k bits; signature bands: equal on a whole band, more than k "
-            "bits apart) or their shingles (short text).</p></div>")
+            f"each source and in all. {both:,} pairs were found by two sources (a short-text pair the tables "
+            f"or the bands found too, a sentence-key pair any other source found) and are compared by each: "
+            f"{search.compared - both:,} distinct pairs. Looked at in key groups: fingerprint pairs that share a key, "
+            "a bit comparison each; the "
+            "candidates among them are compared on their signatures (SimHash tables: within k bits; signature "
+            "bands: equal on a whole band, more than k bits apart; sentence keys: sharing one of their longest "
+            "sentences) or their shingles (short text).</p></div>")
 
 
 def _run_tables(report: Report) -> str:

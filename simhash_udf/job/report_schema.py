@@ -164,6 +164,36 @@ class Verification(Part):
     agreeing_bins_needed: int = item("signature bins on which two pages must agree (min_similarity in bins)")
     bins: int = item("bins of a signature")
     short_min_jaccard: float | None = item("exact shingle Jaccard index that verifies two short pages")
+    min_containment: float | None = item("estimated share of the smaller page's features inside the larger page "
+                                         "that also verifies a pair (within max_size_ratio); 0 = containment off")
+    max_size_ratio: float | None = item("a contained pair's larger page has at most this many times the smaller's "
+                                        "features")
+
+
+@dataclass(kw_only=True)
+class VerifiedExample(Part):
+    ids: list[Any] = item("the two pages' ids (the best page of each fingerprint)")
+    features: list[int] = item("their distinct feature counts")
+    similarity: float = item("estimated Jaccard index of their feature sets")
+    containment: float = item("estimated share of the smaller page's features inside the larger's")
+
+
+@dataclass(kw_only=True)
+class SentenceKeyStats(Part):
+    keys_per_page: int = item("a page's longest sentences that make keys")
+    min_chars: int = item("letters a sentence needs to make a key")
+    max_group: int = item("a key of more fingerprints than this makes no group")
+    keys: int = item("distinct sentence keys of the run's fingerprints")
+    key_groups: int = item("keys shared by 2..max_group fingerprints")
+    skipped_keys: int = item("keys shared by more than max_group fingerprints: not compared")
+    skipped_rows: int = item("fingerprint-key rows of the skipped keys")
+    pairs_compared: int = item("distinct pairs of fingerprints that share a key, each verified once")
+    pairs_verified_by_similarity: int = item("of those, pairs verified by estimated Jaccard (>= min_similarity)")
+    pairs_verified_by_containment: int = item("pairs verified only by containment (one page inside the other, "
+                                              "within max_size_ratio)")
+    pairs_rejected: int = item("pairs neither similar nor contained")
+    examples: dict[str, VerifiedExample] = item(
+        "one verified pair of each kind (similarity, containment), the smallest by fingerprints; empty when none")
 
 
 @dataclass(kw_only=True)
@@ -199,17 +229,21 @@ class PairSearch(Part):
     simhash_tables: PairSource = item("candidates of the SimHash tables (fingerprints within k bits)")
     signature_bands: PairSource | None = item("candidates of the signature bands; null when off")
     short_text: PairSource | None = item("candidates of the short-text stage; null when off")
+    sentence_keys: PairSource | None = item("candidates of the longest-sentence keys (pages sharing one of their longest "
+                                            "sentences); left out when off", optional=True)
     compared: int = item("candidate pairs compared, over the sources: the sum of theirs")
     found_by_more_than_one_source: int = item(
-        "of those, pairs that a second source found as well (a short-text pair within k bits, or sharing a band): "
-        "compared once per source, so counted twice in the sums; distinct pairs = compared minus this")
+        "of those, pairs that another source found as well (a short-text pair within k bits, or sharing a band; a "
+        "sentence-key pair that the tables, the bands or short text found): compared once per source, so counted "
+        "once more in the sums per extra source; distinct pairs = compared minus this")
     verified: int = item("pairs verified, over the sources: the sum of theirs")
     rejected: int = item("pairs rejected, over the sources: the sum of theirs; compared = verified + rejected")
 
     def sources(self) -> dict[str, PairSource]:
         """The sources that ran, by the name the report's page and the log give them."""
         return {name: s for name, s in (("SimHash tables", self.simhash_tables), ("signature bands",
-                                        self.signature_bands), ("short text", self.short_text)) if s is not None}
+                                        self.signature_bands), ("short text", self.short_text),
+                                       ("sentence keys", self.sentence_keys)) if s is not None}
 
     def summary(self) -> str:
         """The log's line of the pair search: the same numbers as report.json and report.html."""
@@ -242,6 +276,8 @@ class CandidateStats(Part):
     component_rounds: int = item("rounds of the connected-components search")
     chance_pairs_uniform: float = item("pairs within k expected among as many uniformly random fingerprints")
     signature_bands: SignatureBandStats | None = item("the signature bands' search; null when off")
+    sentence_keys: SentenceKeyStats | None = item("the longest-sentence key search; left out when off",
+                                                  optional=True)
 
 
 @dataclass(kw_only=True)

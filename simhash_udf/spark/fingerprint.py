@@ -22,6 +22,7 @@ from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from ..core.fingerprint import CorpusIdf, FeatureSpec, features_of, fingerprint_arrow
+from ..core.sentence_keys import SentenceKeySpec, sentence_keys
 from ..core.short_text import ShortTextSpec, short_fingerprints
 from ..core.signature import SignatureSpec, to_arrow
 from ..core.text_batch import pages_holding_replacement_char
@@ -29,17 +30,22 @@ from ..core.text_batch import pages_holding_replacement_char
 FINGERPRINT_FIELDS = [StructField("fingerprint", LongType(), True), StructField("n_features", IntegerType(), False)]
 SIGNATURE_FIELDS = [StructField("signature", BinaryType(), True)]
 SHORT_FIELDS = [StructField("short_fingerprint", LongType(), True), StructField("short_text", StringType(), True)]
+SENTENCE_FIELDS = [StructField("sentence_keys", ArrayType(LongType(), True), True),
+                   StructField("text_chars", IntegerType(), True)]
 
 
 def fingerprint_record_batches(
     batches: Iterator[pa.RecordBatch], text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None,
     signature: SignatureSpec | None = None, replacement_flag: str | None = None,
+    sentences: SentenceKeySpec | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Each batch without `text_col`, plus `fingerprint` (int64, null when the text has no features) and
     `n_features` (int32; -1 for a null text); with `signature`, `signature` (binary, from the same feature
     hashes, null with the fingerprint); with `short`, also `short_fingerprint` and `short_text` (the
-    page's text), both null unless the page is short and has character n-grams. `replacement_flag`: a
-    boolean column of the batch (no nulls) that is also set where the text holds U+FFFD."""
+    page's text), both null unless the page is short and has character n-grams; with `sentences`, also
+    `sentence_keys` (array of int64: the page's longest-sentence keys, core/sentence_keys.py, read from the same
+    text) and `text_chars` (int32: its characters, containment's size bound). `replacement_flag`: a boolean
+    column of the batch (no nulls) that is also set where the text holds U+FFFD."""
     for batch in batches:
         texts = batch.column(text_col)
         fps, counts, *sigs = fingerprint_arrow(texts, spec, signature)
@@ -62,20 +68,27 @@ def fingerprint_record_batches(
             out = out.append_column("short_fingerprint", pa.array(short_fps, mask=~valid)).append_column(
                 "short_text", pc.if_else(pa.array(valid), texts, pa.scalar(None, texts.type)).cast(pa.string())
             )
+        if sentences is not None:
+            keys, offsets = sentence_keys(texts, sentences)
+            out = out.append_column("sentence_keys", pa.ListArray.from_arrays(
+                pa.array(offsets.astype(np.int32)), pa.array(keys, pa.int64()))).append_column(
+                "text_chars", pc.utf8_length(texts).cast(pa.int32()))
         yield out
 
 
 def with_fingerprints(docs: DataFrame, text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None,
-                      signature: SignatureSpec | None = None, replacement_flag: str | None = None) -> DataFrame:
+                      signature: SignatureSpec | None = None, replacement_flag: str | None = None,
+                      sentences: SentenceKeySpec | None = None) -> DataFrame:
     """docs without `text_col`, plus `fingerprint` (bigint, nullable) and `n_features` (int); with
     `signature`, also `signature` (binary, nullable); with `short`
     (an enabled ShortTextSpec), also `short_fingerprint` (bigint) and `short_text` (string), null for long pages.
-    `replacement_flag`: a non-null boolean column of docs, also set in this pass where the text holds U+FFFD."""
+    `replacement_flag`: a non-null boolean column of docs, also set in this pass where the text holds U+FFFD;
+    with `sentences`, also `sentence_keys` (array<bigint>) and `text_chars` (int)."""
     fields = FINGERPRINT_FIELDS + (SIGNATURE_FIELDS if signature is not None else []) + (
-        SHORT_FIELDS if short is not None else [])
+        SHORT_FIELDS if short is not None else []) + (SENTENCE_FIELDS if sentences is not None else [])
     schema = StructType([f for f in docs.schema.fields if f.name != text_col] + fields)
     return docs.mapInArrow(lambda batches: fingerprint_record_batches(batches, text_col, spec, short, signature,
-                                                                      replacement_flag), schema)
+                                                                      replacement_flag, sentences), schema)
 
 MAX_FEATURES = 1_000_000
 

@@ -87,7 +87,7 @@ def verified_edges(members: DataFrame, fp_signatures: DataFrame | None, plan: Ta
 
 
 def component_centres(batches: Iterator[pa.RecordBatch], spec: VerifySpec | None) -> Iterator[pa.RecordBatch]:
-    """Rows (comp, pos, signature, short_text, fixed, fingerprint, unit_id, h_cluster, h_kept_date) sorted by
+    """Rows (comp, pos, signature, short_text, fixed, fingerprint, unit_id, h_cluster, h_kept_date[, n_features]) sorted by
     (comp, pos) -> (fingerprint, unit_id, kept_id, h_cluster, h_kept_date) for every unit (_centres_of):
     verified_centres of each component, many components per Arrow batch (a component still
     running at the end of a batch is carried into the next)."""
@@ -119,6 +119,8 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
     fixed = table.column("fixed").to_numpy(zero_copy_only=False)
     sig_col = table.column("signature").combine_chunks()
     sigs = from_arrow(sig_col, spec.signature) if spec is not None and sig_col.null_count == 0 else None
+    counts, chars = ((pa.compute.fill_null(table.column(c), -1).to_numpy(zero_copy_only=False)
+                      if c in table.column_names else None) for c in ("n_features", "text_chars"))
     has_text = table.column("short_text").is_valid().to_numpy(zero_copy_only=False)
     texts = table.column("short_text").to_pylist() if has_text.any() else [None] * len(comp)
     starts = np.r_[0, np.flatnonzero(comp[1:] != comp[:-1]) + 1, len(comp)]
@@ -130,14 +132,17 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
         one_call = np.logical_or.reduceat(fixed | has_text, starts[:-1])
         rows = np.flatnonzero(np.repeat(~one_call, np.diff(starts)))
         sizes = np.diff(starts)[~one_call]
-        centre_row[rows] = rows[greedy_centres(sigs[rows], np.r_[0, np.cumsum(sizes)], spec.need)]
+        centre_row[rows] = rows[greedy_centres(sigs[rows], np.r_[0, np.cumsum(sizes)], spec,
+                                               None if counts is None else counts[rows],
+                                               None if chars is None else chars[rows])]
     # a component of earlier clusters alone (history rows that share no component with this run's units)
     # answers for no unit: no call
     one_call &= np.logical_or.reduceat(~fixed, starts[:-1])
     for a, b in zip(starts[:-1][one_call], starts[1:][one_call]):
         t = texts[a:b]
         centre = verified_centres(None if sigs is None else sigs[a:b], t if any(x is not None for x in t) else None,
-                                  spec, int(fixed[a:b].sum()), int(b - a))
+                                  spec, int(fixed[a:b].sum()), int(b - a), None if counts is None else counts[a:b],
+                                  None if chars is None else chars[a:b])
         centre_row[a:b] = a + centre
     units = np.flatnonzero(~fixed)
     to_centre = np.full(len(units), np.nan)
@@ -211,10 +216,11 @@ def _with_unit_windows(docs: DataFrame) -> DataFrame:
 
 
 def units_of(docs_u: DataFrame) -> DataFrame:
-    """(fingerprint, signature, short_text, best, fp_units): one row per unit (its best page's), fingerprint
-    not null."""
+    """(fingerprint, signature, short_text, best, fp_units, n_features): one row per unit (its best page's),
+    fingerprint not null; n_features (for containment) null when docs_u has none."""
+    sizes = [F.col(c) if c in docs_u.columns else F.lit(None).cast("int").alias(c) for c in ("n_features", "text_chars")]
     return docs_u.where(F.col("fingerprint").isNotNull() & (F.col("id") == F.col("unit.id"))).select(
-        "fingerprint", "signature", "short_text", F.col("unit").alias("best"), "fp_units")
+        "fingerprint", "signature", "short_text", F.col("unit").alias("best"), "fp_units", *sizes)
 
 
 def fingerprint_signatures(docs_u: DataFrame) -> DataFrame:
@@ -224,10 +230,20 @@ def fingerprint_signatures(docs_u: DataFrame) -> DataFrame:
         "fingerprint", "signature")
 
 
+def with_size_columns(units: DataFrame) -> DataFrame:
+    """units with n_features and text_chars (null where it has none: containment then compares nothing)."""
+    for c in ("n_features", "text_chars"):
+        if c not in units.columns:
+            units = units.withColumn(c, F.lit(None).cast("int"))
+    return units
+
+
 def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | None,
                       fixed: DataFrame | None = None, fixed_rows: int = -1, root_rows: int = -1) -> DataFrame:
-    """units: (fingerprint, signature, short_text, best, fp_units) with best = min (rank, id) of the unit's
-    pages and fp_units the units of its fingerprint (units_of);
+    """units: (fingerprint, signature, short_text, best, fp_units[, n_features, text_chars]) with best = min
+    (rank, id) of the unit's pages, fp_units the units of its fingerprint, n_features and text_chars its best
+    page's feature count and characters, for containment (units_of; without them, or null, a pair verifies by
+    similarity alone);
     roots: (node, root) of the components; fixed (with --history): (fingerprint, h_cluster, h_kept_date,
     signature) of the history fingerprints in the search, signature = that of their cluster's kept page;
     fixed_rows: a bound on fixed's rows if known (-1: not), for a broadcast; root_rows: roots' rows if known
@@ -241,6 +257,7 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
 
     Most units are alone in their component and need no signature here: only components of two or more
     units (or with earlier clusters) bring their signatures to one Python call."""
+    units = with_size_columns(units)
 
     def with_comp(df: DataFrame) -> DataFrame:
         return df.join(roots, df["fingerprint"] == roots["node"], "left").withColumn(
@@ -273,7 +290,8 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     else:
         cand = cand.withColumn("n_fixed", F.lit(None).cast("int"))
     cand = cand.where(wanted).select("fingerprint", "best", F.col("best.id").alias("unit_id"), "comp", "signature",
-                                     "short_text", F.coalesce("n_fixed", F.lit(0)).alias("n_fixed"))
+                                     "short_text", F.coalesce("n_fixed", F.lit(0)).alias("n_fixed"), "n_features",
+                                     "text_chars")
     by_comp = Window.partitionBy("comp")
     # units of the component (whole components were kept above), and their place in keep order; only units
     # with another unit or an earlier cluster in their component get a row (single units keep their own best
@@ -284,11 +302,15 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     id_type = dict(multi.dtypes)["unit_id"]
     h_type = dict(f.dtypes)["h_cluster"] if fixed is not None else id_type
     rows = multi.select("comp", "pos", "signature", "short_text", F.lit(False).alias("fixed"), "fingerprint", "unit_id",
-                        F.lit(None).cast(h_type).alias("h_cluster"), F.lit(None).cast("string").alias("h_kept_date"))
+                        F.lit(None).cast(h_type).alias("h_cluster"), F.lit(None).cast("string").alias("h_kept_date"),
+                        F.col("n_features").cast("int").alias("n_features"),
+                        F.col("text_chars").cast("int").alias("text_chars"))
     if fixed is not None:
         rows = rows.unionByName(f.select("comp", "pos", "signature", F.lit(None).cast("string").alias("short_text"),
                                          F.lit(True).alias("fixed"), F.lit(None).cast("long").alias("fingerprint"),
-                                         F.lit(None).cast(id_type).alias("unit_id"), "h_cluster", "h_kept_date"))
+                                         F.lit(None).cast(id_type).alias("unit_id"), "h_cluster", "h_kept_date",
+                                         F.lit(None).cast("int").alias("n_features"),
+                                         F.lit(None).cast("int").alias("text_chars")))
     runs = rows.repartition("comp").sortWithinPartitions("comp", "pos")
     out_schema = StructType([runs.schema[c] for c in ("fingerprint", "unit_id")]
                             + [StructField("kept_id", runs.schema["unit_id"].dataType, True)]

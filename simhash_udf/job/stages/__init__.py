@@ -6,6 +6,7 @@
     exact_collapse.py  3   exact_collapse_stage   identical fingerprints one node; units of pages that verify alike
     blocks.py          4   blocks_stage           the table plan; the history's rows that share a key
     candidates.py      5   candidates_stage       key groups, pairs within k
+    sentence_keys.py   5d  sentence_keys_stage    pages sharing a longest sentence, verified (similar or contained)
     verify.py          5b  verify_stage           accepted pairs verified on signatures; forests of edges
     components.py      6   components_stage       connected components
     resolve.py         7   resolve_stage          one kept page per cluster

@@ -12,6 +12,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from ...core.bands import SignatureBands
+from ...core.sentence_keys import SentenceKeySpec
 from ...core.verified import VerifySpec
 from .. import termination
 from ..config import DedupConfig
@@ -64,7 +65,8 @@ class SearchSpecs:
     k: the Hamming distance of candidate pairs; blocks: fingerprint blocks (0: the planner chooses the tables
     from the number of distinct fingerprints); verify: how pairs are verified (None: every candidate pair is
     an edge); bands: the signature-band search beside the tables (used only when pairs are verified);
-    cluster_mode: verified, transitive or star; max_rounds: component rounds before the job gives up."""
+    cluster_mode: verified, transitive or star; max_rounds: component rounds before the job gives up;
+    sentences: the longest-sentence key search (used only when pairs are verified), None when off."""
 
     k: int
     blocks: int = 0
@@ -72,10 +74,16 @@ class SearchSpecs:
     bands: SignatureBands | None = None
     cluster_mode: str = "verified"
     max_rounds: int = 200
+    sentences: SentenceKeySpec | None = None
 
     @classmethod
     def of(cls, cfg: DedupConfig) -> "SearchSpecs":
-        return cls(cfg.k, cfg.blocks, cfg.verify, cfg.bands, cfg.cluster_mode, cfg.max_component_rounds)
+        return cls(cfg.k, cfg.blocks, cfg.verify, cfg.bands, cfg.cluster_mode, cfg.max_component_rounds, cfg.sentences)
+
+    @property
+    def use_sentences(self) -> bool:
+        """Whether the longest-sentence key search runs: keys on, and pairs verified."""
+        return self.sentences is not None and self.sentences.enabled and self.verify is not None
 
     @property
     def use_bands(self) -> bool:

@@ -13,7 +13,7 @@ from .context import StageContext
 
 @dataclass
 class Collapsed:
-    pages: DataFrame  # id, fingerprint, rank, signature, short_text, unit (spark.verified.with_units)
+    pages: DataFrame  # id, fingerprint, rank, signature, short_text, n_features, sentence_keys, text_chars, unit
     units: DataFrame  # one row per unit (spark.verified.units_of)
     fingerprints: DataFrame  # (fingerprint, signature): one row per fingerprint, its best unit's signature; cached
     n_distinct: int  # distinct fingerprints of this run
@@ -26,14 +26,15 @@ class Collapsed:
 
 
 def exact_collapse_stage(docs: DataFrame, ctx: StageContext) -> Collapsed:
-    """Stage 3 on (id, fingerprint, rank, signature, short_text) rows: the units and the distinct fingerprints,
-    counted. In a large run (ctx.large) only the pages of repeated fingerprints are shuffled to find the
-    units; the others are units of their own where they lie."""
+    """Stage 3 on (id, fingerprint, rank, signature, short_text, n_features, sentence_keys) rows: the units and
+    the distinct fingerprints, counted. In a large run (ctx.large) only the pages of repeated fingerprints are
+    shuffled to find the units; the others are units of their own where they lie."""
     with ctx.timer("exact_collapse") as counts:
         # units: pages with the same fingerprint, signature and short text, which verify alike. Only the
         # columns the later stages read are shuffled and cached, or in a large run read again (the bad-row
         # flags were counted already, and carrying them would make this persist larger)
-        docs = docs.select("id", "fingerprint", "rank", "signature", "short_text")
+        docs = docs.select("id", "fingerprint", "rank", "signature", "short_text", "n_features", "sentence_keys",
+                           "text_chars")
         pages, repeated = with_units(docs, ctx.persist, ctx.checkpoint, split=ctx.large)
         if repeated is not None:
             counts["repeated_fingerprints"] = repeated

@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...core.fingerprint import FeatureSpec
+from ...core.sentence_keys import SentenceKeySpec
 from ...errors import DedupError
 from ...spark.clusters import keep_rank
 from ...spark.fingerprint import prepared_text, with_corpus_idf, with_fingerprints
@@ -23,6 +24,7 @@ REPLACEMENT_FLAG = "invalid_utf8"
 @dataclass
 class Fingerprinted:
     docs: DataFrame  # id, rank, bad-row flags, fingerprint, n_features[, signature][, short_fingerprint, short_text]
+    # [, sentence_keys]
     stats: dict  # the pass's counts: input_rows, the bad-row flags, fingerprinted, short_pages
     spec: FeatureSpec  # with the corpus idf table for weighting tfidf-corpus
 
@@ -90,7 +92,10 @@ def fingerprint_stage(raw: DataFrame, cfg: DedupConfig, persist: Persist, timer:
             if cfg.weighting == "tfidf-corpus":  # one extra pass over the texts for the idf table
                 spec = with_corpus_idf(prepared, "text", spec)
             short = None if cfg.short_text_off_because() else cfg.short_text
-            docs = persist(with_fingerprints(prepared, "text", spec, short, cfg.signature, REPLACEMENT_FLAG))
+            # the sentence keys, and the pages' characters for containment's size bound (no keys: n = 0)
+            sentences = cfg.sentences or (SentenceKeySpec(0) if cfg.verify is not None and cfg.verify.containment
+                                          else None)
+            docs = persist(with_fingerprints(prepared, "text", spec, short, cfg.signature, REPLACEMENT_FLAG, sentences))
         if cfg.simulate_fingerprint_bits:  # a projection of the above
             docs = docs.withColumn("fingerprint", F.col("fingerprint").bitwiseAND(
                 F.lit(simulation_mask(cfg.simulate_fingerprint_bits))))

@@ -7,6 +7,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -20,10 +21,12 @@ from ..report_schema import (
     CandidateStats,
     PairSearch,
     PairSource,
+    SentenceKeyStats,
     ShortTextStats,
     SignatureBandStats,
     TablePlanStats,
     Verification,
+    VerifiedExample,
 )
 from .blocks import Blocks, blocks_stage
 from .candidates import Candidates, candidates_stage
@@ -33,6 +36,7 @@ from .exact_collapse import Collapsed, exact_collapse_stage
 from .fingerprint import Fingerprinted, fingerprint_stage
 from .related import Related, related_stage
 from .resolve import Resolved, resolve_stage
+from .sentence_keys import SentencePairs, sentence_keys_stage
 from .short_text import ShortText, short_text_stage
 from .verify import Verified, verify_stage
 
@@ -66,6 +70,7 @@ class NearDuplicateStats:
     history_rows: int | None = None  # with a history: its rows in the pair search
     history_fingerprints_compared: int | None = None  # and its fingerprints that share a key with this run's
     short_found_by_main_search: int = 0  # short-text candidate pairs that the tables or the bands found too
+    sentence_found_by_other_sources: int = 0  # sentence-key pairs that the tables, the bands or short text found too
 
 
 @dataclass
@@ -108,7 +113,7 @@ def run_stages(raw: DataFrame, cfg: DedupConfig, *, timer: StageTimer, persist: 
 def pair_search(stats: "NearDuplicateStats", short: ShortTextStats) -> PairSearch:
     """The pair search's numbers by source (report.json's candidates.pair_search, report.html's table and the
     log line): the SimHash tables' and the bands' from the candidates and verify stages, the short-text stage's
-    from its report part (null when off)."""
+    from its report part and the sentence keys' from theirs (each null when off)."""
     cand, bands = stats.candidates, stats.candidates.signature_bands
     band_verified = bands.pairs_verified if bands is not None else 0
     band_rejected = bands.pairs_accepted - band_verified if bands is not None else 0
@@ -119,10 +124,15 @@ def pair_search(stats: "NearDuplicateStats", short: ShortTextStats) -> PairSearc
     by_short = PairSource(key_group_pairs=short.pairs_compared, compared=short.candidate_pairs,
                           verified=short.verified_pairs,
                           rejected=short.candidate_pairs - short.verified_pairs) if short.enabled else None
-    sources = [s for s in (tables, by_bands, by_short) if s is not None]
-    return PairSearch(simhash_tables=tables, signature_bands=by_bands, short_text=by_short,
+    keys = cand.sentence_keys
+    by_sentences = PairSource(key_group_pairs=keys.pairs_compared, compared=keys.pairs_compared,
+                              verified=keys.pairs_verified_by_similarity + keys.pairs_verified_by_containment,
+                              rejected=keys.pairs_rejected) if keys is not None else None
+    sources = [s for s in (tables, by_bands, by_short, by_sentences) if s is not None]
+    return PairSearch(simhash_tables=tables, signature_bands=by_bands, short_text=by_short, sentence_keys=by_sentences,
                       compared=sum(s.compared for s in sources),
-                      found_by_more_than_one_source=stats.short_found_by_main_search,
+                      found_by_more_than_one_source=stats.short_found_by_main_search
+                      + stats.sentence_found_by_other_sources,
                       verified=sum(s.verified for s in sources), rejected=sum(s.rejected for s in sources))
 
 
@@ -144,19 +154,29 @@ def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: Dat
         ctx = dataclasses.replace(ctx, specs=dataclasses.replace(ctx.specs, verify=None))
     if "short_text" not in docs.columns:
         docs = docs.withColumn("short_text", F.lit(None).cast("string"))
+    if "n_features" not in docs.columns:
+        docs = docs.withColumn("n_features", F.lit(None).cast("int"))
+    if "sentence_keys" not in docs.columns:
+        docs = docs.withColumn("sentence_keys", F.lit(None).cast("array<bigint>"))
+    if "text_chars" not in docs.columns:
+        docs = docs.withColumn("text_chars", F.lit(None).cast("int"))
     with scoped_settings(docs.sparkSession, CLUSTERING_SETTINGS):
         collapsed = exact_collapse_stage(docs, ctx)
         blocks = blocks_stage(collapsed, ctx)
         cands = candidates_stage(collapsed, blocks, ctx)
-        verified = verify_stage(blocks, cands, short_edges, ctx, short_pairs)
+        sentences = sentence_keys_stage(collapsed, ctx)
+        more_edges = [e for e in (short_edges, sentences.edges if sentences is not None else None) if e is not None]
+        verified = verify_stage(blocks, cands, reduce(DataFrame.unionByName, more_edges) if more_edges else None, ctx,
+                                short_pairs, sentences.pairs if sentences is not None else None)
         comps = components_stage(verified, ctx)
         resolved = resolve_stage(collapsed, blocks, comps, ctx)
-    stats = near_duplicate_stats(ctx, collapsed, blocks, cands, verified, comps, resolved)
+    stats = near_duplicate_stats(ctx, collapsed, blocks, cands, verified, comps, resolved, sentences)
     return Clustered(resolved.clusters, resolved.histogram, stats)
 
 
 def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks, cands: Candidates,
-                         verified: Verified, comps: Components, resolved: Resolved) -> NearDuplicateStats:
+                         verified: Verified, comps: Components, resolved: Resolved,
+                         sentences: SentencePairs | None = None) -> NearDuplicateStats:
     """The stages' counts, typed as report.json holds them (report_schema: its candidates, table_plan and
     cluster parts; history_rows and history_fingerprints_compared with a history)."""
     specs, n_search, by_band = ctx.specs, collapsed.n_search, verified.by_band
@@ -179,7 +199,8 @@ def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks
             **specs.bands.describe(), key_groups=cands.band_key_groups, pairs_compared=cands.band_compared,
             pairs_accepted=verified.band_accepted, pairs_verified=verified.band_verified,
             rows=n_search * specs.bands.bands,
-            expected_chance_comparisons=specs.bands.expected_chance_comparisons(n_search)) if specs.use_bands else None)
+            expected_chance_comparisons=specs.bands.expected_chance_comparisons(n_search)) if specs.use_bands else None,
+        sentence_keys=sentence_key_stats(specs, sentences) if sentences is not None else None)
     with_history = ctx.history is not None
     return NearDuplicateStats(
         distinct_fingerprints=collapsed.n_distinct,
@@ -189,4 +210,17 @@ def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks
         exact_duplicates=resolved.exact_duplicates,
         history_rows=collapsed.n_history if with_history else None,
         history_fingerprints_compared=blocks.history.n_related if with_history else None,
-        short_found_by_main_search=verified.short_found_by_main_search)
+        short_found_by_main_search=verified.short_found_by_main_search,
+        sentence_found_by_other_sources=verified.sentence_found_by_other_sources)
+
+
+def sentence_key_stats(specs: SearchSpecs, sentences: SentencePairs) -> SentenceKeyStats:
+    """The sentence-key search's part of report.json."""
+    groups = sentences.groups
+    return SentenceKeyStats(
+        keys_per_page=specs.sentences.n, min_chars=specs.sentences.min_chars, max_group=specs.sentences.max_group,
+        keys=groups.keys, key_groups=groups.groups, skipped_keys=groups.skipped_keys,
+        skipped_rows=groups.skipped_fingerprints, pairs_compared=sentences.compared,
+        pairs_verified_by_similarity=sentences.verified_by_similarity,
+        pairs_verified_by_containment=sentences.verified_by_containment, pairs_rejected=sentences.rejected,
+        examples={kind: VerifiedExample(**example) for kind, example in sorted(sentences.examples.items())})

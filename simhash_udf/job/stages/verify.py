@@ -28,14 +28,16 @@ class Verified:
     band_accepted: int  # pairs the band search accepted (0: bands off)
     band_verified: int  # of them verified
     short_found_by_main_search: int = 0  # the short-text candidate pairs that the tables or the bands found too
+    sentence_found_by_other_sources: int = 0  # the sentence-key pairs that the tables, the bands or short text found
 
 
 def verify_stage(blocks: Blocks, cands: Candidates, short_edges: DataFrame | None, ctx: StageContext,
-                 short_pairs: DataFrame | None = None) -> Verified:
+                 short_pairs: DataFrame | None = None, sentence_pairs: DataFrame | None = None) -> Verified:
     """Stage 5b: the candidates' pairs verified (every one an edge when ctx.specs.verify is None), the
-    verified forests with the short-text stage's edges (short_edges) as the components' input. short_pairs:
-    the short-text stage's candidate pairs, of which those the main search found as well are counted (the
-    report's sums count such a pair under both sources)."""
+    verified forests with the short-text stage's and the sentence keys' edges (short_edges) as the components'
+    input. short_pairs: the short-text stage's candidate pairs, of which those the main search found as well are
+    counted; sentence_pairs: the sentence-key search's (src, dst), of which those any other source found are
+    counted (the report's sums count such a pair under each source that found it)."""
     specs = ctx.specs
     with ctx.timer("verify") as counts:
         signatures = blocks.search_signatures
@@ -62,11 +64,31 @@ def verify_stage(blocks: Blocks, cands: Candidates, short_edges: DataFrame | Non
         counts["forest_edges"] = n_edges
         if short_edges is not None:
             edges = edges.unionByName(short_edges)
-        also_short = 0
+        band_signatures = blocks.search_signatures if specs.use_bands else None
+        bands = specs.bands if specs.use_bands else None
+        also_short = also_sentences = 0
         if short_pairs is not None:
-            also_short = found_by_main_search(short_pairs, blocks.search_signatures if specs.use_bands else None, specs.k,
-                                              specs.bands if specs.use_bands else None)
-    return Verified(edges, by_band, n_verified, n_rejected, n_edges, band_accepted, band_verified, also_short)
+            also_short = found_by_main_search(short_pairs, band_signatures, specs.k, bands)
+        if sentence_pairs is not None:
+            also_sentences = sentence_pairs_found_elsewhere(sentence_pairs, short_pairs, band_signatures, specs.k, bands)
+            counts["sentence_pairs_found_elsewhere"] = also_sentences
+    return Verified(edges, by_band, n_verified, n_rejected, n_edges, band_accepted, band_verified, also_short,
+                    also_sentences)
+
+
+def sentence_pairs_found_elsewhere(sentence_pairs: DataFrame, short_pairs: DataFrame | None,
+                                   band_signatures: DataFrame | None, k: int, bands) -> int:
+    """How many sentence-key pairs (src < dst) another source found as well: a short-text candidate pair, or
+    else one the tables or the bands find (found_by_main_search). Counted once per pair, so that the report's
+    compared minus its pairs found by more than one source is the distinct pairs over all sources."""
+    pairs = sentence_pairs.select(F.col("src").alias("fp_a"), F.col("dst").alias("fp_b"))
+    in_short = 0
+    if short_pairs is not None:
+        short = short_pairs.where(F.col("fp_a") != F.col("fp_b")).select(
+            F.least("fp_a", "fp_b").alias("fp_a"), F.greatest("fp_a", "fp_b").alias("fp_b")).distinct()
+        in_short = pairs.join(short, ["fp_a", "fp_b"], "left_semi").count()
+        pairs = pairs.join(short, ["fp_a", "fp_b"], "left_anti")
+    return in_short + found_by_main_search(pairs, band_signatures, k, bands)
 
 
 def candidate_signatures(signatures: DataFrame, cands: Candidates, ctx: StageContext, counts: dict) -> DataFrame:

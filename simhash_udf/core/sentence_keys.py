@@ -1,0 +1,244 @@
+r"""Longest-sentence keys: a third candidate source beside the SimHash tables and the signature bands (pure
+Python/numpy, no Spark).
+
+A page copied into another page (a site's frame of header, menu and footer, reader comments, an inserted ad)
+is not Jaccard-similar to its original when the added part is large, and its fingerprint moves far. What
+survives is the article's longest sentences: menus, footers, comments and ads are made of short lines (the
+longest-sentence signature of the seed documents, n = 3). Two pages that share one of their n longest
+sentences are compared and verified like any other pair (verified.py: similar, or contained within a size
+bound).
+
+Definition (version "sent{n}x{min_chars}"):
+  the page is cut into sentences at every character whose NFKC form holds a sentence end of Chinese or English
+  text (`。.!?;`: so also `！？；．｡`, `…`, the small and vertical forms) and at line ends (what str.splitlines
+  cuts at); the cutting character belongs to no sentence;
+  a sentence's length is its number of letters: characters of Python's `[^\W\d_]` (white space, punctuation,
+  digits and `_` not counted, so ASCII against full-width punctuation, spacing and numbers change no length);
+  its text is its letters alone after NFKC and lower case (`normalized`);
+  of the sentences of at least min_chars letters, the n with the most letters whose texts differ (a text's
+  length: the most letters of the sentences that have it), ties in code-point order of the text;
+  each one's key: the first 64 bits of MurmurHash3 x64-128 of its text's UTF-8 (seed SEED), as a signed int64.
+
+Counted over a whole Arrow batch at once in numpy (each character classified by a table of code points, the
+letters of every sentence summed), so only the few longest sentences of a page become Python strings: the
+keys cost a small share of the fingerprint pass that computes them.
+
+A key shared by more than max_group pages (a licence sentence, a site's slogan) makes no group: its pairs are
+not compared (they would grow as the square of the group) and the skipped keys are counted in the report.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+import mmh3
+import numpy as np
+import pyarrow as pa
+
+from .text_batch import _string_buffers
+
+SEED = 0x5E47  # distinct from the features' seed 0: a one-word sentence's key is not that word's feature hash
+LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines cuts at
+SENTENCE_ENDS = "。.!?;"
+LETTERS = re.compile(r"[^\W\d_]+")
+# Code points whose NFKC form can hold a sentence end (an exhaustive scan finds none elsewhere:
+# tests/test_sentence_keys.py), and the end of the code points that can be letters (none above it is one).
+END_RANGES = ((0x20, 0x80), (0x80, 0x3400), (0xF900, 0x10000), (0x1F100, 0x1F200))
+LETTER_LIMIT = 0x32400
+OTHER, LETTER, END = 0, 1, 2
+
+
+@lru_cache(maxsize=1)
+def char_classes() -> np.ndarray:
+    """uint8 per code point below LETTER_LIMIT: LETTER, END or OTHER, and OTHER at LETTER_LIMIT (for every code
+    point from there on)."""
+    chars = "".join(" " if 0xD800 <= c < 0xE000 else chr(c) for c in range(LETTER_LIMIT))
+    table = np.zeros(LETTER_LIMIT + 1, dtype=np.uint8)  # the last entry: every code point from LETTER_LIMIT on
+    for m in LETTERS.finditer(chars):
+        table[m.start():m.end()] = LETTER
+    for lo, hi in END_RANGES:
+        for c in range(lo, hi):
+            if any(e in unicodedata.normalize("NFKC", chr(c)) for e in SENTENCE_ENDS):
+                table[c] = END
+    table[[ord(c) for c in LINE_ENDS]] = END
+    return table
+
+
+_NOT_ASCII_LETTERS = bytes(c for c in range(128) if not chr(c).isalpha())
+
+
+def normalized(sentence: str) -> str:
+    """A sentence's text: its letters alone, after NFKC and lower case."""
+    return "".join(LETTERS.findall(unicodedata.normalize("NFKC", sentence).lower()))
+
+
+def normalized_utf8(raw: bytes) -> str:
+    """normalized of a sentence's UTF-8 bytes; ASCII ones by a bytes translate (NFKC leaves ASCII as it is)."""
+    if raw.isascii():
+        return raw.translate(None, _NOT_ASCII_LETTERS).lower().decode("ascii")
+    return normalized(raw.decode("utf-8"))
+
+
+@dataclass(frozen=True)
+class SentenceKeySpec:
+    n: int = 3  # keys per page: its n longest sentences; 0 = no sentence keys
+    min_chars: int = 20  # letters a sentence needs to make a key (shorter ones are menus, buttons, bylines)
+    max_group: int = 100  # a key of more pages than this makes no group (counted as skipped)
+
+    @property
+    def enabled(self) -> bool:
+        return self.n > 0
+
+    def check(self) -> None:
+        if self.n < 0 or self.min_chars < 1 or self.max_group < 2:
+            raise ValueError(f"sentence keys need n >= 0 (0 = off), min_chars >= 1 and max_group >= 2 (got n = "
+                             f"{self.n}, min_chars = {self.min_chars}, max_group = {self.max_group})")
+
+    def version(self) -> str:
+        return f"sent{self.n}x{self.min_chars}"
+
+
+@lru_cache(maxsize=1)
+def _end_pattern() -> re.Pattern:
+    """The characters that cut sentences (END in char_classes), as one character class."""
+    ends = np.flatnonzero(char_classes() == END)
+    return re.compile("[" + "".join(re.escape(chr(c)) for c in ends) + "]")
+
+
+def longest_sentences(text: str, spec: SentenceKeySpec) -> list[str]:
+    """The texts of the page's n longest sentences (the definition above, one page in Python; sentence_keys
+    computes the same for a batch)."""
+    if not spec.enabled:
+        return []
+    best: dict[str, int] = {}
+    for piece in _end_pattern().split(text):
+        letters = sum(map(len, LETTERS.findall(piece)))
+        if letters >= spec.min_chars and (t := normalized(piece)):
+            best[t] = max(best.get(t, 0), letters)
+    return [t for t, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[: spec.n]]
+
+
+def sentence_key(sentence: str) -> int:
+    """A sentence text's key (signed int64)."""
+    return mmh3.hash64(sentence, seed=SEED, x64arch=True, signed=True)[0]
+
+
+def sentence_keys(texts, spec: SentenceKeySpec) -> tuple[np.ndarray, np.ndarray]:
+    """(keys int64, offsets int64) of an Arrow string array (or a list of str or None) of pages: page i owns
+    keys[offsets[i]:offsets[i+1]], in the order of longest_sentences (none for a null page or one without a
+    long enough sentence). The sentences' letters are counted for the whole batch in numpy; only the
+    candidates for the n longest of each page are decoded and normalised."""
+    if not isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        texts = pa.array(texts, pa.large_string())
+    data, offsets = _string_buffers(texts)
+    n_pages = len(offsets) - 1
+    segments = _long_segments(data, offsets, spec.min_chars) if spec.enabled and len(data) else None
+    if segments is None:
+        return np.zeros(0, np.int64), np.zeros(n_pages + 1, np.int64)
+    page, counts, byte_lo, byte_hi = segments
+    buf = data.tobytes()
+    per_page = np.zeros(n_pages, np.int64)
+    keys: list[int] = []
+    cuts = (np.r_[0, np.flatnonzero(page[1:] != page[:-1]) + 1, len(page)] if len(page) else np.zeros(1, np.int64)).tolist()
+    counts, byte_lo, byte_hi, first_page = counts.tolist(), byte_lo.tolist(), byte_hi.tolist(), page[cuts[:-1]]
+    for g, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        chosen = _chosen(buf, counts, byte_lo, byte_hi, a, b, spec.n)
+        keys.extend(map(sentence_key, chosen))
+        per_page[first_page[g]] = len(chosen)
+    return np.array(keys, dtype=np.int64), np.r_[0, np.cumsum(per_page)]
+
+
+def _long_segments(data: np.ndarray, offsets: np.ndarray, min_chars: int):
+    """(page, letters, byte_lo, byte_hi) of every sentence of at least min_chars letters of a batch's UTF-8
+    bytes, ordered by page and then by letters, most first; byte_hi stops before the cutting character.
+
+    Counted over bytes, not characters: a character's class sits on its first byte (continuation bytes are
+    OTHER), so sums of letters and the cuts need no array of character positions; the sentences' bounds are
+    merged from the pages' starts and the cuts (far fewer than bytes)."""
+    table = char_classes()
+    cls = _byte_classes()[data]  # ASCII by the table, every other byte OTHER for now
+    lead = np.flatnonzero(data >= 0xC0)
+    if len(lead):
+        # Han of U+4000-U+9FFF by its first two bytes (E4-E9; E4 B7 is U+4DC0-U+4DFF, the hexagrams, not
+        # letters): letters without decoding (tests/test_sentence_keys.py checks the range against the table)
+        b0, b1 = data[lead], data.take(lead + 1, mode="clip")
+        han = ((b0 >= 0xE5) & (b0 <= 0xE9)) | ((b0 == 0xE4) & (b1 != 0xB7))
+        cls[lead[han]] = LETTER
+        other = lead[~han]
+        if len(other):
+            cls[other] = table[np.minimum(_decoded(data, other), LETTER_LIMIT)]
+    end_lead = np.flatnonzero(cls == END)
+    b0 = data[end_lead]
+    after_end = end_lead + 1 + (b0 >= 0xC0) + (b0 >= 0xE0) + (b0 >= 0xF0)  # the byte after each cutting character
+    bounds = np.concatenate([offsets, after_end])
+    bounds.sort(kind="stable")
+    bounds = bounds[np.r_[True, bounds[1:] != bounds[:-1]]]
+    lo, hi = bounds[:-1], bounds[1:]
+    counts = np.add.reduceat((cls == LETTER).view(np.uint8), lo, dtype=np.int64)  # bounds are distinct
+    keep = counts >= min_chars
+    lo, hi, counts = lo[keep], hi[keep], counts[keep]
+    page = np.searchsorted(offsets, lo, side="right") - 1
+    byte_hi = hi
+    if len(after_end):  # a sentence cut off by a character stops before it
+        at = np.minimum(np.searchsorted(after_end, hi), len(after_end) - 1)
+        byte_hi = np.where(after_end[at] == hi, end_lead[at], hi)
+    order = np.lexsort((-counts, page))
+    return page[order], counts[order], lo[order], byte_hi[order]
+
+
+@lru_cache(maxsize=1)
+def _byte_classes() -> np.ndarray:
+    """The class of each byte value: an ASCII character's, OTHER for every byte from 0x80 on."""
+    out = np.full(256, OTHER, dtype=np.uint8)
+    out[:128] = char_classes()[:128]
+    return out
+
+
+def _decoded(data: np.ndarray, lead: np.ndarray) -> np.ndarray:
+    """Code points of the UTF-8 characters whose first bytes are at lead (bytes past the end read as the last)."""
+    b0 = data[lead].astype(np.int32)
+    b1, b2, b3 = (data.take(lead + i, mode="clip").astype(np.int32) & 0x3F for i in (1, 2, 3))
+    return np.where(
+        b0 < 0xE0, ((b0 & 0x1F) << 6) | b1,
+        np.where(b0 < 0xF0, ((b0 & 0x0F) << 12) | (b1 << 6) | b2, ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3))
+
+
+def _chosen(buf: bytes, counts: list[int], byte_lo: list[int], byte_hi: list[int], a: int, b: int, n: int) -> list[str]:
+    """The n texts of one page's candidates a:b (most letters first): a text's length is the most letters of its
+    sentences, so the candidates are read until n texts are known and the next one has fewer letters than
+    the n-th (ties are all read, then ordered by text)."""
+    best: dict[str, int] = {}
+    nth = -1
+    for i in range(a, b):
+        c = counts[i]
+        if c < nth:
+            break
+        t = normalized_utf8(buf[byte_lo[i]:byte_hi[i]])
+        if t and t not in best:
+            best[t] = c
+            if len(best) == n:
+                nth = c
+    return [t for t, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+
+
+def key_group_pairs(fingerprints: np.ndarray, keys: np.ndarray, max_group: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(a, b, skipped_keys, groups) of (fingerprint, key) rows (repeats allowed): the distinct pairs a < b of
+    fingerprints that share a key of at most max_group fingerprints, the number of keys of more (skipped) and
+    of groups of two to max_group. A brute-force reference for the Spark search (spark/sentence_keys.py)."""
+    rows = np.unique(np.stack([np.asarray(keys, np.int64), np.asarray(fingerprints, np.int64)], axis=1), axis=0)
+    a, b, skipped, groups = [], [], 0, 0
+    starts = np.r_[0, np.flatnonzero(rows[1:, 0] != rows[:-1, 0]) + 1, len(rows)]
+    for s, e in zip(starts[:-1], starts[1:]):
+        if e - s > max_group:
+            skipped += 1
+            continue
+        groups += e - s >= 2
+        i, j = np.triu_indices(e - s, 1)
+        a.append(rows[s:e, 1][i])
+        b.append(rows[s:e, 1][j])
+    if not a:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), skipped, groups
+    pairs = np.unique(np.stack([np.concatenate(a), np.concatenate(b)], axis=1), axis=0)
+    return pairs[:, 0], pairs[:, 1], skipped, groups

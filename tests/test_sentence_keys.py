@@ -1,0 +1,303 @@
+"""Longest-sentence keys and containment: the pure core against brute-force references (hypothesis), and the
+Spark search on framed copies, a comment thread, an ad and a contained-but-not-a-copy page through the stages."""
+import json
+import unicodedata
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch
+from simhash_udf.core.sentence_keys import (
+    END,
+    LETTER,
+    LETTER_LIMIT,
+    OTHER,
+    SentenceKeySpec,
+    char_classes,
+    key_group_pairs,
+    longest_sentences,
+    sentence_key,
+    sentence_keys,
+)
+from simhash_udf.core.signature import SignatureSpec, agreeing_bins, oph_signatures, similarity
+from simhash_udf.core.verified import VerifySpec, contained, containment_estimate, pairs_verify
+
+SPEC = SentenceKeySpec(3, 5, 10)
+LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def is_end(c: str) -> bool:
+    return c in LINE_ENDS or any(e in unicodedata.normalize("NFKC", c) for e in "。.!?;")
+
+
+def is_letter(c: str) -> bool:
+    return c.isalnum() and not c.isdecimal()
+
+
+def brute_longest(text: str, spec: SentenceKeySpec) -> list[str]:
+    """The definition one character at a time: cut at every character whose NFKC holds a sentence end (or a
+    line end), count each sentence's letters, keep its letters after NFKC and lower case as its text."""
+    pieces, current = [], []
+    for c in text:
+        if is_end(c):
+            pieces.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+    pieces.append("".join(current))
+    best = {}
+    for piece in pieces:
+        letters = sum(is_letter(c) for c in piece)
+        t = "".join(c for c in unicodedata.normalize("NFKC", piece).lower() if is_letter(c))
+        if letters >= spec.min_chars and t:
+            best[t] = max(best.get(t, 0), letters)
+    return [t for t, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[: spec.n]]
+
+
+TEXT = st.text(alphabet=st.sampled_from(list("abcAB xyz12。.!?;\n，,！？；．中文句子长短…①_") + [
+    "\u3000", "Ａ", "ß", "ﬁ", "㏂", "⒈", "\u0301", "\u2028", "\U00020000", "\U0001F600"]), max_size=120)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXT, n=st.integers(0, 4), min_chars=st.integers(1, 8))
+def test_longest_sentences_equal_brute_force(text, n, min_chars):
+    spec = SentenceKeySpec(n, min_chars, 10)
+    assert longest_sentences(text, spec) == brute_longest(text, spec)
+    keys, offsets = sentence_keys([text], spec)
+    assert keys.tolist() == [sentence_key(t) for t in brute_longest(text, spec)]
+
+
+def test_character_table_equals_the_definition_on_every_code_point():
+    """char_classes only scans some ranges for sentence ends, and no code point above LETTER_LIMIT for
+    letters: an exhaustive scan finds no other."""
+    table = char_classes()
+    for c in range(0x110000):
+        if 0xD800 <= c < 0xE000:
+            continue
+        ch = chr(c)
+        want = END if is_end(ch) else LETTER if is_letter(ch) else OTHER
+        got = table[c] if c < LETTER_LIMIT else OTHER
+        assert got == want, hex(c)
+        if 0x4000 <= c < 0xA000:  # sentence_keys takes these as Han letters by their first two bytes
+            assert (want == LETTER) == (not 0x4DC0 <= c < 0x4E00), hex(c)
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), TEXT), max_size=8))
+def test_batch_keys_are_each_pages_keys(texts):
+    keys, offsets = sentence_keys(texts, SPEC)
+    for i, text in enumerate(texts):
+        want = [] if text is None else [sentence_key(s) for s in brute_longest(text, SPEC)]
+        assert keys[offsets[i]:offsets[i + 1]].tolist() == want
+
+
+def test_keys_ignore_punctuation_width_digits_and_case():
+    zh = "今天天气很好，我们去公园散步吧。公园里有很多人在跑步和打太极拳！晚上我们一起回家"
+    assert sentence_keys([zh], SPEC)[0].tolist() == sentence_keys(
+        [zh.replace("，", ",").replace("。", ".").replace("！", "!")], SPEC)[0].tolist()
+    en = "The Quick brown fox jumps over 12 lazy dogs; it was seen at 3 pm.\nMenu"
+    assert sentence_keys([en], SPEC)[0].tolist() == sentence_keys(
+        [en.upper().replace("12", "7").replace(";", "；")], SPEC)[0].tolist()
+    assert len(sentence_keys([zh], SPEC)[0]) == 3  # 。 ！ and the line's end cut the page into three sentences
+
+
+def test_a_framed_copy_shares_its_originals_longest_sentences():
+    article = ("Rivers carry sediment from the mountains down to the sea over many centuries. "
+               "Engineers measure the flow at gauging stations along the banks every hour. "
+               "The data show that floods have become more frequent in the last decade. Short one.")
+    frame = "Home | News | About\nSign in\n" + article + "\nCopyright ExampleSite\nPrivacy | Terms"
+    keys_a, keys_b = set(sentence_keys([article], SentenceKeySpec())[0]), set(sentence_keys([frame], SentenceKeySpec())[0])
+    assert keys_a == keys_b and len(keys_a) == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 12), st.integers(0, 6)), max_size=60), max_group=st.integers(2, 6))
+def test_key_group_pairs_equal_all_pairs_sharing_a_small_key(rows, max_group):
+    fps = np.array([r[0] for r in rows], dtype=np.int64)
+    keys = np.array([r[1] for r in rows], dtype=np.int64)
+    a, b, skipped, groups = key_group_pairs(fps, keys, max_group)
+    holders = {}
+    for fp, key in rows:
+        holders.setdefault(key, set()).add(fp)
+    want = set()
+    for members in holders.values():
+        if len(members) <= max_group:
+            want |= {(x, y) for x in members for y in members if x < y}
+    assert set(zip(a.tolist(), b.tolist())) == want and len(a) == len(want)
+    assert skipped == sum(len(m) > max_group for m in holders.values())
+    assert groups == sum(2 <= len(m) <= max_group for m in holders.values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.sets(st.integers(0, 60), max_size=40), b=st.sets(st.integers(0, 60), max_size=40))
+def test_containment_estimate_is_exact_from_the_exact_jaccard(a, b):
+    union = a | b
+    j = len(a & b) / len(union) if union else 1.0
+    want = len(a & b) / min(len(a), len(b)) if min(len(a), len(b)) else 1.0
+    assert containment_estimate(j, len(a), len(b)) == pytest.approx(want, abs=1e-9)
+
+
+def _signatures(sets):
+    hashes = [np.array(sorted(s), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) for s in sets]
+    offsets = np.r_[0, np.cumsum([len(h) for h in hashes])]
+    return oph_signatures(np.concatenate(hashes), offsets, SignatureSpec())[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), small=st.integers(200, 600), share=st.floats(0.5, 1.0),
+       extra=st.floats(0.0, 1.0))
+def test_containment_from_signatures_is_near_the_exact(seed, small, share, extra):
+    rng = np.random.default_rng(seed)
+    universe = rng.permutation(10 * small + 10_000)
+    a = set(universe[:small].tolist())
+    inside = int(share * small)
+    b = set(universe[:inside].tolist()) | set(universe[small:small + int(extra * small) + (small - inside)].tolist())
+    sigs = _signatures([a, b])
+    est = containment_estimate(similarity(sigs[0], sigs[1], 8), len(a), len(b))
+    exact = len(a & b) / min(len(a), len(b))
+    assert abs(est - exact) < 0.2  # 128 bins: about 0.05 standard error here; 0.2 is four of them
+
+
+@settings(max_examples=300, deadline=None)
+@given(agree=st.integers(0, 128), n_a=st.integers(-1, 300), n_b=st.integers(-1, 300),
+       c=st.sampled_from([0.0, 0.8, 0.9, 1.0]), r=st.sampled_from([1.0, 1.5, 2.0]))
+def test_contained_is_the_estimate_over_the_threshold_within_the_size_bound(agree, n_a, n_b, c, r):
+    spec = VerifySpec(0.8, min_containment=c, max_size_ratio=r)
+    got = bool(contained(np.array([agree]), n_a, n_b, spec)[0])
+    small, large = min(n_a, n_b), max(n_a, n_b)
+    j = max(0.0, (agree / 128 - 2**-8) / (1 - 2**-8))
+    if c == 0 or small <= 0 or large > r * small:
+        assert not got
+        return
+    est = containment_estimate(j, n_a, n_b)
+    if abs(est - c) > 1e-6:  # away from a tie, the rule is the estimate over the threshold
+        assert got == (est >= c)
+
+
+@settings(max_examples=200, deadline=None)
+@given(agree=st.integers(0, 128), n=st.integers(1, 300), size_a=st.integers(-1, 3000), size_b=st.integers(-1, 3000))
+def test_the_size_bound_is_on_the_characters_when_given(agree, n, size_a, size_b):
+    spec = VerifySpec(0.8, min_containment=0.5, max_size_ratio=1.6)
+    got = bool(contained(np.array([agree]), n, n, spec, size_a, size_b)[0])
+    within = min(size_a, size_b) > 0 and max(size_a, size_b) <= 1.6 * min(size_a, size_b)
+    assert got == (within and bool(contained(np.array([agree]), n, n, spec)[0]))
+
+
+def test_pairs_verify_is_similarity_or_bounded_containment():
+    spec = VerifySpec(0.8, min_containment=0.9, max_size_ratio=1.6)
+    base = set(range(1000))
+    framed = base | set(range(5000, 5400))  # the page plus a frame of 40% more features
+    anthology = base | set(range(5000, 8000))  # the page inside a page four times its size
+    unrelated = set(range(9000, 10000))
+    sigs = _signatures([base, framed, anthology, unrelated])
+    counts = np.array([len(base), len(framed), len(anthology), len(unrelated)])
+    ok, by_containment = pairs_verify(sigs[[0, 0, 0]], sigs[[1, 2, 3]], counts[[0, 0, 0]], counts[[1, 2, 3]], spec)
+    assert ok.tolist() == [True, False, False] and by_containment.tolist() == [True, False, False]
+    off = VerifySpec(0.8, min_containment=0.0)
+    assert pairs_verify(sigs[[0]], sigs[[1]], counts[[0]], counts[[1]], off)[0].tolist() == [False]
+    assert agreeing_bins(sigs[0], sigs[1]) < spec.need  # the framed pair is not similar: containment found it
+
+
+def test_feature_counts_are_the_signatures_set_sizes():
+    fps, counts, sigs = fingerprint_batch(["one two three two one", "四 五 four four"], FeatureSpec(), SignatureSpec())
+    assert counts.tolist() == [3, 2]
+
+
+def _article(rng, sentences: int) -> str:
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = ["".join(rng.choice(letters, rng.integers(3, 9))) for _ in range(sentences * 12)]
+    out, at = [], 0
+    for _ in range(sentences):
+        n = int(rng.integers(8, 16))
+        out.append(" ".join(words[at:at + n]).capitalize() + ".")
+        at += n
+    return " ".join(out)
+
+
+@pytest.mark.spark
+def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_path):
+    """A whole run: copies inside a site's frame (header, menu, and a footer sentence every page of the site
+    shares: a key of more pages than --sentence-max-group, skipped) or with reader comments are duplicates of
+    their original; an anthology that holds three originals (each far smaller than it) removes none of them;
+    every duplicate is similar or contained within the size bound to its kept page."""
+    import pandas as pd
+    from reference import agreeing
+
+    from simhash_udf.job.config import load_config
+    from simhash_udf.job.pipeline import run
+
+    rng = np.random.default_rng(5)
+    originals = [_article(rng, 6) for _ in range(8)]
+    footer = "Copyright example site all rights reserved under the terms of its publishing licence forever."
+    rows = [(i, t) for i, t in enumerate(originals)]
+    for i, t in enumerate(originals[:6]):
+        framed = f"Example site\nHome | News | About\n{t}\n{footer}"
+        rows.append((100 + i, framed if i % 2 else f"{t}\nComments\nann: {_article(rng, 1)}\nbob: {_article(rng, 1)}"))
+    for i in range(6, 8):  # more pages of the site, so its footer key is hot
+        rows.append((200 + i, f"Example site\nHome\n{_article(rng, 4)}\n{footer}"))
+    rows.append((300, "\n\n".join(originals[5:8]) + "\n\n" + _article(rng, 6)))  # the anthology
+    path = tmp_path / "pages.parquet"
+    pd.DataFrame(rows, columns=["id", "text"]).to_parquet(path)
+    out = tmp_path / "out"
+    run(load_config(["--input", str(path), "--output", str(out), "--sentence-keys", "3", "--min-containment", "0.9",
+                     "--sentence-max-group", "4"]), spark)
+    clusters = pd.read_parquet(out / "clusters").set_index("id")
+    for i in range(6):
+        assert clusters.loc[100 + i, "cluster_id"] == clusters.loc[i, "cluster_id"], i
+    assert not clusters.loc[[5, 6, 7, 300], "is_duplicate"].any()
+    assert len(set(clusters.loc[[5, 6, 7, 300], "cluster_id"])) == 4
+    report = json.loads((out / "report.json").read_text())
+    keys = report["candidates"]["sentence_keys"]
+    assert keys["skipped_keys"] >= 1 and keys["pairs_verified_by_containment"] >= 1
+    assert set(keys["examples"]) <= {"similarity", "containment"} and "containment" in keys["examples"]
+    assert_pair_search_adds_up(report, (out / "report.html").read_text(encoding="utf-8"))
+    texts = dict(rows)
+    spec = VerifySpec(0.8, min_containment=0.9)
+    for i, c in clusters[clusters["is_duplicate"]]["cluster_id"].items():
+        (_, n_i), (_, n_c) = (fingerprint_batch([texts[x]], FeatureSpec())[:2] for x in (i, c))
+        agree = agreeing(clusters.loc[i, "signature"], clusters.loc[c, "signature"])
+        assert agree >= spec.need or contained(np.array([agree]), n_i[0], n_c[0], spec, len(texts[i]),
+                                               len(texts[c]))[0]
+
+
+def assert_pair_search_adds_up(report: dict, page: str) -> None:
+    """With sentence keys on, the pair search's fourth source adds up like the others: compared = verified +
+    rejected per source and in all, the sums over the four sources, the sentence keys' figures those of their
+    own report part, and the log's line and the page's table show the same numbers."""
+    from simhash_udf.job.report_schema import PairSearch
+
+    search, keys = report["candidates"]["pair_search"], report["candidates"]["sentence_keys"]
+    sources = [search[name] for name in ("simhash_tables", "signature_bands", "short_text", "sentence_keys")
+               if search.get(name) is not None]
+    assert len(sources) >= 3 and search.get("sentence_keys") is not None
+    for s in sources:
+        assert s["compared"] == s["verified"] + s["rejected"]
+    for total in ("compared", "verified", "rejected"):
+        assert search[total] == sum(s[total] for s in sources)
+    by_keys = search["sentence_keys"]
+    assert by_keys["compared"] == keys["pairs_compared"] > 0
+    assert by_keys["verified"] == keys["pairs_verified_by_similarity"] + keys["pairs_verified_by_containment"]
+    assert by_keys["rejected"] == keys["pairs_rejected"]
+    # each framed or commented copy's pair with its original is found by a sentence key and by another source
+    # (those copies within k bits or sharing a band); no pair is counted as found twice more than it was compared
+    assert 0 < search["found_by_more_than_one_source"] <= search["compared"] - max(s["compared"] for s in sources)
+    line = PairSearch.from_dict(search).summary()
+    assert f"sentence keys: {by_keys['compared']:,} compared = {by_keys['verified']:,} verified" in line
+    assert f"all sources: {search['compared']:,} compared" in line
+    assert ">sentence keys</td>" in page and f"{search['compared']:,}" in page
+
+
+def test_sentence_keys_and_containment_are_off_by_default(tmp_path):
+    """The defaults find what they found before the sentence keys: no key search, similarity alone, and no
+    sentence keys or page sizes computed in the fingerprint pass (fingerprint stage: cfg.sentences None)."""
+    from simhash_udf.job.config import load_config
+
+    (tmp_path / "in.jsonl").write_text('{"id": 1, "text": "a"}\n')
+    given = ["--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out")]
+    cfg = load_config(given)
+    assert cfg.sentence_keys == 0 and cfg.min_containment == 0
+    assert cfg.sentences is None and not cfg.verify.containment
+    on = load_config(given + ["--sentence-keys", "3", "--min-containment", "0.9"])
+    assert on.sentences == SentenceKeySpec(3) and on.verify.containment
