@@ -2,16 +2,11 @@
 resolve of transitive mode (a component is a cluster), and the clusters' shape for the report."""
 from __future__ import annotations
 
-from typing import Iterator
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, StructField, StructType
 
-from ..core.signature import SignatureSpec, from_arrow, similarity
+from ..core.signature import SignatureSpec
+from .pair_similarity import with_pair_similarity
 
 
 def keep_rank(keep: str, id_col: str, text_col: str) -> Column:
@@ -60,23 +55,9 @@ def with_similarity_to_kept(clusters: DataFrame, spec: SignatureSpec) -> DataFra
     dups = clusters.where(dup)
     joined = dups.join(kept, (dups["cluster_id"] == kept["_kept_id"]) & dups["kept_fp"].isNotNull(), "left").drop(
         "_kept_id")
-    schema = StructType([f for f in joined.schema.fields if f.name != "_kept_sig"]
-                        + [StructField("similarity", DoubleType(), True)])
-
-    def per_batch(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            a, b = batch.column("signature"), batch.column("_kept_sig")
-            whole = pc.and_(pc.equal(pc.binary_length(a), spec.nbytes), pc.equal(pc.binary_length(b), spec.nbytes))
-            rows = np.flatnonzero(pc.fill_null(whole, False).to_numpy(zero_copy_only=False))
-            sim = np.full(batch.num_rows, np.nan)
-            if len(rows):
-                take = pa.array(rows, pa.int64())
-                sim[rows] = similarity(from_arrow(a.take(take), spec), from_arrow(b.take(take), spec), spec.bits)
-            out = batch.drop_columns(["_kept_sig"])
-            yield out.append_column("similarity", pa.array(sim, pa.float64(), mask=np.isnan(sim)))
-
     same = F.when(F.col("fingerprint") == F.col("kept_fp"), F.lit(1.0))
-    with_sim = joined.mapInArrow(per_batch, schema).withColumn("similarity", F.coalesce("similarity", same))
+    with_sim = with_pair_similarity(joined, "signature", "_kept_sig", spec, ["_kept_sig"])
+    with_sim = with_sim.withColumn("similarity", F.coalesce("similarity", same))
     return clusters.where(~dup).withColumn("similarity", F.lit(None).cast("double")).unionByName(with_sim)
 
 

@@ -11,17 +11,13 @@ more than HOT_KEY_ROWS index rows whatever the skew. The top N per page is a row
 per group before the shuffle: WindowGroupLimit)."""
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, IntegerType, LongType, StructField, StructType
+from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from ..core.related import RelatedPlan
-from ..core.signature import SignatureSpec, from_arrow, similarity
+from ..core.signature import SignatureSpec
+from .pair_similarity import with_pair_similarity
 
 HOT_KEY_ROWS = 20_000
 
@@ -97,24 +93,6 @@ def related_pairs(pages: DataFrame, n: int, plan: RelatedPlan, spec: SignatureSp
     with_sigs = (top.join(sigs.withColumnRenamed("signature", "_sig_a"), "id", "left")
                  .join(sigs.select(F.col("id").alias("related_id"), F.col("signature").alias("_sig_b")), "related_id",
                        "left"))
-    return with_pair_similarity(with_sigs.select("id", "related_id", "distance", "rank", "_sig_a", "_sig_b"), spec)
+    return with_pair_similarity(with_sigs.select("id", "related_id", "distance", "rank", "_sig_a", "_sig_b"), "_sig_a",
+                                "_sig_b", spec, ["_sig_a", "_sig_b"])
 
-
-def with_pair_similarity(pairs: DataFrame, spec: SignatureSpec) -> DataFrame:
-    """pairs with signatures _sig_a and _sig_b: the signatures replaced by `similarity` (core.signature)."""
-    schema = StructType([f for f in pairs.schema.fields if f.name not in ("_sig_a", "_sig_b")]
-                        + [StructField("similarity", DoubleType(), True)])
-
-    def per_batch(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            a, b = batch.column("_sig_a"), batch.column("_sig_b")
-            whole = pc.and_(pc.equal(pc.binary_length(a), spec.nbytes), pc.equal(pc.binary_length(b), spec.nbytes))
-            rows = np.flatnonzero(pc.fill_null(whole, False).to_numpy(zero_copy_only=False))
-            sim = np.full(batch.num_rows, np.nan)
-            if len(rows):
-                take = pa.array(rows, pa.int64())
-                sim[rows] = similarity(from_arrow(a.take(take), spec), from_arrow(b.take(take), spec), spec.bits)
-            out = batch.drop_columns(["_sig_a", "_sig_b"])
-            yield out.append_column("similarity", pa.array(sim, pa.float64(), mask=np.isnan(sim)))
-
-    return pairs.mapInArrow(per_batch, schema)
