@@ -22,7 +22,15 @@ from simhash_udf.core.sentence_keys import (
     sentence_keys,
 )
 from simhash_udf.core.signature import SignatureSpec, agreeing_bins, oph_signatures, similarity
-from simhash_udf.core.verified import VerifySpec, contained, containment_estimate, pairs_verify
+from simhash_udf.core.verified import (
+    RESEMBLE,
+    VerifySpec,
+    contained,
+    containment_estimate,
+    greedy_centres,
+    pairs_verify,
+    verified_centres,
+)
 
 SPEC = SentenceKeySpec(3, 5, 10)
 LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -203,6 +211,98 @@ def test_pairs_verify_is_similarity_or_bounded_containment():
 def test_feature_counts_are_the_signatures_set_sizes():
     fps, counts, sigs = fingerprint_batch(["one two three two one", "四 五 four four"], FeatureSpec(), SignatureSpec())
     assert counts.tolist() == [3, 2]
+
+
+CONTAINED = VerifySpec(0.8, min_containment=0.9, max_size_ratio=1.6)
+
+
+def _block_pages(rng, n: int) -> list[set]:
+    """n pages made of 200-feature blocks of one small pool (runs of one page's paragraphs, frames around it),
+    so that components hold similar, contained, holding and unrelated pages together."""
+    pages = []
+    for _ in range(n):
+        start, length = int(rng.integers(0, 6)), int(rng.integers(3, 8))
+        blocks = set(range(start, start + length)) | ({int(rng.integers(20, 24))} if rng.random() < 0.4 else set())
+        pages.append(set().union(*(set(range(200 * b, 200 * b + 200)) for b in blocks)))
+    return pages
+
+
+def brute_contained_centres(sigs, counts, sizes, spec: VerifySpec) -> list[int]:
+    """verified_centres with containment, one pair at a time: the open unit that verifies with the most open
+    units is the centre (the first in keep order among equals); a unit similar to it joins, and one only
+    contained in it or holding it (the closest to the centre first, then keep order) joins when it resembles
+    (verifies, or an estimated Jaccard of at least RESEMBLE) the centre and every unit joined to it by
+    containment before."""
+
+    def verify(a, b):
+        ok, by = pairs_verify(sigs[[a]], sigs[[b]], counts[[a]], counts[[b]], spec, sizes[[a]], sizes[[b]])
+        return bool(ok[0]), bool(by[0])
+
+    def resemble(a, b):
+        return verify(a, b)[0] or similarity(sigs[a], sigs[b], spec.signature.bits) >= RESEMBLE
+
+    centre, open_ = [-1] * len(sigs), list(range(len(sigs)))
+    while open_:
+        degree = [sum(verify(a, b)[0] for b in open_ if b != a) for a in open_]
+        c = open_[degree.index(max(degree))]
+        centre[c], by_containment = c, [c]
+        for u in sorted(open_, key=lambda u: -agreeing_bins(sigs[u], sigs[c]) if verify(u, c)[1] else 0):
+            ok, by = verify(u, c)
+            if u == c or not ok or (by and not all(resemble(u, m) for m in by_containment)):
+                continue
+            centre[u] = c
+            if by:
+                by_containment.append(u)
+        open_ = [u for u in open_ if centre[u] < 0]
+    return centre
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 9))
+def test_contained_centres_equal_the_definition_and_keep_the_promise(seed, n):
+    """With containment on, verified_centres is the definition (brute_contained_centres), greedy_centres
+    gives each component what verified_centres gives it alone, every removed unit verifies with (is similar
+    to, inside or holding within the bound) its centre, and two units joined to one centre by containment
+    resemble each other."""
+    rng = np.random.default_rng(seed)
+    pages = _block_pages(rng, n)
+    sigs = _signatures(pages)
+    counts = np.array([len(p) for p in pages])
+    sizes = counts * rng.integers(5, 7, n)
+    centre = verified_centres(sigs, None, CONTAINED, counts=counts, sizes=sizes)
+    assert centre.tolist() == brute_contained_centres(sigs, counts, sizes, CONTAINED)
+    assert greedy_centres(np.r_[sigs, sigs], np.array([0, n, 2 * n]), CONTAINED, np.r_[counts, counts],
+                          np.r_[sizes, sizes]).tolist() == centre.tolist() + (centre + n).tolist()
+    for u, c in enumerate(centre):
+        assert centre[c] == c
+        if u != c:
+            assert pairs_verify(sigs[[u]], sigs[[c]], counts[[u]], counts[[c]], CONTAINED, sizes[[u]], sizes[[c]])[0][0]
+    joined = [u for u, c in enumerate(centre) if u != c and pairs_verify(
+        sigs[[u]], sigs[[c]], counts[[u]], counts[[c]], CONTAINED, sizes[[u]], sizes[[c]])[1][0]]
+    for a in joined:
+        for b in joined:
+            if a < b and centre[a] == centre[b]:
+                assert (pairs_verify(sigs[[a]], sigs[[b]], counts[[a]], counts[[b]], CONTAINED, sizes[[a]],
+                                     sizes[[b]])[0][0] or similarity(sigs[a], sigs[b], 8) >= RESEMBLE)
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (1, 0, 3, 2), (3, 2, 1, 0), (2, 3, 0, 1)])
+def test_two_runs_of_one_page_are_not_merged_through_it(order):
+    """A page of ten paragraphs, two runs of seven of them (inside the page within the bound, sharing four:
+    Jaccard 0.4) and the page in a site's frame: whatever the keep order, the framed copy joins the page
+    and the two runs are never in one cluster."""
+    block = [set(range(200 * b, 200 * b + 200)) for b in range(14)]
+    page, run_a, run_b = set().union(*block[:10]), set().union(*block[:7]), set().union(*block[3:10])
+    framed = page | block[11] | block[12] | block[13]
+    pages = [[run_a, run_b, page, framed][i] for i in order]
+    sigs = _signatures(pages)
+    counts = np.array([len(p) for p in pages])
+    centre = verified_centres(sigs, None, CONTAINED, counts=counts, sizes=counts * 6)
+    at = {name: order.index(i) for i, name in enumerate(("a", "b", "page", "framed"))}
+    assert centre[at["a"]] != centre[at["b"]]
+    assert centre[at["page"]] == centre[at["framed"]]
+    off = verified_centres(sigs, None, VerifySpec(0.8), counts=counts, sizes=counts * 6)
+    assert off.tolist() == list(range(4))  # none of them is similar to another: containment found the pairs
 
 
 def _article(rng, sentences: int) -> str:

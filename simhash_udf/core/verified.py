@@ -223,6 +223,42 @@ def verify_band_pairs(sig_a: np.ndarray, sig_b: np.ndarray, found_in: np.ndarray
     return ok, verified_by_band, rejected_by_band
 
 
+RESEMBLE = 0.5  # estimated Jaccard two pages joined to one centre by containment need at least, if they do not verify
+MEDOID_MAX = 256  # units of a component up to which, with containment on, the centre is its best-connected unit
+
+
+def _verify_all(sigs: np.ndarray, counts, sizes, spec: VerifySpec) -> np.ndarray:
+    """(units x units) whether each two units of one component verify (similar, or contained within the bound;
+    the diagonal false)."""
+    n = len(sigs)
+    out = np.zeros((n, n), dtype=bool)
+    for i in range(n - 1):
+        out[i, i + 1:] = pairs_verify(sigs[i + 1:], sigs[i], None if counts is None else counts[i + 1:],
+                                      None if counts is None else counts[i], spec,
+                                      None if sizes is None else sizes[i + 1:], None if sizes is None else sizes[i])[0]
+    return out | out.T
+
+
+def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndarray) -> np.ndarray:
+    """Which of `candidates` (units contained in centre c or holding it, the closest to it first) may join
+    it: each in turn joins when it resembles (verifies with, or has an estimated Jaccard of at least RESEMBLE
+    with) c and every candidate joined before it. Two runs of one page's paragraphs are both inside that page
+    and need not resemble each other: a cluster of the page would make them duplicates of each other through
+    it. A candidate is not compared with the units similar to c (those resemble c closely; comparing them too
+    lost more framed copies than it saved false pairs on the man-page corpus, docs/quality.md)."""
+    taken = [int(c)]
+    keep = np.zeros(len(candidates), dtype=bool)
+    for x, u in enumerate(candidates):
+        t = np.array(taken)
+        ok = pairs_verify(sigs[t], sigs[u], counts[t], counts[u], spec,
+                          None if sizes is None else sizes[t], None if sizes is None else sizes[u])[0]
+        ok |= similarity(sigs[t], sigs[u], spec.signature.bits) >= RESEMBLE
+        if ok.all():
+            taken.append(int(u))
+            keep[x] = True
+    return keep
+
+
 def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | None, spec: VerifySpec | None,
                      fixed: int = 0, n: int | None = None, counts: np.ndarray | None = None,
                      sizes: np.ndarray | None = None) -> np.ndarray:
@@ -234,7 +270,15 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
     sigs: (units x bins) or None (no signatures: every unit verifies, as in transitive mode); short_texts:
     each unit's short text (None for a page that is not short), or None when the mode is off; n: the number
     of units when neither is given; counts: each unit's feature count (<= 0: not known), for containment
-    (None: similarity alone), sizes: its characters, for containment's size bound (None: on the counts)."""
+    (None: similarity alone), sizes: its characters, for containment's size bound (None: on the counts).
+
+    With containment (spec.containment and counts given), two rules more. The centre is not the first unit
+    left but the one that verifies with the most units left (the first in keep order among equals; a
+    component of more than MEDOID_MAX units: the first): an original is inside each of its framed, commented
+    and ad copies and similar to its edited ones, while a copy (framed, or cut short) is often not within the
+    bound of another copy. And a unit only contained in the centre or holding it joins when it resembles
+    every unit joined to the centre by containment before it (_agreeing): pages that do not resemble each
+    other are not made duplicates of each other through a third that holds both (or that both hold)."""
     n = len(sigs) if sigs is not None else len(short_texts) if short_texts is not None else n
     if spec is None or sigs is None:  # everyone joins the first centre
         centre = np.zeros(n, dtype=np.int64)
@@ -245,6 +289,8 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
     if short_texts is not None:
         is_short = np.array([t is not None for t in short_texts], dtype=bool)
         shingles = [shingle_set(t, spec.short_ngram) if t is not None else None for t in short_texts]
+    with_containment = spec.containment and counts is not None
+    links = _verify_all(sigs, counts, sizes, spec) if with_containment and n - fixed <= MEDOID_MAX else None
     centre = np.full(n, -1, dtype=np.int64)
     centre[:fixed] = np.arange(fixed)
     open_ = np.arange(fixed, n)
@@ -253,9 +299,14 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
         nonlocal open_
         if not len(open_):
             return
-        near = pairs_verify(sigs[open_], sigs[c], None if counts is None else counts[open_],
-                            None if counts is None else counts[c], spec, None if sizes is None else sizes[open_],
-                            None if sizes is None else sizes[c])[0]
+        near, by_containment = pairs_verify(
+            sigs[open_], sigs[c], None if counts is None else counts[open_], None if counts is None else counts[c],
+            spec, None if sizes is None else sizes[open_], None if sizes is None else sizes[c])
+        if with_containment:
+            by = np.flatnonzero(by_containment)
+            if len(by) > 1:  # the closest to the centre first, then keep order
+                by = by[np.argsort(-agreeing_bins(sigs[open_[by]], sigs[c]), kind="stable")]
+                near[by] = _agreeing(sigs, counts, sizes, spec, c, open_[by])
         both_short = is_short[open_] & is_short[c]
         if both_short.any():
             for x in np.flatnonzero(both_short):
@@ -266,9 +317,10 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
     for c in range(fixed):
         take(c)
     while len(open_):
-        c = int(open_[0])
+        first = 0 if links is None else int(np.argmax(links[np.ix_(open_, open_)].sum(axis=1)))
+        c = int(open_[first])
         centre[c] = c
-        open_ = open_[1:]
+        open_ = np.delete(open_, first)
         take(c)
     return centre
 
@@ -283,11 +335,19 @@ def greedy_centres(sigs: np.ndarray, starts: np.ndarray, spec: VerifySpec, count
     open rows that are verified-similar to it (>= need agreeing bins), or contained within the size bound
     (counts: each row's feature count, None: similarity alone; sizes: its characters, for the size bound).
     A round costs numpy calls over the open rows, not a Python call per component; a component drops out when
-    it has no open row left. Rounds: the most centres any component has (usually 1 or 2)."""
+    it has no open row left. Rounds: the most centres any component has (usually 1 or 2). With containment
+    (spec.containment and counts given), a component of three or more rows is one verified_centres call (its
+    centre is its best-connected row); a pair is the same either way."""
     n = len(sigs)
     comp = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
     centre = np.empty(n, dtype=np.int64)
     open_ = np.arange(n)
+    if spec.containment and counts is not None:
+        big = np.diff(starts) >= 3
+        for a, b in zip(starts[:-1][big], starts[1:][big]):
+            centre[a:b] = a + verified_centres(sigs[a:b], None, spec, 0, None, counts[a:b],
+                                               None if sizes is None else sizes[a:b])
+        open_ = open_[~big[comp]]
     while len(open_):
         c = comp[open_]
         first = np.r_[True, c[1:] != c[:-1]]

@@ -102,7 +102,8 @@ class DedupConfig:
     cluster_mode: str = option("verified", "search", "verified: every duplicate is verified-similar to its kept page; "
                                "transitive: components of verified pairs; star: a duplicate is within k of its kept "
                                "page", choices=CLUSTER_MODES)
-    keep: str = option("id", "search", "which page of a cluster is kept: id (smallest id), longest, earliest:COLUMN")
+    keep: str = option("id", "search", "which page of a cluster is kept: id (smallest id), longest, earliest:COLUMN "
+                       "(with --min-containment: among the pages most of the cluster verifies with)")
     max_component_rounds: int = option(200, "search", "large-star/small-star rounds before the job gives up")
     plan: int = option(0, "search", "print the plan and estimated cost of a run over this many pages (e.g. 1e9), "
                        "then exit (no Spark, no input needed)", toml=False)
