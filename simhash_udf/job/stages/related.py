@@ -1,6 +1,7 @@
 """Stage 7b, related (only with --related N): for every kept page the N nearest other kept pages within
 --related-distance bits, nearest first (ties by id), outside its own cluster, with the signatures' estimated
-Jaccard index (spark.related; the search is core.related's exact multi-index plan)."""
+Jaccard index (spark.related; the search is core.related's plan: exact multi-index hashing where affordable,
+else an approximate plan of computed recall)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
