@@ -52,6 +52,15 @@ def topic_fingerprints(n: int, distance: int, topic_share: float, seed: int) -> 
     return fps
 
 
+def bit_vectors(spark, ids: np.ndarray, fps: np.ndarray):
+    """(id, v): the 64 bits of each fingerprint as a 0/1 vector (persisted), BucketedRandomProjectionLSH's input."""
+    bits = [(fps.view(np.uint64) >> np.uint64(b)) & np.uint64(1) for b in range(64)]
+    vectors = spark.createDataFrame(pd.DataFrame({"id": ids, "bits": list(np.stack(bits, 1).astype(float))})).select(
+        "id", array_to_vector("bits").alias("v")).persist()
+    vectors.count()
+    return vectors
+
+
 def brute_force_top(fps: np.ndarray, sample: np.ndarray, n: int, distance: int) -> dict[int, list[int]]:
     """Each sampled page's exact top n within distance (ids are positions), by (distance, id)."""
     out = {}
@@ -98,10 +107,7 @@ def main() -> None:
     pages = spark.createDataFrame(pdf).withColumn("cluster_id", F.col("id")).withColumn(
         "signature", F.lit(None).cast("binary")).persist()
     pages.count()
-    bits = [(fps.view(np.uint64) >> np.uint64(b)) & np.uint64(1) for b in range(64)]
-    vectors = spark.createDataFrame(pd.DataFrame({"id": ids, "bits": list(np.stack(bits, 1).astype(float))})).select(
-        "id", array_to_vector("bits").alias("v")).persist()
-    vectors.count()
+    vectors = None if args.skip_brp else bit_vectors(spark, ids, fps)
     plan = plan_related(args.pages, args.distance)
     got: dict[str, pd.DataFrame] = {}
 

@@ -332,6 +332,14 @@ class RelatedPlanStats(Part):
 
 
 @dataclass(kw_only=True)
+class RelatedExample(Part):
+    id: Any = item("a kept page's id")
+    related_id: Any = item("its nearest related page's id (rank 1)")
+    distance: int = item("Hamming distance of their fingerprints")
+    similarity: float | None = item("estimated Jaccard index from their signatures; null without them")
+
+
+@dataclass(kw_only=True)
 class RelatedStats(Part):
     n: int = item("related pages asked for per kept page (--related)")
     pages: int = item("kept pages searched")
@@ -342,6 +350,9 @@ class RelatedStats(Part):
         "other pages expected within the distance of a page among as many uniformly random fingerprints: near 1 "
         "or above, related lists hold chance pages")
     plan: RelatedPlanStats = item("the search's plan")
+    examples: list[RelatedExample] = item(
+        "a few pages with their nearest related page, at distances spread over those found (for each distance "
+        "the page of the smallest id)")
 
 
 @dataclass(kw_only=True)
