@@ -42,7 +42,9 @@ def main() -> None:
     spark = bench_session("bench-related-recall")
     docs = spark.read.parquet(os.path.join(args.corpus, "docs.parquet")).select("id", "text")
     result = related_pages(docs, n=args.n, distance=args.distance)
-    kept = result.clusters.where("not is_duplicate").select("id", "fingerprint", "cluster_id").toPandas()
+    # pages without a fingerprint (no text) are in no related list; a null would make the column float
+    kept = (result.clusters.where("not is_duplicate and fingerprint is not null")
+            .select("id", "fingerprint", "cluster_id").toPandas())
     listed = result.related.select("id", "related_id", "distance", "rank").toPandas()
     plan = result.report["related"]["plan"]
     result.unpersist()
