@@ -13,7 +13,7 @@ SHORT_RUN=$("$VENV/bin/python" -c 'from simhash_udf.spark.session import SHORT_R
 "$VENV/bin/spark-submit" --master "local[*]" \
   --conf spark.ui.showConsoleProgress=false \
   --driver-java-options "-Dlog4j2.level=WARN $SHORT_RUN" \
-  "$ROOT/jobs/dedup_job.py" --input "$WORK/crawl.jsonl" --output "$WORK/out" --overwrite \
+  "$ROOT/jobs/dedup_job.py" --input "$WORK/crawl.jsonl" --output "$WORK/out" --overwrite --related 5 \
   > "$WORK/job.log" 2>&1 || { tail -n 40 "$WORK/job.log" >&2; die "the job failed (full log: $WORK/job.log)"; }
 grep "simhash-dedup: done" "$WORK/job.log" >&2 || true
 echo

@@ -1,6 +1,7 @@
 """Print a short summary of a finished run: documents in, kept, duplicates, and the largest clusters
-with two example members each; with the sample's planted groups (a `group` column in the input), how many
-planted copies were found. Usage: python scripts/summarize.py OUTPUT_DIR INPUT_JSONL"""
+with two example members each; related pages (a run with --related N) with example pairs; with the sample's
+planted groups (a `group` column in the input), how many planted copies were found.
+Usage: python scripts/summarize.py OUTPUT_DIR INPUT_JSONL"""
 import argparse
 import json
 
@@ -10,6 +11,16 @@ import pandas as pd
 def snippet(text: str, width: int = 60) -> str:
     one_line = " ".join(str(text).split())
     return one_line[:width] + ("…" if len(one_line) > width else "")
+
+
+def print_related(related: dict, docs: pd.DataFrame) -> None:
+    """The related part of a run with --related N: how many kept pages have one, and example pairs side by side."""
+    found = {d: c for d, c in related["distance_histogram"].items() if c}
+    print(f"related pages (--related {related['n']}, within {related['plan']['distance']} bits): "
+          f"{related['pages_with_related']} of {related['pages']} kept pages have one; rows by distance {found}")
+    for e in related["examples"]:
+        print(f"  {e['id']:>5} {snippet(docs.loc[e['id']]['text'], 36):<37} <-{e['distance']:>2} bits-> "
+              f"{e['related_id']:>5} {snippet(docs.loc[e['related_id']]['text'], 36)}")
 
 
 def main(out_dir: str, input_path: str) -> None:
@@ -30,6 +41,8 @@ def main(out_dir: str, input_path: str) -> None:
         for m in members:
             row = docs.loc[m]
             print(f"    {m:>5} {row.get('url', '')}  {snippet(row['text'])}")
+    if report.get("related"):
+        print_related(report["related"], docs)
     if "group" in docs.columns:  # the sample corpus carries the generator's truth
         m = clusters.set_index("id").join(docs[["group", "variant"]])
         orig = m[m.variant == "original"].set_index("group")["cluster_id"]

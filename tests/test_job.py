@@ -220,6 +220,13 @@ def test_related_pages_of_the_kept_pages_match_brute_force(sample_run):
     assert part["rows"] == len(related) and part["pages_with_related"] == related["id"].nunique()
     assert part["pages"] == len(clusters[~clusters.is_duplicate]) and part["plan"]["expected_recall"] == 1.0
     assert sum(part["distance_histogram"].values()) == len(related)
+    firsts = related[related["rank"] == 1]
+    examples = part["examples"]
+    assert 1 <= len(examples) <= 5 and [e["distance"] for e in examples] == sorted({e["distance"] for e in examples})
+    for e in examples:  # the rank-1 pair of the smallest id at its distance, spread to the nearest and farthest
+        at = firsts[firsts["distance"] == e["distance"]].sort_values("id").iloc[0]
+        assert (e["id"], e["related_id"]) == (at["id"], at["related_id"])
+    assert {examples[0]["distance"], examples[-1]["distance"]} == {firsts["distance"].min(), firsts["distance"].max()}
     with open(os.path.join(out, "_SUCCESS")) as fh:
         assert any(name.startswith("related/part-") for name in json.load(fh)["simhash_dedup_files"])
 

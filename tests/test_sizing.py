@@ -104,9 +104,11 @@ def test_plan_shows_the_related_search_and_its_chance_neighbours(pages, distance
     rel = report["related"]
     want = (pages - 1) * sum(math.comb(64, i) for i in range(distance + 1)) / 2**64
     assert rel["chance_neighbours_per_page"] == pytest.approx(want)
-    exact = rel["probe_radius"] == distance // rel["blocks"]
+    exact = rel["probe_radius"] == distance // (rel["blocks"] // rel["tables"])
     assert rel["probe_rows"] == pages * rel["probes_per_page"] and exact == (pages < 10**6)
     assert (rel["expected_recall"] == 1.0) == exact and rel["kind"] == ("exact" if exact else "approximate")
     text = sizing.format_plan(report)
     assert f"related pages (--related N) at distance {distance}: {rel['kind']} plan" in text
+    assert rel["cost_per_page"] <= rel["exact_cost_per_page"] and (rel["expected_recall"] >= 0.95)
+    assert f"the exact plan: {rel['exact_cost_per_page']:,.0f}" in text
     assert ("lower --related-distance" in text) == (want >= 1)

@@ -17,6 +17,7 @@ Recall: of each sampled page's exact top N within D (brute force, numpy, over al
 method lists for it.
 
     python scripts/bench/related.py --pages 20000 --sample 2000
+    python scripts/bench/related.py --pages 200000 --plan-pages 1000000 --core --skip-brp --skip-step
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from simhash_udf.core.related import chance_neighbours, hamming, plan_related
+from simhash_udf.core.related import related_pages as core_related_pages
 from simhash_udf.core.signature import SignatureSpec
 from simhash_udf.evaluation.benchmark import Tables, add_json_option, bench_session, best, take_turns
 from simhash_udf.job.api import near_duplicates
@@ -50,6 +52,15 @@ def topic_fingerprints(n: int, distance: int, topic_share: float, seed: int) -> 
             u[j] = u[i] ^ np.uint64(sum(1 << int(b) for b in flips))
         i += size
     return fps
+
+
+def bit_vectors(spark, ids: np.ndarray, fps: np.ndarray):
+    """(id, v): the 64 bits of each fingerprint as a 0/1 vector (persisted), BucketedRandomProjectionLSH's input."""
+    bits = [(fps.view(np.uint64) >> np.uint64(b)) & np.uint64(1) for b in range(64)]
+    vectors = spark.createDataFrame(pd.DataFrame({"id": ids, "bits": list(np.stack(bits, 1).astype(float))})).select(
+        "id", array_to_vector("bits").alias("v")).persist()
+    vectors.count()
+    return vectors
 
 
 def brute_force_top(fps: np.ndarray, sample: np.ndarray, n: int, distance: int) -> dict[int, list[int]]:
@@ -75,6 +86,19 @@ def lists_of(pairs: pd.DataFrame, sample: np.ndarray) -> dict[int, list[int]]:
     return {int(q): g["related_id"].tolist() for q, g in picked.groupby("id")}
 
 
+def step_ratio(spark, pdf: pd.DataFrame, args, tables: Tables) -> None:
+    """The whole near-duplicate step (near_duplicates on the fingerprints) without and with related=N."""
+    step = {}
+    for related in (0, args.n):
+        result = near_duplicates(spark.createDataFrame(pdf), fingerprint_col="fingerprint", min_similarity=0,
+                                 signature_bands=0, related=related, related_distance=args.distance)
+        step[related] = sum(result.report["seconds"].values())
+        result.unpersist()
+    tables.table(["near_duplicates", "stage seconds"], [["without related", step[0]],
+                                                        [f"with related={args.n}", step[args.n]],
+                                                        ["ratio", step[args.n] / step[0]]], [None, "{:.2f}"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pages", type=int, default=20_000)
@@ -86,6 +110,10 @@ def main() -> None:
     ap.add_argument("--brp-bucket", type=float, default=4.0)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--skip-brp", action="store_true")
+    ap.add_argument("--skip-step", action="store_true", help="no near_duplicates with and without related=N")
+    ap.add_argument("--plan-pages", type=int, help="use the plan the planner picks for this many pages (default "
+                    "--pages): a smaller run measures the recall of a larger run's plan")
+    ap.add_argument("--core", action="store_true", help="ours in numpy (core.related, one process) instead of Spark")
     add_json_option(ap)
     args = ap.parse_args()
     tables = Tables(args.json)
@@ -98,15 +126,16 @@ def main() -> None:
     pages = spark.createDataFrame(pdf).withColumn("cluster_id", F.col("id")).withColumn(
         "signature", F.lit(None).cast("binary")).persist()
     pages.count()
-    bits = [(fps.view(np.uint64) >> np.uint64(b)) & np.uint64(1) for b in range(64)]
-    vectors = spark.createDataFrame(pd.DataFrame({"id": ids, "bits": list(np.stack(bits, 1).astype(float))})).select(
-        "id", array_to_vector("bits").alias("v")).persist()
-    vectors.count()
-    plan = plan_related(args.pages, args.distance)
+    vectors = None if args.skip_brp else bit_vectors(spark, ids, fps)
+    plan = plan_related(args.plan_pages or args.pages, args.distance)
     got: dict[str, pd.DataFrame] = {}
 
     def ours():
-        got["ours"] = related_pairs(pages, args.n, plan, SignatureSpec()).select("id", "related_id", "rank").toPandas()
+        if args.core:
+            got["ours"] = pd.DataFrame(core_related_pages(ids, fps, None, args.n, args.distance, plan))
+        else:
+            got["ours"] = related_pairs(pages, args.n, plan, SignatureSpec()).select("id", "related_id",
+                                                                                     "rank").toPandas()
         return {"rows": len(got["ours"])}
 
     def brp():
@@ -121,7 +150,7 @@ def main() -> None:
                       .select("id", "related_id", "rank").toPandas())
         return {"rows": len(got["brp"])}
 
-    variants = {f"ours ({plan.describe()['kind']} multi-index)": ours}
+    variants = {f"ours ({plan.describe()['kind']} multi-index{', numpy' if args.core else ''})": ours}
     if not args.skip_brp:
         variants[f"BucketedRandomProjectionLSH ({args.brp_tables} tables, bucket {args.brp_bucket})"] = brp
     results = take_turns(variants, args.rounds)
@@ -133,18 +162,11 @@ def main() -> None:
     tables.table(["method", "seconds", f"recall of the exact top {args.n} (sample {len(sample)})", "rows",
                   "seconds / ours"], [r + [r[1] / base] for r in rows], [None, "{:.1f}", "{:.4f}", None, "{:.2f}"],
                  title=f"{args.pages:,} fingerprints, N = {args.n}, D = {args.distance}; plan "
-                       f"{plan.describe()['block_bits']} within {plan.radius} bits (recall at D "
+                       f"{plan.tables} table(s) of {plan.describe()['block_bits']} bits within {plan.radius} bits (recall at D "
                        f"{plan.recall_at(args.distance):.3f}); chance neighbours per page "
                        f"{chance_neighbours(args.pages, args.distance):.3g}")
-    step = {}
-    for related in (0, args.n):
-        result = near_duplicates(spark.createDataFrame(pdf), fingerprint_col="fingerprint", min_similarity=0,
-                                 signature_bands=0, related=related, related_distance=args.distance)
-        step[related] = sum(result.report["seconds"].values())
-        result.unpersist()
-    tables.table(["near_duplicates", "stage seconds"], [["without related", step[0]],
-                                                        [f"with related={args.n}", step[args.n]],
-                                                        ["ratio", step[args.n] / step[0]]], [None, "{:.2f}"])
+    if not args.skip_step:
+        step_ratio(spark, pdf, args, tables)
     tables.write()
 
 

@@ -9,7 +9,10 @@ every pair within D. A pair found through several blocks is kept only at the fir
 (`first_block`), so each ordered pair is produced once without a de-duplicating shuffle. The plan (`plan_related`)
 chooses m from the number of pages: few blocks mean many probes per page, many blocks mean narrow keys shared by
 many pages. Where the exact plan costs more per page than the planner's budget, a smaller probe radius makes
-it approximate, with a recall computed exactly (RelatedPlan.recall_at) for the report.
+it approximate; several arrangements of the bits (tables: consecutive bits, every m-th bit, a shifted cut) win
+back what one arrangement misses, and the recall is counted exactly over the placements of a pair's differing
+bits (missed_placements, RelatedPlan.recall_at) for --plan and the report. Blocks are bit masks, so every
+arrangement is the same search; a pair is kept at its first block over all tables.
 
 Fingerprints are int64 (the unsigned SimHash in two's complement, as the job stores them)."""
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -30,6 +34,10 @@ PROBE_COST_IN_PAIRS = 4.0
 # The planner's budget per page (in pair comparisons) beyond which an exact plan gives way to an approximate one:
 # at 100,000 pages the exact plan at D = 14 costs ~8,000 a page, at 10^6 ~54,000.
 MAX_COST_PER_PAGE = 20_000.0
+# An approximate plan must find at least this share of the pairs exactly `distance` bits apart.
+MIN_RECALL = 0.95
+# Arrangements of the bits an approximate plan may index (table_layouts).
+MAX_TABLES = 3
 
 
 def within(width: int, radius: int) -> int:
@@ -43,62 +51,115 @@ def chance_neighbours(pages: int, distance: int, bits: int = FINGERPRINT_BITS) -
     return max(pages - 1, 0) * within(bits, distance) / 2.0**bits
 
 
+def bit_count(mask: int) -> int:
+    return bin(mask).count("1")
+
+
+def signed(mask: int) -> int:
+    """A 64-bit mask as the int64 of the same bits (two's complement), as Spark and numpy hold it."""
+    return mask - (1 << 64) if mask >= 1 << 63 else mask
+
+
+@lru_cache(maxsize=4096)
+def missed_placements(blocks: tuple[int, ...], radius: int, d: int, bits: int = FINGERPRINT_BITS) -> int:
+    """Of the C(bits, d) ways to place d differing bits, the number that put more than `radius` of them in every
+    block (the pairs a plan of these blocks misses). Blocks are bit masks and may overlap (several tables):
+    a walk over the bits, whose states are the differing bits placed so far and, per block still open, how
+    many of them fell in it (capped at radius + 1); a block that closes under the cap ends its placements."""
+    last = [mask.bit_length() - 1 for mask in blocks]
+    cap = radius + 1
+    states = {(0, (0,) * len(blocks)): 1}
+    for b in range(bits):
+        inside = [j for j, mask in enumerate(blocks) if mask >> b & 1]
+        closing = [j for j in inside if last[j] == b]
+        nxt: dict[tuple[int, tuple[int, ...]], int] = {}
+        for (placed, counts), ways in states.items():
+            taken = list(counts)
+            for j in inside:
+                taken[j] = min(cap, taken[j] + 1)
+            for key in ((placed, counts), (placed + 1, tuple(taken))):
+                if key[0] <= d and all(key[1][j] == cap for j in closing):
+                    nxt[key] = nxt.get(key, 0) + ways
+        states = nxt
+    return sum(ways for (placed, _), ways in states.items() if placed == d)
+
+
 @dataclass(frozen=True)
 class RelatedPlan:
-    """A multi-index plan: `blocks` as (shift, width) from the low bits up, probed within `radius`. Exact when
-    radius = distance // blocks (the pigeonhole); with a smaller radius it is approximate: a pair is found only
-    when some block differs in at most `radius` bits, with the probability `recall_at`."""
+    """A multi-index plan: `blocks` as bit masks, `tables` arrangements of the 64 bits after one another (each a
+    partition into the same number of blocks), every block probed within `radius`. Exact when radius =
+    distance // (blocks of a table), the pigeonhole; with a smaller radius it is approximate: a pair is found
+    only when some block of some table differs in at most `radius` bits, with the probability `recall_at`.
+    More tables (other arrangements of the bits) raise that probability at the cost of their probes."""
     distance: int
-    blocks: tuple[tuple[int, int], ...]
+    blocks: tuple[int, ...]
     radius: int
+    tables: int = 1
+
+    @property
+    def blocks_per_table(self) -> int:
+        return len(self.blocks) // self.tables
 
     @property
     def exact(self) -> bool:
-        return self.radius >= self.distance // len(self.blocks)
+        return self.radius >= self.distance // self.blocks_per_table
+
+    @property
+    def widths(self) -> list[int]:
+        return [bit_count(mask) for mask in self.blocks]
 
     def recall_at(self, d: int) -> float:
         """The chance that a pair d bits apart (its differing bits anywhere, all placements alike) has a block
-        within the radius, so that the search finds it: 1 - placements with every block over the radius / C(64, d),
-        counted block by block."""
-        ways = {0: 1}  # differing bits placed so far -> placements with every block so far over the radius
-        for _, width in self.blocks:
-            nxt: dict[int, int] = {}
-            for placed, count in ways.items():
-                for c in range(self.radius + 1, width + 1):
-                    if placed + c <= d:
-                        nxt[placed + c] = nxt.get(placed + c, 0) + count * math.comb(width, c)
-            ways = nxt
-        return 1.0 - ways.get(d, 0) / math.comb(sum(w for _, w in self.blocks), d)
+        within the radius, so that the search finds it: 1 - missed placements / C(64, d), counted exactly."""
+        if self.exact and d <= self.distance:
+            return 1.0
+        return 1.0 - missed_placements(self.blocks, self.radius, d) / math.comb(FINGERPRINT_BITS, d)
 
     @property
     def probes_per_page(self) -> int:
-        return sum(within(w, self.radius) for _, w in self.blocks)
+        return sum(within(w, self.radius) for w in self.widths)
 
     def expected_pairs(self, pages: int) -> float:
         """Pairs a probe meets on uniformly random fingerprints (all blocks, before the distance check)."""
-        return pages * sum(within(w, self.radius) * max(pages - 1, 0) / 2.0**w for _, w in self.blocks)
+        return pages * sum(within(w, self.radius) * max(pages - 1, 0) / 2.0**w for w in self.widths)
 
     def cost(self, pages: int) -> float:
         return PROBE_COST_IN_PAIRS * pages * self.probes_per_page + self.expected_pairs(pages)
 
-    def masks(self, width: int) -> np.ndarray:
-        """The probe masks of a block of `width` bits: every value with at most `radius` bits set (0 first)."""
+    def masks(self, block: int) -> np.ndarray:
+        """The probe masks of block `block`: every set of at most `radius` of its bits (0 first), as int64."""
+        positions = [b for b in range(FINGERPRINT_BITS) if self.blocks[block] >> b & 1]
         out = [0]
-        for r in range(1, min(self.radius, width) + 1):
-            out.extend(sum(1 << b for b in bits) for bits in itertools.combinations(range(width), r))
-        return np.array(out, dtype=np.int64)
+        for r in range(1, min(self.radius, len(positions)) + 1):
+            out.extend(sum(1 << b for b in bits) for bits in itertools.combinations(positions, r))
+        return np.array([signed(m) for m in out], dtype=np.int64)
 
     def describe(self) -> dict:
         return {"kind": "exact" if self.exact else "approximate", "distance": self.distance,
-                "blocks": len(self.blocks), "block_bits": [w for _, w in self.blocks], "probe_radius": self.radius,
-                "probes_per_page": self.probes_per_page, "expected_recall": self.recall_at(self.distance)}
+                "tables": self.tables, "blocks": len(self.blocks), "block_bits": self.widths,
+                "probe_radius": self.radius, "probes_per_page": self.probes_per_page,
+                "expected_recall": self.recall_at(self.distance)}
 
 
-def block_layout(m: int, bits: int = FINGERPRINT_BITS) -> tuple[tuple[int, int], ...]:
-    """m blocks of nearly equal width covering `bits` bits, as (shift, width), the wider ones first."""
+def block_layout(m: int, bits: int = FINGERPRINT_BITS, offset: int = 0) -> tuple[int, ...]:
+    """m blocks of nearly equal width of consecutive bits (from bit `offset`, around the end), as masks, the
+    wider ones first."""
     widths = [bits // m + (1 if i < bits % m else 0) for i in range(m)]
-    shifts = [sum(widths[:i]) for i in range(m)]
-    return tuple(zip(shifts, widths))
+    starts = [offset + sum(widths[:i]) for i in range(m)]
+    return tuple(sum(1 << ((s + i) % bits) for i in range(w)) for s, w in zip(starts, widths))
+
+
+def interleaved_layout(m: int, bits: int = FINGERPRINT_BITS) -> tuple[int, ...]:
+    """m blocks taking every m-th bit (block j holds the bits b with b % m == j): each meets every block of
+    block_layout(m) in about bits / m^2 bits, so the differing bits of a pair spread differently over them."""
+    return tuple(sum(1 << b for b in range(j, bits, m)) for j in range(m))
+
+
+def table_layouts(m: int, tables: int, bits: int = FINGERPRINT_BITS) -> tuple[int, ...]:
+    """The blocks of `tables` arrangements of m blocks each: consecutive bits, then every m-th bit, then
+    consecutive bits shifted by half a block."""
+    arrangements = [block_layout(m, bits), interleaved_layout(m, bits), block_layout(m, bits, bits // m // 2)]
+    return tuple(mask for layout in arrangements[:tables] for mask in layout)
 
 
 def exact_plan(distance: int, m: int) -> RelatedPlan:
@@ -106,29 +167,29 @@ def exact_plan(distance: int, m: int) -> RelatedPlan:
 
 
 def _usable(plan: RelatedPlan) -> bool:
-    return (max(w for _, w in plan.blocks) <= 32
-            and max(within(w, plan.radius) for _, w in plan.blocks) <= MAX_PROBES_PER_BLOCK)
+    return max(within(w, plan.radius) for w in plan.widths) <= MAX_PROBES_PER_BLOCK
+
+
+def approximate_plans(distance: int) -> list[RelatedPlan]:
+    """Every plan of 1..MAX_TABLES tables of m blocks probed within a radius below distance // m."""
+    return [p for m in range(2, distance + 2) for r in range(distance // m) for t in range(1, MAX_TABLES + 1)
+            if _usable(p := RelatedPlan(distance, table_layouts(m, t), r, t))]
 
 
 def plan_related(pages: int, distance: int = DEFAULT_RELATED_DISTANCE,
-                 max_cost_per_page: float = MAX_COST_PER_PAGE) -> RelatedPlan:
-    """The cheapest exact plan for `pages` pages at `distance` (block counts whose keys fit 32 bits and whose
-    probes per block stay under MAX_PROBES_PER_BLOCK, by cost: probes plus expected key-sharing pairs; ties to
-    fewer blocks) while its cost per page is within max_cost_per_page; beyond, the approximate plan (a smaller
-    probe radius) of the best recall at `distance` within that cost, or the cheapest one if none is."""
+                 max_cost_per_page: float = MAX_COST_PER_PAGE, min_recall: float = MIN_RECALL) -> RelatedPlan:
+    """The cheapest exact plan for `pages` pages at `distance` (block counts whose probes per block stay under
+    MAX_PROBES_PER_BLOCK, by cost: probes plus expected key-sharing pairs; ties to fewer blocks) while its cost
+    per page is within max_cost_per_page; beyond, the cheapest approximate plan whose recall at `distance` is
+    at least min_recall, when one is cheaper than the exact plan (else the exact plan)."""
     check_distance(distance)
     n = max(pages, 2)
     exact = min((p for p in (exact_plan(distance, m) for m in range(2, distance + 2)) if _usable(p)),
                 key=lambda p: (p.cost(n), len(p.blocks)))
     if exact.cost(n) <= max_cost_per_page * n:
         return exact
-    approximate = [RelatedPlan(distance, block_layout(m), r) for m in range(2, distance + 2)
-                   for r in range(distance // m)]
-    approximate = [p for p in approximate if _usable(p)]
-    affordable = [p for p in approximate if p.cost(n) <= max_cost_per_page * n]
-    if not affordable:
-        return min(approximate, key=lambda p: p.cost(n))
-    return max(affordable, key=lambda p: (round(p.recall_at(distance), 6), -p.cost(n)))
+    cheaper = sorted((p for p in approximate_plans(distance) if p.cost(n) < exact.cost(n)), key=lambda p: p.cost(n))
+    return next((p for p in cheaper if p.recall_at(distance) >= min_recall), exact)
 
 
 def check_distance(distance: int) -> None:
@@ -136,10 +197,9 @@ def check_distance(distance: int) -> None:
         raise ValueError(f"related distance {distance} is not in 1..{MAX_RELATED_DISTANCE}")
 
 
-def block_keys(fps: np.ndarray, shift: int, width: int) -> np.ndarray:
-    """The block's value of each fingerprint (int64, non-negative)."""
-    u = np.asarray(fps, dtype=np.int64).view(np.uint64)
-    return ((u >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.int64)
+def block_keys(fps: np.ndarray, mask: int) -> np.ndarray:
+    """The block's bits of each fingerprint (the fingerprint AND the block's mask, int64)."""
+    return np.bitwise_and(np.asarray(fps, dtype=np.int64), np.int64(signed(mask)))
 
 
 def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -150,13 +210,12 @@ def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def first_block(a: np.ndarray, b: np.ndarray, plan: RelatedPlan) -> np.ndarray:
-    """The first block where a and b differ in at most plan.radius bits (len(plan.blocks) where none does):
-    the one block through which the search keeps the pair."""
+    """The first block (over all tables) where a and b differ in at most plan.radius bits (len(plan.blocks)
+    where none does): the one block through which the search keeps the pair."""
     x = np.bitwise_xor(np.asarray(a, np.int64), np.asarray(b, np.int64))
     out = np.full(x.shape, len(plan.blocks), dtype=np.int64)
     for j in reversed(range(len(plan.blocks))):
-        shift, width = plan.blocks[j]
-        out[np.bitwise_count(block_keys(x, shift, width)) <= plan.radius] = j
+        out[np.bitwise_count(block_keys(x, plan.blocks[j]).view(np.uint64)) <= plan.radius] = j
     return out
 
 
@@ -165,12 +224,12 @@ def candidate_pairs(fps: np.ndarray, plan: RelatedPlan) -> tuple[np.ndarray, np.
     meet the pages holding them (a sort and searchsorted, no all-pairs matrix)."""
     fps = np.asarray(fps, dtype=np.int64)
     left, right = [], []
-    for j, (shift, width) in enumerate(plan.blocks):
-        keys = block_keys(fps, shift, width)
+    for j, mask in enumerate(plan.blocks):
+        keys = block_keys(fps, mask)
         order = np.argsort(keys, kind="stable")
         sorted_keys = keys[order]
-        for mask in plan.masks(width):
-            probe = keys ^ mask
+        for probe_mask in plan.masks(j):
+            probe = keys ^ probe_mask
             lo, hi = np.searchsorted(sorted_keys, probe, "left"), np.searchsorted(sorted_keys, probe, "right")
             counts = hi - lo
             q = np.repeat(np.arange(len(fps)), counts)

@@ -315,16 +315,28 @@ class ShortTextStats(Part):
 @dataclass(kw_only=True)
 class RelatedPlanStats(Part):
     kind: str = item("exact: multi-index hashing probed within distance // blocks bits, every pair within the "
-                     "distance is found; approximate: a smaller probe radius (where the exact plan costs more per "
-                     "page than the planner's budget), see expected_recall")
+                     "distance is found; approximate: a smaller probe radius over one or more arrangements of the "
+                     "bits (where the exact plan costs more per page than the planner's budget and an approximate "
+                     "one of recall >= 0.95 costs less), see expected_recall")
     distance: int = item("largest Hamming distance of a related page (--related-distance)")
-    blocks: int = item("blocks the fingerprint is cut into")
+    tables: int = item("arrangements of the 64 bits (tables), each cut into the same number of blocks: consecutive "
+                       "bits, every m-th bit, consecutive bits shifted by half a block")
+    blocks: int = item("blocks over all tables")
     block_bits: list[int] = item("bits of each block")
-    probe_radius: int = item("each block's keys within this many bits of a page's own are probed (distance // blocks)")
+    probe_radius: int = item("each block's keys within this many bits of a page's own are probed")
     probes_per_page: int = item("probe keys per page, over the blocks")
-    expected_recall: float = item("the chance that the plan finds a pair exactly `distance` bits apart (nearer pairs "
-                                  "are found at least as often); 1.0 for an exact plan")
+    expected_recall: float = item("the chance that the plan finds a pair exactly `distance` bits apart, counted "
+                                  "exactly over the placements of its differing bits (nearer pairs are found at "
+                                  "least as often); 1.0 for an exact plan")
     expected_pairs: float = item("pairs the probes meet among as many uniformly random fingerprints (the join's cost)")
+
+
+@dataclass(kw_only=True)
+class RelatedExample(Part):
+    id: Any = item("a kept page's id")
+    related_id: Any = item("its nearest related page's id (rank 1)")
+    distance: int = item("Hamming distance of their fingerprints")
+    similarity: float | None = item("estimated Jaccard index from their signatures; null without them")
 
 
 @dataclass(kw_only=True)
@@ -338,6 +350,9 @@ class RelatedStats(Part):
         "other pages expected within the distance of a page among as many uniformly random fingerprints: near 1 "
         "or above, related lists hold chance pages")
     plan: RelatedPlanStats = item("the search's plan")
+    examples: list[RelatedExample] = item(
+        "a few pages with their nearest related page, at distances spread over those found (for each distance "
+        "the page of the smallest id)")
 
 
 @dataclass(kw_only=True)

@@ -71,6 +71,8 @@ def related_plan(n: int, distance: int) -> dict:
     plan = plan_related(n, distance)
     return {"distance": distance, **{k: v for k, v in plan.describe().items() if k != "distance"},
             "probe_rows": n * plan.probes_per_page, "expected_pairs": plan.expected_pairs(n),
+            "cost_per_page": plan.cost(n) / max(n, 1),
+            "exact_cost_per_page": plan_related(n, distance, max_cost_per_page=float("inf")).cost(n) / max(n, 1),
             "chance_neighbours_per_page": chance_neighbours(n, distance)}
 
 
@@ -78,9 +80,11 @@ def format_related(r: dict) -> list[str]:
     rel = r["related"]
     chance = rel["chance_neighbours_per_page"]
     return [
-        f"related pages (--related N) at distance {rel['distance']}: {rel['kind']} plan, {rel['blocks']} blocks "
-        f"(bits {', '.join(map(str, rel['block_bits']))}) probed within {rel['probe_radius']} bits, recall "
-        f"{rel['expected_recall']:.3g} for a pair {rel['distance']} bits apart",
+        f"related pages (--related N) at distance {rel['distance']}: {rel['kind']} plan, {rel['tables']} table(s), "
+        f"{rel['blocks']} blocks (bits {', '.join(map(str, rel['block_bits']))}) probed within {rel['probe_radius']} "
+        f"bits, recall {rel['expected_recall']:.3g} for a pair {rel['distance']} bits apart",
+        f"  cost per page (pair comparisons)   {rel['cost_per_page']:,.0f} (the exact plan: "
+        f"{rel['exact_cost_per_page']:,.0f})",
         f"  probe rows shuffled                {rel['probe_rows']:.3g} ({rel['probes_per_page']:,} a page)",
         f"  pairs the probes meet              {rel['expected_pairs']:.3g} (uniform fingerprints)",
         f"  chance neighbours per page         {chance:.3g} within {rel['distance']} bits among {r['pages']:,} "

@@ -15,37 +15,37 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-from ..core.related import RelatedPlan
+from ..core.related import RelatedPlan, signed
 from ..core.signature import SignatureSpec
 from .pair_similarity import with_pair_similarity
 
 HOT_KEY_ROWS = 20_000
 
 
-def block_key(fp: Column, shift: int, width: int) -> Column:
-    return F.shiftrightunsigned(fp, shift).bitwiseAND(F.lit((1 << width) - 1))
+def block_key(fp: Column, mask: int) -> Column:
+    """The block's bits of the fingerprint (core.related.block_keys)."""
+    return fp.bitwiseAND(F.lit(signed(mask)))
 
 
 def first_block_of(xor: Column, plan: RelatedPlan) -> Column:
     """core.related.first_block as SQL: the first block of xor with at most plan.radius bits set."""
     out = F.lit(len(plan.blocks))
     for j in reversed(range(len(plan.blocks))):
-        shift, width = plan.blocks[j]
-        out = F.when(F.bit_count(block_key(xor, shift, width)) <= plan.radius, F.lit(j)).otherwise(out)
+        out = F.when(F.bit_count(block_key(xor, plan.blocks[j])) <= plan.radius, F.lit(j)).otherwise(out)
     return out
 
 
 def index_rows(pages: DataFrame, plan: RelatedPlan) -> DataFrame:
     """(block, key, id, fingerprint, cluster_id): one row per page and block."""
-    keys = [F.struct(F.lit(j).alias("block"), block_key(F.col("fingerprint"), s, w).alias("key"))
-            for j, (s, w) in enumerate(plan.blocks)]
+    keys = [F.struct(F.lit(j).alias("block"), block_key(F.col("fingerprint"), mask).alias("key"))
+            for j, mask in enumerate(plan.blocks)]
     return (pages.select("id", "fingerprint", "cluster_id", F.explode(F.array(*keys)).alias("_b"))
             .select("_b.block", "_b.key", "id", "fingerprint", "cluster_id"))
 
 
 def probe_masks(spark, plan: RelatedPlan) -> DataFrame:
     """(block, mask): every probe mask of every block (plan.probes_per_page rows)."""
-    rows = [(j, int(m)) for j, (_, w) in enumerate(plan.blocks) for m in plan.masks(w)]
+    rows = [(j, int(m)) for j in range(len(plan.blocks)) for m in plan.masks(j)]
     return spark.createDataFrame(rows, StructType([StructField("block", IntegerType(), False),
                                                    StructField("mask", LongType(), False)]))
 
