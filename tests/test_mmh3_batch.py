@@ -10,6 +10,7 @@ from simhash_udf.core.fingerprint import (
     FeatureSpec,
     _fingerprints,
     char_ngram_fingerprints,
+    distinct_words,
     fingerprints_of_distinct,
     weighted_features,
 )
@@ -82,3 +83,17 @@ def test_normalize_texts_normalise_each_text_as_alone(batch):
     """Greek final sigma, Hangul jamo, combining marks, white space and Han next to the separator, and texts
     holding the separator itself."""
     assert normalize_texts(batch) == [normalize_text(t) for t in batch]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "0", " ", "ab", "the", "x" * 17, "y" * 16, "z" * 40]), max_size=20)
+                .map("".join), min_size=1, max_size=8), st.data())
+def test_distinct_words_are_each_pages_split_words(rests, data):
+    """The words of split_pages_bytes' ASCII rest (between spaces), made distinct per page in numpy, for the
+    pages asked for: each page's set of str.split() words, hashed."""
+    use = np.array(data.draw(st.lists(st.booleans(), min_size=len(rests), max_size=len(rests))))
+    offsets = np.r_[0, np.cumsum([len(r) for r in rests])].astype(np.int64)
+    hashes, page = distinct_words("".join(rests).encode("ascii"), offsets, use)
+    for i, rest in enumerate(rests):
+        want = sorted(reference(w.encode("ascii")) for w in set(rest.split())) if use[i] else []
+        assert sorted(hashes[page == i].tolist()) == want

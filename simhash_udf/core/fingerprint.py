@@ -24,10 +24,10 @@ import mmh3
 import numpy as np
 import pyarrow as pa
 
-from .mmh3_batch import PAD, hash_joined, mmh3_64_batch, padded_buffer
+from .mmh3_batch import _LOW_BYTES, PAD, _u8_view, hash_joined, mmh3_64_batch, padded_buffer
 from .signature import SignatureSpec, oph_signatures
 from .text import auto_set, distinct_tokens, features, features_without_stop_words, normalize_texts, segmenter_version
-from .text_batch import BatchChars, split_pages
+from .text_batch import SPACE, BatchChars, _strings, split_pages_bytes
 
 DEFINITION_VERSION = "sh64-2"  # bump whenever any step below changes what a fingerprint is
 WEIGHTINGS = ("tf", "tfidf", "binary", "tfidf-corpus")
@@ -283,13 +283,20 @@ def char_ngram_fingerprints(texts: Iterable[str | None], n: int,
 def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec(),
                       signature: SignatureSpec | None = None, chars: BatchChars | None = None) -> tuple[np.ndarray, ...]:
     """fingerprint_batch of an Arrow string array, the same values. For the default features the pages are
-    normalised and split for the whole batch at once (text_batch.split_pages; chars: the batch's
-    text_batch.classify(), when made already) and only pages with characters outside its table are turned into
-    Python strings for the per-page path."""
+    normalised and split for the whole batch at once (text_batch.split_pages_bytes; chars: the batch's
+    text_batch.classify(), when made already): the words of the rest are found, made distinct and hashed in
+    numpy (distinct_words), the Han runs go to the segmenter, and only pages with characters outside its table
+    are turned into Python strings for the per-page path."""
     if not distinct_auto_features(spec):
         return fingerprint_batch(texts.to_pylist(), spec, signature)
-    han, rest, slow = split_pages(texts, chars)
+    han, rest, rest_offsets, slow = split_pages_bytes(texts, chars)
     valid = np.asarray(texts.is_valid())
+    words = distinct_words(rest, rest_offsets, valid & ~slow)
+    if words is None:  # two different words of a page with one hash (never seen): the per-page path
+        rest_strings = _strings(len(han), rest, rest_offsets)
+        words_of = lambda i: rest_strings[i].split()  # noqa: E731
+    else:
+        words_of = lambda i: ()  # noqa: E731
 
     def features():
         for i in range(len(han)):
@@ -298,17 +305,54 @@ def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec(),
             elif slow[i]:
                 yield auto_set(texts[i].as_py(), spec.segmenter)
             else:
-                yield distinct_tokens(han[i], rest[i].split(), spec.segmenter)
+                yield distinct_tokens(han[i], words_of(i), spec.segmenter)
 
-    return fingerprints_of_distinct(features(), signature)
+    return fingerprints_of_distinct(features(), signature, words)
+
+
+def distinct_words(rest: bytes, offsets: np.ndarray, use: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(hashes, page) of the distinct words of each page's rest (split_pages_bytes: ASCII, words between spaces)
+    for the pages in `use`, ordered by page, never as Python strings; None when two different words of a page have
+    one hash (their bytes are compared)."""
+    buf = padded_buffer(rest)
+    size = len(rest)
+    word = buf[:size] != SPACE
+    starts_at, ends_at = word.copy(), word.copy()
+    starts_at[1:] &= ~word[:-1]
+    ends_at[:-1] &= ~word[1:]
+    pages = np.flatnonzero(offsets[1:] > offsets[:-1])  # a word never runs into the next page
+    starts_at[offsets[pages]] = word[offsets[pages]]
+    ends_at[offsets[pages + 1] - 1] = word[offsets[pages + 1] - 1]
+    starts, ends = np.flatnonzero(starts_at), np.flatnonzero(ends_at) + 1
+    page = np.searchsorted(offsets, starts, side="right") - 1
+    keep = use[page]
+    starts, ends, page = starts[keep], ends[keep], page[keep]
+    hashes = mmh3_64_batch(buf, starts, ends)
+    order = np.lexsort((hashes, page))
+    again = np.flatnonzero((hashes[order[1:]] == hashes[order[:-1]]) & (page[order[1:]] == page[order[:-1]])) + 1
+    a, b = order[again], order[again - 1]
+    length = ends[a] - starts[a]
+    same = length == ends[b] - starts[b]
+    words = _u8_view(buf)
+    for k in (0, 8):
+        mask = _LOW_BYTES[np.clip(length - k, 0, 8)]
+        same &= (words[starts[a] + k] & mask) == (words[starts[b] + k] & mask)
+    for i in np.flatnonzero(same & (length > 16)):
+        same[i] = rest[starts[a[i]]:ends[a[i]]] == rest[starts[b[i]]:ends[b[i]]]
+    if not same.all():
+        return None
+    order = np.delete(order, again)
+    return hashes[order], page[order]
 
 
 FEATURE_SEPARATOR = "\n"  # no auto feature holds white space: the separator of the joined features
 
 
-def fingerprints_of_distinct(feature_sets, signature: SignatureSpec | None = None) -> tuple[np.ndarray, ...]:
+def fingerprints_of_distinct(feature_sets, signature: SignatureSpec | None = None,
+                             more: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
     """_fingerprints of each text's distinct features with binary weights (a set or other collection of
-    distinct str, None for a null text), the same values, hashed in numpy (mmh3_batch).
+    distinct str, None for a null text), the same values, hashed in numpy (mmh3_batch); `more`: (hashes, page)
+    of more distinct features of the texts (ordered by page), none of them among the text's str features.
 
     Each text's features are joined into one str as soon as they are made (their str objects are still in the
     CPU's caches), and the batch's are encoded and hashed at once: no Python int and no look-up per feature. A
@@ -324,10 +368,14 @@ def fingerprints_of_distinct(feature_sets, signature: SignatureSpec | None = Non
         if feats:
             parts.append(FEATURE_SEPARATOR.join(feats))
     counts = np.asarray(lengths, dtype=np.int32)
-    offsets = np.r_[0, np.cumsum(np.maximum(counts, 0), dtype=np.int64)]
     hashes = hash_joined(FEATURE_SEPARATOR.join(parts)) if parts else np.zeros(0, np.uint64)
-    if len(hashes) != offsets[-1]:
+    if len(hashes) != np.maximum(counts, 0).sum():
         hashes = np.array([mmh3_64(t) for feats in kept if feats for t in feats], dtype=np.uint64)
+    if more is not None and len(more[0]):
+        page = np.concatenate([np.repeat(np.arange(len(counts)), np.maximum(counts, 0)), more[1]])
+        hashes = np.concatenate([hashes, more[0]])[np.argsort(page, kind="stable")]
+        counts = counts + np.bincount(more[1], minlength=len(counts)).astype(np.int32)
+    offsets = np.r_[0, np.cumsum(np.maximum(counts, 0), dtype=np.int64)]
     fps = simhash_from_hashes(hashes, offsets)
     if signature is None:
         return to_signed(fps), counts

@@ -162,7 +162,14 @@ def classify(texts: pa.Array) -> BatchChars:
 
 
 def split_pages(texts: pa.Array, chars: BatchChars | None = None) -> tuple[list[str], list[str], np.ndarray]:
-    """(han, rest, slow) of a string array of pages (chars: its classify(), when already made).
+    """(han, rest, slow) of a string array of pages (split_pages_bytes, each page's rest a str)."""
+    han, rest, rest_offsets, slow = split_pages_bytes(texts, chars)
+    return han, _strings(len(han), rest, rest_offsets), slow
+
+
+def split_pages_bytes(texts: pa.Array, chars: BatchChars | None = None) -> tuple[list[str], bytes, np.ndarray, np.ndarray]:
+    """(han, rest, rest_offsets, slow) of a string array of pages (chars: its classify(), when already made); page
+    i's rest is rest[rest_offsets[i]:rest_offsets[i+1]].
 
     han[i]: the inert Han runs of page i, each followed by a newline when more text follows it (the
     segmenter returns that newline as a token of its own, to be dropped); rest[i]: the page with every Han
@@ -173,9 +180,9 @@ def split_pages(texts: pa.Array, chars: BatchChars | None = None) -> tuple[list[
     data, offsets, padded, lead, width, is_han, other = c.data, c.offsets, c.padded, c.lead, c.width, c.is_han, c.other
     n, size, slow = len(offsets) - 1, len(data), c.slow
     if n == 0:
-        return [], [], slow
+        return [], b"", offsets, slow
     if len(lead) == 0:  # an all-ASCII batch: folded as it is, no Han
-        return [""] * n, _strings(n, bytearray(data).translate(_ascii_fold_bytes()), offsets), slow
+        return [""] * n, bytes(bytearray(data).translate(_ascii_fold_bytes())), offsets, slow
     unknown = c.folded < 0
     folded = c.folded
 
@@ -193,7 +200,7 @@ def split_pages(texts: pa.Array, chars: BatchChars | None = None) -> tuple[list[
     # The Han runs: their bytes, and a newline in place of the first character after each run in a page.
     han_lead = lead[is_han]
     if len(han_lead) == 0:
-        return [""] * n, _strings(n, rest_bytes, rest_offsets), slow
+        return [""] * n, bytes(rest_bytes), rest_offsets, slow
     han_width = width[is_han]
     han_start = np.zeros(size, dtype=bool)
     han_start[han_lead] = True
@@ -215,7 +222,7 @@ def split_pages(texts: pa.Array, chars: BatchChars | None = None) -> tuple[list[
     han_before = np.zeros(len(han_lead) + 1, dtype=np.int64)
     np.cumsum(han_width, out=han_before[1:])
     han_offsets = _before(han_lead, han_before, offsets) + np.searchsorted(newline, offsets)
-    return _strings(n, np.compress(in_han, han_bytes), han_offsets), _strings(n, rest_bytes, rest_offsets), slow
+    return _strings(n, np.compress(in_han, han_bytes), han_offsets), bytes(rest_bytes), rest_offsets, slow
 
 
 @lru_cache(maxsize=1)
