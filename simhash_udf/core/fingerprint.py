@@ -24,10 +24,10 @@ import mmh3
 import numpy as np
 import pyarrow as pa
 
-from .mmh3_batch import _LOW_BYTES, PAD, _u8_view, hash_joined, mmh3_64_batch, padded_buffer
+from .mmh3_batch import LOW_BYTES, PAD, hash_joined, mmh3_64_batch, padded_buffer, words_at
 from .signature import SignatureSpec, oph_signatures
 from .text import auto_set, distinct_tokens, features, features_without_stop_words, normalize_texts, segmenter_version
-from .text_batch import SPACE, BatchChars, _strings, split_pages_bytes
+from .text_batch import SPACE, BatchChars, page_strings, split_pages_bytes
 
 DEFINITION_VERSION = "sh64-2"  # bump whenever any step below changes what a fingerprint is
 WEIGHTINGS = ("tf", "tfidf", "binary", "tfidf-corpus")
@@ -293,7 +293,7 @@ def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec(),
     valid = np.asarray(texts.is_valid())
     words = distinct_words(rest, rest_offsets, valid & ~slow)
     if words is None:  # two different words of a page with one hash (never seen): the per-page path
-        rest_strings = _strings(len(han), rest, rest_offsets)
+        rest_strings = page_strings(len(han), rest, rest_offsets)
         words_of = lambda i: rest_strings[i].split()  # noqa: E731
     else:
         words_of = lambda i: ()  # noqa: E731
@@ -333,9 +333,9 @@ def distinct_words(rest: bytes, offsets: np.ndarray, use: np.ndarray) -> tuple[n
     a, b = order[again], order[again - 1]
     length = ends[a] - starts[a]
     same = length == ends[b] - starts[b]
-    words = _u8_view(buf)
+    words = words_at(buf)
     for k in (0, 8):
-        mask = _LOW_BYTES[np.clip(length - k, 0, 8)]
+        mask = LOW_BYTES[np.clip(length - k, 0, 8)]
         same &= (words[starts[a] + k] & mask) == (words[starts[b] + k] & mask)
     for i in np.flatnonzero(same & (length > 16)):
         same[i] = rest[starts[a[i]]:ends[a[i]]] == rest[starts[b[i]]:ends[b[i]]]

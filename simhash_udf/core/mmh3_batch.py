@@ -19,8 +19,8 @@ _N1, _N2 = np.uint64(0x52DCE729), np.uint64(0x38495AB5)
 _FIVE = np.uint64(5)
 MAX_BLOCKS = 8  # features of up to 8 x 16 bytes in numpy; longer ones by mmh3
 PAD = 16  # bytes of zeros the buffer needs after its end (reads of a last tail look past it)
-# _LOW_BYTES[n]: the mask of the low n bytes of a 64-bit word
-_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+# LOW_BYTES[n]: the mask of the low n bytes of a 64-bit word
+LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
 
 def _rotl(x: np.ndarray, r: int) -> np.ndarray:
@@ -35,7 +35,7 @@ def _fmix(k: np.ndarray) -> np.ndarray:
     return k ^ (k >> np.uint64(33))
 
 
-def _u8_view(buf: np.ndarray) -> np.ndarray:
+def words_at(buf: np.ndarray) -> np.ndarray:
     """The little-endian 64-bit word at every byte offset of buf but its last 7 (a strided view, no copy)."""
     return np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf.data, offset=0, strides=(1,))
 
@@ -49,7 +49,7 @@ def mmh3_64_batch(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
     out = np.empty(n, dtype=np.uint64)
     if n == 0:
         return out
-    words = _u8_view(buf)
+    words = words_at(buf)
     blocks = lengths >> 4
     long = blocks > MAX_BLOCKS
     h1 = np.zeros(n, dtype=np.uint64)
@@ -66,8 +66,8 @@ def mmh3_64_batch(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
             h1[at], h2[at] = a, b
         tail = starts + (blocks << 4)
         rest = lengths & 15
-        k1 = words[tail] & _LOW_BYTES[np.minimum(rest, 8)]
-        k2 = words[tail + 8] & _LOW_BYTES[np.maximum(rest - 8, 0)]
+        k1 = words[tail] & LOW_BYTES[np.minimum(rest, 8)]
+        k2 = words[tail + 8] & LOW_BYTES[np.maximum(rest - 8, 0)]
         h2 ^= _rotl(k2 * _C2, 33) * _C1  # a zero word changes nothing: no test of the tail's length needed
         h1 ^= _rotl(k1 * _C1, 31) * _C2
         size = lengths.astype(np.uint64)

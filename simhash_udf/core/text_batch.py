@@ -91,7 +91,7 @@ def _string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data[offsets[0] : offsets[-1]], offsets - offsets[0]
 
 
-def _strings(n: int, data, offsets: np.ndarray) -> list[str]:
+def page_strings(n: int, data, offsets: np.ndarray) -> list[str]:
     """n Python strings from UTF-8 bytes and int64 offsets (through Arrow: one decode per page, no copies)."""
     array = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
     return array.to_pylist()
@@ -164,7 +164,7 @@ def classify(texts: pa.Array) -> BatchChars:
 def split_pages(texts: pa.Array, chars: BatchChars | None = None) -> tuple[list[str], list[str], np.ndarray]:
     """(han, rest, slow) of a string array of pages (split_pages_bytes, each page's rest a str)."""
     han, rest, rest_offsets, slow = split_pages_bytes(texts, chars)
-    return han, _strings(len(han), rest, rest_offsets), slow
+    return han, page_strings(len(han), rest, rest_offsets), slow
 
 
 def split_pages_bytes(texts: pa.Array, chars: BatchChars | None = None) -> tuple[list[str], bytes, np.ndarray, np.ndarray]:
@@ -222,7 +222,7 @@ def split_pages_bytes(texts: pa.Array, chars: BatchChars | None = None) -> tuple
     han_before = np.zeros(len(han_lead) + 1, dtype=np.int64)
     np.cumsum(han_width, out=han_before[1:])
     han_offsets = _before(han_lead, han_before, offsets) + np.searchsorted(newline, offsets)
-    return _strings(n, np.compress(in_han, han_bytes), han_offsets), bytes(rest_bytes), rest_offsets, slow
+    return page_strings(n, np.compress(in_han, han_bytes), han_offsets), bytes(rest_bytes), rest_offsets, slow
 
 
 @lru_cache(maxsize=1)
