@@ -4,9 +4,11 @@ import json
 import unicodedata
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_text_batch import CHARS
 
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch
 from simhash_udf.core.sentence_keys import (
@@ -88,7 +90,7 @@ def test_character_table_equals_the_definition_on_every_code_point():
         want = END if is_end(ch) else LETTER if is_letter(ch) else OTHER
         got = table[c] if c < LETTER_LIMIT else OTHER
         assert got == want, hex(c)
-        if 0x4000 <= c < 0xA000:  # sentence_keys takes these as Han letters by their first two bytes
+        if 0x3400 <= c < 0xA000:  # sentence_keys takes text_batch.classify's Han of three bytes as letters
             assert (want == LETTER) == (not 0x4DC0 <= c < 0x4E00), hex(c)
 
 
@@ -98,6 +100,23 @@ def test_batch_keys_are_each_pages_keys(texts):
     keys, offsets = sentence_keys(texts, SPEC)
     for i, text in enumerate(texts):
         want = [] if text is None else [sentence_key(s) for s in brute_longest(text, SPEC)]
+        assert keys[offsets[i]:offsets[i + 1]].tolist() == want
+
+
+# Every class of character text_batch.classify tells apart (its tests' CHARS) and sentence ends of every kind: the
+# sentence texts of pages without a slow character are read from the batch's letters (sentence_keys._letters).
+MIXED = st.lists(st.one_of(st.sampled_from(["。", ". ", "!", "？", "；", "\n", "…", "﹒", "Ａ", "ａ", "１", "ª", "ℌ"]),
+                           CHARS, st.sampled_from(["The quick brown fox ", "今天天气很好我们去公园", "ＡＢＣ ｄｅｆ"])),
+                 max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), MIXED), min_size=1, max_size=8), min_chars=st.integers(1, 12))
+def test_batch_keys_of_mixed_text_are_the_definitions(texts, min_chars):
+    spec = SentenceKeySpec(3, min_chars, 10)
+    keys, offsets = sentence_keys(pa.array(texts, pa.string()), spec)
+    for i, text in enumerate(texts):
+        want = [] if text is None else [sentence_key(s) for s in brute_longest(text, spec)]
         assert keys[offsets[i]:offsets[i + 1]].tolist() == want
 
 

@@ -24,9 +24,10 @@ import mmh3
 import numpy as np
 import pyarrow as pa
 
+from .mmh3_batch import LOW_BYTES, PAD, hash_joined, mmh3_64_batch, padded_buffer, words_at
 from .signature import SignatureSpec, oph_signatures
-from .text import auto_set, distinct_tokens, features, features_without_stop_words, segmenter_version
-from .text_batch import split_pages
+from .text import auto_set, distinct_tokens, features, features_without_stop_words, normalize_texts, segmenter_version
+from .text_batch import SPACE, BatchChars, page_strings, split_pages_bytes
 
 DEFINITION_VERSION = "sh64-2"  # bump whenever any step below changes what a fingerprint is
 WEIGHTINGS = ("tf", "tfidf", "binary", "tfidf-corpus")
@@ -53,8 +54,8 @@ class _HashCache(dict):
 _HASHES = _HashCache()
 
 
-# _BYTE_BITS[v, j] = bit j of the byte value v: turns per-byte-value histograms into per-bit sums.
-_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.float64)
+# _NIBBLE_BITS[v, j] = bit j of the 4-bit value v: turns per-nibble-value histograms into per-bit sums.
+_NIBBLE_BITS = ((np.arange(16)[:, None] >> np.arange(4)[None, :]) & 1).astype(np.float64)
 
 
 def weighted_bit_sums(
@@ -70,10 +71,11 @@ def weighted_bit_sums(
     each, i.e. term frequency); f: fingerprint width (<= 64; the low f bits of each hash are used).
     Returns an int64 array of shape (n_docs, f).
 
-    How: for each of the 8 bytes of the hashes, one bincount gives each document's (weighted) histogram
-    of byte values, and a (256 x 8) 0/1 matrix turns histograms into the weight of 1-bits per bit. That is
-    8 linear passes over the features instead of a (features x 64) bit matrix. Weights are integers and
-    every sum stays far below 2^53, so the float64 products are exact.
+    How: for each of the 16 nibbles of the hashes, one bincount gives each document's (weighted) histogram
+    of nibble values, and a (16 x 4) 0/1 matrix turns histograms into the weight of 1-bits per bit. That is
+    16 linear passes over the features and 16 bins a document and nibble (bytes would take half the passes
+    but 256 bins each, most of them empty on short pages: twice the time). Weights are integers and every
+    sum stays far below 2^53, so the float64 products are exact.
     """
     hashes = np.ascontiguousarray(hashes, dtype="<u8")
     offsets = np.asarray(offsets, dtype=np.int64)
@@ -81,14 +83,14 @@ def weighted_bit_sums(
     if not 1 <= f <= 64:
         raise ValueError("f must be in 1..64")
     lengths = np.diff(offsets)
-    doc_base = np.repeat(np.arange(n_docs, dtype=np.int64) * 256, lengths)
+    doc_base = np.repeat(np.arange(n_docs, dtype=np.int64) * 16, lengths)
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
     total = lengths.astype(np.float64) if w is None else np.add.reduceat(np.r_[w, 0.0], offsets[:-1]) * (lengths > 0)
-    by_byte = hashes.view(np.uint8).reshape(-1, 8)
     ones = np.empty((n_docs, 64), dtype=np.float64)
-    for p in range((f + 7) // 8):
-        hist = np.bincount(doc_base + by_byte[:, p], weights=w, minlength=n_docs * 256)
-        ones[:, 8 * p : 8 * p + 8] = hist.reshape(n_docs, 256) @ _BYTE_BITS
+    for p in range((f + 3) // 4):
+        nibble = ((hashes >> np.uint64(4 * p)) & np.uint64(15)).astype(np.int64)
+        hist = np.bincount(doc_base + nibble, weights=w, minlength=n_docs * 16)
+        ones[:, 4 * p : 4 * p + 4] = hist.reshape(n_docs, 16) @ _NIBBLE_BITS
     return (2 * ones[:, :f] - total[:, None]).astype(np.int64)
 
 
@@ -227,29 +229,157 @@ def fingerprint_batch(texts: Iterable[str | None], spec: FeatureSpec = FeatureSp
     A null text gets feature count -1, a text with no features (empty, only punctuation or white space)
     gets 0; for both the fingerprint is 0 and the caller stores null (and no signature).
     """
+    if spec.tokenizer == "char" and spec.weighting == "binary":
+        return char_ngram_fingerprints(texts, spec.char_ngram, signature)
     return _fingerprints((None if text is None else weighted_features(text, spec) for text in texts), spec, signature)
 
 
+def char_ngram_fingerprints(texts: Iterable[str | None], n: int,
+                            signature: SignatureSpec | None = None) -> tuple[np.ndarray, ...]:
+    """fingerprint_batch with the distinct character n-grams of each text as its features (binary weights: the
+    short-text fingerprint's), the same values: the texts are normalised together (text.normalize_texts), then
+    their n-grams are found, made distinct and hashed for the whole batch in numpy, none of them a Python str.
+
+    An n-gram is the UTF-8 bytes of n characters (a text shorter than n: its whole text); all of a text's are
+    hashed, and two with the same hash in one text are the same n-gram, checked on their code points: a
+    collision of different ones (never seen) sends the batch to the per-text path, so the features are exactly
+    its distinct n-grams."""
+    texts = list(texts)
+    normals = normalize_texts(["" if t is None else t for t in texts])
+    chars = np.fromiter(map(len, normals), dtype=np.int64, count=len(normals))
+    windows = np.where(chars >= n, chars - n + 1, chars > 0)
+    joined = "".join(normals)
+    buf = padded_buffer(joined.encode("utf-8"))
+    size = len(buf) - PAD
+    char_byte = np.r_[np.flatnonzero((buf[:size] & 0xC0) != 0x80), size]  # the byte each character starts at
+    char_start = np.r_[0, np.cumsum(chars)]
+    page = np.repeat(np.arange(len(texts), dtype=np.int64), windows)
+    first = np.repeat(char_start[:-1] - np.r_[0, np.cumsum(windows)][:-1], windows) + np.arange(len(page))
+    last = np.minimum(first + n, char_start[page + 1])  # the window's end (a short text's own end)
+    hashes = mmh3_64_batch(buf, char_byte[first], char_byte[last])
+    order = np.lexsort((hashes, page))
+    again = np.flatnonzero((hashes[order[1:]] == hashes[order[:-1]]) & (page[order[1:]] == page[order[:-1]])) + 1
+    if len(again):
+        code = np.frombuffer(joined.encode("utf-32-le"), dtype="<u4")
+        a, b = order[again], order[again - 1]
+        same = last[a] - first[a] == last[b] - first[b]
+        for j in range(n):
+            inside = j < last[a] - first[a]
+            same &= ~inside | (code[np.minimum(first[a] + j, len(code) - 1)] == code[np.minimum(first[b] + j, len(code) - 1)])
+        if not same.all():
+            spec = FeatureSpec(tokenizer="char", weighting="binary", char_ngram=n)
+            return _fingerprints((None if t is None else weighted_features(t, spec) for t in texts), spec, signature)
+        order = np.delete(order, again)
+    page, hashes = page[order], hashes[order]
+    counts = np.bincount(page, minlength=len(texts)).astype(np.int32)
+    counts[[i for i, t in enumerate(texts) if t is None]] = -1
+    offsets = np.r_[0, np.cumsum(np.maximum(counts, 0), dtype=np.int64)]
+    fps = simhash_from_hashes(hashes, offsets)
+    if signature is None:
+        return to_signed(fps), counts
+    return to_signed(fps), counts, oph_signatures(hashes, offsets, signature)[0]
+
+
 def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec(),
-                      signature: SignatureSpec | None = None) -> tuple[np.ndarray, ...]:
+                      signature: SignatureSpec | None = None, chars: BatchChars | None = None) -> tuple[np.ndarray, ...]:
     """fingerprint_batch of an Arrow string array, the same values. For the default features the pages are
-    normalised and split for the whole batch at once (text_batch.split_pages) and only pages with
-    characters outside its table are turned into Python strings for the per-page path."""
+    normalised and split for the whole batch at once (text_batch.split_pages_bytes; chars: the batch's
+    text_batch.classify(), when made already): the words of the rest are found, made distinct and hashed in
+    numpy (distinct_words), the Han runs go to the segmenter, and only pages with characters outside its table
+    are turned into Python strings for the per-page path."""
     if not distinct_auto_features(spec):
         return fingerprint_batch(texts.to_pylist(), spec, signature)
-    han, rest, slow = split_pages(texts)
+    han, rest, rest_offsets, slow = split_pages_bytes(texts, chars)
     valid = np.asarray(texts.is_valid())
+    words = distinct_words(rest, rest_offsets, valid & ~slow)
+    if words is None:  # two different words of a page with one hash (never seen): the per-page path
+        rest_strings = page_strings(len(han), rest, rest_offsets)
+        words_of = lambda i: rest_strings[i].split()  # noqa: E731
+    else:
+        words_of = lambda i: ()  # noqa: E731
 
     def features():
         for i in range(len(han)):
             if not valid[i]:
                 yield None
             elif slow[i]:
-                yield auto_set(texts[i].as_py(), spec.segmenter), None
+                yield auto_set(texts[i].as_py(), spec.segmenter)
             else:
-                yield distinct_tokens(han[i], rest[i].split(), spec.segmenter), None
+                yield distinct_tokens(han[i], words_of(i), spec.segmenter)
 
-    return _fingerprints(features(), spec, signature)
+    return fingerprints_of_distinct(features(), signature, words)
+
+
+def distinct_words(rest: bytes, offsets: np.ndarray, use: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(hashes, page) of the distinct words of each page's rest (split_pages_bytes: ASCII, words between spaces)
+    for the pages in `use`, ordered by page, never as Python strings; None when two different words of a page have
+    one hash (their bytes are compared)."""
+    buf = padded_buffer(rest)
+    size = len(rest)
+    word = buf[:size] != SPACE
+    starts_at, ends_at = word.copy(), word.copy()
+    starts_at[1:] &= ~word[:-1]
+    ends_at[:-1] &= ~word[1:]
+    pages = np.flatnonzero(offsets[1:] > offsets[:-1])  # a word never runs into the next page
+    starts_at[offsets[pages]] = word[offsets[pages]]
+    ends_at[offsets[pages + 1] - 1] = word[offsets[pages + 1] - 1]
+    starts, ends = np.flatnonzero(starts_at), np.flatnonzero(ends_at) + 1
+    page = np.searchsorted(offsets, starts, side="right") - 1
+    keep = use[page]
+    starts, ends, page = starts[keep], ends[keep], page[keep]
+    hashes = mmh3_64_batch(buf, starts, ends)
+    order = np.lexsort((hashes, page))
+    again = np.flatnonzero((hashes[order[1:]] == hashes[order[:-1]]) & (page[order[1:]] == page[order[:-1]])) + 1
+    a, b = order[again], order[again - 1]
+    length = ends[a] - starts[a]
+    same = length == ends[b] - starts[b]
+    words = words_at(buf)
+    for k in (0, 8):
+        mask = LOW_BYTES[np.clip(length - k, 0, 8)]
+        same &= (words[starts[a] + k] & mask) == (words[starts[b] + k] & mask)
+    for i in np.flatnonzero(same & (length > 16)):
+        same[i] = rest[starts[a[i]]:ends[a[i]]] == rest[starts[b[i]]:ends[b[i]]]
+    if not same.all():
+        return None
+    order = np.delete(order, again)
+    return hashes[order], page[order]
+
+
+FEATURE_SEPARATOR = "\n"  # no auto feature holds white space: the separator of the joined features
+
+
+def fingerprints_of_distinct(feature_sets, signature: SignatureSpec | None = None,
+                             more: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
+    """_fingerprints of each text's distinct features with binary weights (a set or other collection of
+    distinct str, None for a null text), the same values, hashed in numpy (mmh3_batch); `more`: (hashes, page)
+    of more distinct features of the texts (ordered by page), none of them among the text's str features.
+
+    Each text's features are joined into one str as soon as they are made (their str objects are still in the
+    CPU's caches), and the batch's are encoded and hashed at once: no Python int and no look-up per feature. A
+    feature that holds the separator would shift the pieces; the count shows it, and the batch is then hashed
+    one feature at a time."""
+    kept, parts, lengths = [], [], []
+    for feats in feature_sets:
+        kept.append(feats)
+        if feats is None:
+            lengths.append(-1)
+            continue
+        lengths.append(len(feats))
+        if feats:
+            parts.append(FEATURE_SEPARATOR.join(feats))
+    counts = np.asarray(lengths, dtype=np.int32)
+    hashes = hash_joined(FEATURE_SEPARATOR.join(parts)) if parts else np.zeros(0, np.uint64)
+    if len(hashes) != np.maximum(counts, 0).sum():
+        hashes = np.array([mmh3_64(t) for feats in kept if feats for t in feats], dtype=np.uint64)
+    if more is not None and len(more[0]):
+        page = np.concatenate([np.repeat(np.arange(len(counts)), np.maximum(counts, 0)), more[1]])
+        hashes = np.concatenate([hashes, more[0]])[np.argsort(page, kind="stable")]
+        counts = counts + np.bincount(more[1], minlength=len(counts)).astype(np.int32)
+    offsets = np.r_[0, np.cumsum(np.maximum(counts, 0), dtype=np.int64)]
+    fps = simhash_from_hashes(hashes, offsets)
+    if signature is None:
+        return to_signed(fps), counts
+    return to_signed(fps), counts, oph_signatures(hashes, offsets, signature)[0]
 
 
 def _fingerprints(weighted, spec: FeatureSpec, signature: SignatureSpec | None = None) -> tuple[np.ndarray, ...]:

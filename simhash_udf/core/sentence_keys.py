@@ -37,7 +37,7 @@ import mmh3
 import numpy as np
 import pyarrow as pa
 
-from .text_batch import _string_buffers
+from .text_batch import BatchChars, classify
 
 SEED = 0x5E47  # distinct from the features' seed 0: a one-word sentence's key is not that word's feature hash
 LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines cuts at
@@ -125,50 +125,65 @@ def sentence_key(sentence: str) -> int:
     return mmh3.hash64(sentence, seed=SEED, x64arch=True, signed=True)[0]
 
 
-def sentence_keys(texts, spec: SentenceKeySpec) -> tuple[np.ndarray, np.ndarray]:
+def sentence_keys(texts, spec: SentenceKeySpec, chars: BatchChars | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(keys int64, offsets int64) of an Arrow string array (or a list of str or None) of pages: page i owns
     keys[offsets[i]:offsets[i+1]], in the order of longest_sentences (none for a null page or one without a
-    long enough sentence). The sentences' letters are counted for the whole batch in numpy; only the
-    candidates for the n longest of each page are decoded and normalised."""
-    if not isinstance(texts, (pa.Array, pa.ChunkedArray)):
-        texts = pa.array(texts, pa.large_string())
-    data, offsets = _string_buffers(texts)
+    long enough sentence). chars: the batch's text_batch.classify(), when the fingerprint pass has made it.
+
+    The sentences' letters are counted for the whole batch in numpy, and the texts of all sentences of pages
+    whose characters are all in text_batch's fold table are read from one array of the batch's letters (the
+    normalised letter of each character); only a page with another character (a non-ASCII letter, a combining
+    mark) normalises its candidates one by one. Only the candidates for the n longest of each page become
+    Python strings."""
+    if chars is None:
+        if not isinstance(texts, (pa.Array, pa.ChunkedArray)):
+            texts = pa.array(texts, pa.large_string())
+        chars = classify(texts)
+    data, offsets = chars.data, chars.offsets
     n_pages = len(offsets) - 1
-    segments = _long_segments(data, offsets, spec.min_chars) if spec.enabled and len(data) else None
+    segments = _long_segments(chars, spec.min_chars) if spec.enabled and len(data) else None
     if segments is None:
         return np.zeros(0, np.int64), np.zeros(n_pages + 1, np.int64)
     page, counts, byte_lo, byte_hi = segments
-    buf = data.tobytes()
+    letters, letter_bytes = _letters(chars)
+    fast = (~chars.slow[page]).tolist()
+    text_lo, text_hi = np.searchsorted(letter_bytes, byte_lo).tolist(), np.searchsorted(letter_bytes, byte_hi).tolist()
+    byte_lo, byte_hi = byte_lo.tolist(), byte_hi.tolist()
+
+    def text_of(i: int) -> str:
+        if fast[i]:
+            return letters[text_lo[i]:text_hi[i]].decode("utf-8")
+        return normalized_utf8(data[byte_lo[i]:byte_hi[i]].tobytes())
+
     per_page = np.zeros(n_pages, np.int64)
     keys: list[int] = []
     cuts = (np.r_[0, np.flatnonzero(page[1:] != page[:-1]) + 1, len(page)] if len(page) else np.zeros(1, np.int64)).tolist()
-    counts, byte_lo, byte_hi, first_page = counts.tolist(), byte_lo.tolist(), byte_hi.tolist(), page[cuts[:-1]]
+    counts, first_page = counts.tolist(), page[cuts[:-1]]
     for g, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
-        chosen = _chosen(buf, counts, byte_lo, byte_hi, a, b, spec.n)
+        chosen = _chosen(text_of, counts, a, b, spec.n)
         keys.extend(map(sentence_key, chosen))
         per_page[first_page[g]] = len(chosen)
     return np.array(keys, dtype=np.int64), np.r_[0, np.cumsum(per_page)]
 
 
-def _long_segments(data: np.ndarray, offsets: np.ndarray, min_chars: int):
+def _long_segments(chars: BatchChars, min_chars: int):
     """(page, letters, byte_lo, byte_hi) of every sentence of at least min_chars letters of a batch's UTF-8
     bytes, ordered by page and then by letters, most first; byte_hi stops before the cutting character.
 
     Counted over bytes, not characters: a character's class sits on its first byte (continuation bytes are
     OTHER), so sums of letters and the cuts need no array of character positions; the sentences' bounds are
-    merged from the pages' starts and the cuts (far fewer than bytes)."""
+    merged from the pages' starts and the cuts (far fewer than bytes). The non-ASCII characters are the batch's
+    classified ones (text_batch.classify): Han of three bytes (U+3400-U+4DBF, U+4E00-U+9FFF) are letters
+    (tests/test_sentence_keys.py checks the ranges against the table), the others' code points are looked up."""
     table = char_classes()
+    data, offsets, lead = chars.data, chars.offsets, chars.lead
     cls = _byte_classes()[data]  # ASCII by the table, every other byte OTHER for now
-    lead = np.flatnonzero(data >= 0xC0)
     if len(lead):
-        # Han of U+4000-U+9FFF by its first two bytes (E4-E9; E4 B7 is U+4DC0-U+4DFF, the hexagrams, not
-        # letters): letters without decoding (tests/test_sentence_keys.py checks the range against the table)
-        b0, b1 = data[lead], data.take(lead + 1, mode="clip")
-        han = ((b0 >= 0xE5) & (b0 <= 0xE9)) | ((b0 == 0xE4) & (b1 != 0xB7))
+        han = chars.is_han & (chars.width == 3)
         cls[lead[han]] = LETTER
-        other = lead[~han]
-        if len(other):
-            cls[other] = table[np.minimum(_decoded(data, other), LETTER_LIMIT)]
+        looked_up = lead[~han]
+        if len(looked_up):
+            cls[looked_up] = table[np.minimum(_decoded(data, looked_up), LETTER_LIMIT)]
     end_lead = np.flatnonzero(cls == END)
     b0 = data[end_lead]
     after_end = end_lead + 1 + (b0 >= 0xC0) + (b0 >= 0xE0) + (b0 >= 0xF0)  # the byte after each cutting character
@@ -205,22 +220,58 @@ def _decoded(data: np.ndarray, lead: np.ndarray) -> np.ndarray:
         np.where(b0 < 0xF0, ((b0 & 0x0F) << 12) | (b1 << 6) | b2, ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3))
 
 
-def _chosen(buf: bytes, counts: list[int], byte_lo: list[int], byte_hi: list[int], a: int, b: int, n: int) -> list[str]:
-    """The n texts of one page's candidates a:b (most letters first): a text's length is the most letters of its
-    sentences, so the candidates are read until n texts are known and the next one has fewer letters than
-    the n-th (ties are all read, then ordered by text)."""
+def _chosen(text_of, counts: list[int], a: int, b: int, n: int) -> list[str]:
+    """The n texts of one page's candidates a:b (most letters first; text_of(i): candidate i's text): a text's
+    length is the most letters of its sentences, so the candidates are read until n texts are known and the
+    next one has fewer letters than the n-th (ties are all read, then ordered by text)."""
     best: dict[str, int] = {}
     nth = -1
     for i in range(a, b):
         c = counts[i]
         if c < nth:
             break
-        t = normalized_utf8(buf[byte_lo[i]:byte_hi[i]])
+        t = text_of(i)
         if t and t not in best:
             best[t] = c
             if len(best) == n:
                 nth = c
     return [t for t, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+
+
+@lru_cache(maxsize=1)
+def _ascii_letters() -> tuple[np.ndarray, np.ndarray]:
+    """Per byte value: whether it is an ASCII letter, and its lower case (the byte itself for any other)."""
+    is_letter = np.array([c < 128 and chr(c).isalpha() for c in range(256)])
+    lower = np.array([ord(chr(c).lower()) if is_letter[c] else c for c in range(256)], dtype=np.uint8)
+    return is_letter, lower
+
+
+def _letters(chars: BatchChars) -> tuple[bytes, np.ndarray]:
+    """(letters, at): the normalised letters of the batch's characters (their `normalized` text: an ASCII letter
+    in lower case, a Han letter as it is, a fold-table character that normalises to an ASCII letter as that
+    letter, nothing for any other) one after another, and the byte offset in the batch of each letters byte,
+    so that the text of data[lo:hi] is letters[searchsorted(at, lo):searchsorted(at, hi)]. Right for pages
+    without a slow character (BatchChars.slow) only: fold-table characters never compose with a neighbour, so
+    the normalised letters of such a sentence are its characters' one by one."""
+    is_letter, lower = _ascii_letters()
+    data, lead = chars.data, chars.lead
+    keep = is_letter[data]
+    out = lower[data]
+    if len(lead):
+        han, han_width = lead[chars.is_han], chars.width[chars.is_han]
+        four = np.flatnonzero(han_width == 4)
+        if len(four):  # inert Han beyond the BMP: letters where the table says so (unassigned ones are not)
+            letter = np.ones(len(han), dtype=bool)
+            letter[four] = char_classes()[np.minimum(_decoded(data, han[four]), LETTER_LIMIT)] == LETTER
+            han, han_width = han[letter], han_width[letter]
+        for k in range(4):
+            keep[han[han_width > k] + k] = True
+        other, folded = lead[chars.other], chars.folded
+        as_letter = (folded >= 0) & is_letter[np.maximum(folded, 0)]
+        keep[other[as_letter]] = True
+        out[other[as_letter]] = folded[as_letter]
+    at = np.flatnonzero(keep)
+    return out[at].tobytes(), at
 
 
 def key_group_pairs(fingerprints: np.ndarray, keys: np.ndarray, max_group: int) -> tuple[np.ndarray, np.ndarray, int, int]:

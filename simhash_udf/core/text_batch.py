@@ -18,6 +18,7 @@ the definition's either way (tests/test_text_batch.py).
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -90,7 +91,7 @@ def _string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data[offsets[0] : offsets[-1]], offsets - offsets[0]
 
 
-def _strings(n: int, data, offsets: np.ndarray) -> list[str]:
+def page_strings(n: int, data, offsets: np.ndarray) -> list[str]:
     """n Python strings from UTF-8 bytes and int64 offsets (through Arrow: one decode per page, no copies)."""
     array = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
     return array.to_pylist()
@@ -118,25 +119,31 @@ def _before(positions: np.ndarray, cumulative: np.ndarray, offsets: np.ndarray) 
     return cumulative[np.searchsorted(positions, offsets)]
 
 
-def split_pages(texts: pa.Array) -> tuple[list[str], list[str], np.ndarray]:
-    """(han, rest, slow) of a string array of pages.
+@dataclass
+class BatchChars:
+    """The non-ASCII characters of a batch's UTF-8 bytes, classified once: split_pages and the sentence keys
+    (sentence_keys.py) of the same batch both read them."""
 
-    han[i]: the inert Han runs of page i, each followed by a newline when more text follows it (the
-    segmenter returns that newline as a token of its own, to be dropped); rest[i]: the page with every Han
-    ideograph made a space, normalised, every non-word character a space (ASCII, ready for str.split());
-    slow[i]: the page has a character outside fold_table, its han and rest are not to be used. Null pages
-    come back as empty strings (the caller knows them by the array's validity)."""
+    data: np.ndarray  # the batch's bytes (_string_buffers)
+    offsets: np.ndarray  # int64, page i is data[offsets[i]:offsets[i+1]]
+    padded: np.ndarray  # data and 3 zero bytes (the bytes after a lead byte, even in broken UTF-8)
+    lead: np.ndarray  # the first byte of every non-ASCII character
+    width: np.ndarray  # its bytes: 2 to 4
+    is_han: np.ndarray  # bool per lead: an inert Han ideograph (text.INERT_HAN)
+    other: np.ndarray  # the indices into lead of the characters that are not
+    folded: np.ndarray  # their fold_table value (-1: outside the table)
+    slow: np.ndarray  # bool per page: a character outside fold_table
+
+
+def classify(texts: pa.Array) -> BatchChars:
+    """The batch's bytes and its non-ASCII characters, classified (BatchChars)."""
     data, offsets = _string_buffers(texts)
     n = len(offsets) - 1
     slow = np.zeros(n, dtype=bool)
-    if n == 0:
-        return [], [], slow
     size = len(data)
-    lead = np.flatnonzero(data >= 0xC0)  # the first byte of every non-ASCII character
-    if len(lead) == 0:  # an all-ASCII batch: folded as it is, no Han
-        return [""] * n, _strings(n, bytearray(data).translate(_ascii_fold_bytes()), offsets), slow
-    padded = np.zeros(size + 3, dtype=np.uint8)  # the bytes after a lead byte, even in broken UTF-8
+    padded = np.zeros(size + 3, dtype=np.uint8)
     padded[:size] = data
+    lead = np.flatnonzero(data >= 0xC0)
     b0, b1 = padded[lead], padded[lead + 1]
     # Han in three bytes: U+3400-4DBF is E3 90 80 - E4 B6 BF, U+4E00-9FFF is E4 B8 80 - E9 BF BF.
     is_han = ((b0 >= 0xE5) & (b0 <= 0xE9)) | ((b0 == 0xE4) & (b1 != 0xB7)) | ((b0 == 0xE3) & (b1 >= 0x90))
@@ -150,6 +157,34 @@ def split_pages(texts: pa.Array) -> tuple[list[str], list[str], np.ndarray]:
     unknown = folded < 0
     if unknown.any():
         slow[np.searchsorted(offsets, lead[other[unknown]], side="right") - 1] = True
+    width = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
+    return BatchChars(data, offsets, padded, lead, width, is_han, other, folded, slow)
+
+
+def split_pages(texts: pa.Array, chars: BatchChars | None = None) -> tuple[list[str], list[str], np.ndarray]:
+    """(han, rest, slow) of a string array of pages (split_pages_bytes, each page's rest a str)."""
+    han, rest, rest_offsets, slow = split_pages_bytes(texts, chars)
+    return han, page_strings(len(han), rest, rest_offsets), slow
+
+
+def split_pages_bytes(texts: pa.Array, chars: BatchChars | None = None) -> tuple[list[str], bytes, np.ndarray, np.ndarray]:
+    """(han, rest, rest_offsets, slow) of a string array of pages (chars: its classify(), when already made); page
+    i's rest is rest[rest_offsets[i]:rest_offsets[i+1]].
+
+    han[i]: the inert Han runs of page i, each followed by a newline when more text follows it (the
+    segmenter returns that newline as a token of its own, to be dropped); rest[i]: the page with every Han
+    ideograph made a space, normalised, every non-word character a space (ASCII, ready for str.split());
+    slow[i]: the page has a character outside fold_table, its han and rest are not to be used. Null pages
+    come back as empty strings (the caller knows them by the array's validity)."""
+    c = chars or classify(texts)
+    data, offsets, padded, lead, width, is_han, other = c.data, c.offsets, c.padded, c.lead, c.width, c.is_han, c.other
+    n, size, slow = len(offsets) - 1, len(data), c.slow
+    if n == 0:
+        return [], b"", offsets, slow
+    if len(lead) == 0:  # an all-ASCII batch: folded as it is, no Han
+        return [""] * n, bytes(bytearray(data).translate(_ascii_fold_bytes())), offsets, slow
+    unknown = c.folded < 0
+    folded = c.folded
 
     # The rest: ASCII bytes folded, each non-ASCII character one byte (Han: a space), continuation bytes dropped.
     rest = bytearray(data)
@@ -158,7 +193,6 @@ def split_pages(texts: pa.Array) -> tuple[list[str], list[str], np.ndarray]:
     rest_view[lead[other]] = np.where(unknown, SPACE, folded).astype(np.uint8)
     del rest_view  # a bytearray with a live view cannot be resized, and translate needs none
     rest_bytes = rest.translate(_ascii_fold_bytes(), _CONTINUATION_BYTES)  # now every byte >= 0x80 continues one
-    width = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
     continuation_before = np.zeros(len(lead) + 1, dtype=np.int64)
     np.cumsum(width - 1, out=continuation_before[1:])
     rest_offsets = offsets - _before(lead, continuation_before, offsets)
@@ -166,7 +200,7 @@ def split_pages(texts: pa.Array) -> tuple[list[str], list[str], np.ndarray]:
     # The Han runs: their bytes, and a newline in place of the first character after each run in a page.
     han_lead = lead[is_han]
     if len(han_lead) == 0:
-        return [""] * n, _strings(n, rest_bytes, rest_offsets), slow
+        return [""] * n, bytes(rest_bytes), rest_offsets, slow
     han_width = width[is_han]
     han_start = np.zeros(size, dtype=bool)
     han_start[han_lead] = True
@@ -188,7 +222,7 @@ def split_pages(texts: pa.Array) -> tuple[list[str], list[str], np.ndarray]:
     han_before = np.zeros(len(han_lead) + 1, dtype=np.int64)
     np.cumsum(han_width, out=han_before[1:])
     han_offsets = _before(han_lead, han_before, offsets) + np.searchsorted(newline, offsets)
-    return _strings(n, np.compress(in_han, han_bytes), han_offsets), _strings(n, rest_bytes, rest_offsets), slow
+    return page_strings(n, np.compress(in_han, han_bytes), han_offsets), bytes(rest_bytes), rest_offsets, slow
 
 
 @lru_cache(maxsize=1)

@@ -21,11 +21,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from ..core.fingerprint import CorpusIdf, FeatureSpec, features_of, fingerprint_arrow
+from ..core.fingerprint import CorpusIdf, FeatureSpec, distinct_auto_features, features_of, fingerprint_arrow
 from ..core.sentence_keys import SentenceKeySpec, sentence_keys
 from ..core.short_text import ShortTextSpec, short_fingerprints
 from ..core.signature import SignatureSpec, to_arrow
-from ..core.text_batch import pages_holding_replacement_char
+from ..core.text_batch import classify, pages_holding_replacement_char
 
 FINGERPRINT_FIELDS = [StructField("fingerprint", LongType(), True), StructField("n_features", IntegerType(), False)]
 SIGNATURE_FIELDS = [StructField("signature", BinaryType(), True)]
@@ -48,7 +48,9 @@ def fingerprint_record_batches(
     column of the batch (no nulls) that is also set where the text holds U+FFFD."""
     for batch in batches:
         texts = batch.column(text_col)
-        fps, counts, *sigs = fingerprint_arrow(texts, spec, signature)
+        # the batch's characters classified once, for the features and the sentence keys
+        chars = classify(texts) if sentences is not None and sentences.enabled and distinct_auto_features(spec) else None
+        fps, counts, *sigs = fingerprint_arrow(texts, spec, signature, chars)
         out = batch.drop_columns([text_col])
         if replacement_flag is not None:
             at = out.schema.get_field_index(replacement_flag)
@@ -69,7 +71,7 @@ def fingerprint_record_batches(
                 "short_text", pc.if_else(pa.array(valid), texts, pa.scalar(None, texts.type)).cast(pa.string())
             )
         if sentences is not None:
-            keys, offsets = sentence_keys(texts, sentences)
+            keys, offsets = sentence_keys(texts, sentences, chars)
             out = out.append_column("sentence_keys", pa.ListArray.from_arrays(
                 pa.array(offsets.astype(np.int32)), pa.array(keys, pa.int64()))).append_column(
                 "text_chars", pc.utf8_length(texts).cast(pa.int32()))

@@ -1,0 +1,99 @@
+"""The numpy paths of the features' hashes give exactly the per-feature (reference) values: the hash of each
+byte string, the default fingerprints from joined feature sets, and the character n-gram fingerprints."""
+import mmh3
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_text_batch import CHARS
+
+from simhash_udf.core.fingerprint import (
+    FeatureSpec,
+    _fingerprints,
+    char_ngram_fingerprints,
+    distinct_words,
+    fingerprints_of_distinct,
+    weighted_features,
+)
+from simhash_udf.core.mmh3_batch import MAX_BLOCKS, hash_joined, mmh3_64_batch, padded_buffer
+from simhash_udf.core.signature import SignatureSpec
+from simhash_udf.core.text import normalize_text, normalize_texts
+
+# lengths around every block and tail boundary, and past MAX_BLOCKS (the per-feature fallback)
+LENGTHS = st.one_of(st.integers(0, 40), st.sampled_from([63, 64, 65, 16 * MAX_BLOCKS - 1, 16 * MAX_BLOCKS,
+                                                           16 * MAX_BLOCKS + 1, 16 * MAX_BLOCKS + 17, 1000]))
+
+
+def reference(data: bytes) -> int:
+    return mmh3.hash64(data, seed=0, x64arch=True, signed=False)[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LENGTHS.flatmap(lambda n: st.binary(min_size=n, max_size=n)), max_size=20), st.integers(0, 3))
+def test_mmh3_64_batch_is_mmh3(pieces, gap):
+    """Any bytes, anywhere in a buffer (pieces `gap` bytes apart, so reads are unaligned)."""
+    data, starts, ends = b"", [], []
+    for p in pieces:
+        data += b"\xff" * gap
+        starts.append(len(data))
+        data += p
+        ends.append(len(data))
+    got = mmh3_64_batch(padded_buffer(data), np.array(starts, np.int64), np.array(ends, np.int64))
+    assert got.tolist() == [reference(p) for p in pieces]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(CHARS, max_size=30).map("".join).filter(lambda t: "\n" not in t), min_size=1, max_size=20))
+def test_hash_joined_hashes_each_piece(pieces):
+    assert hash_joined("\n".join(pieces)).tolist() == [reference(p.encode("utf-8")) for p in pieces]
+
+
+texts = st.lists(st.one_of(st.none(), st.lists(CHARS, max_size=60).map("".join)), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.sampled_from([1, 2, 3, 5, 7]), st.booleans())
+def test_char_ngram_fingerprints_equal_the_per_text_path(batch, n, signed):
+    """Fingerprints, feature counts and signatures of the short-text features, against the path that makes
+    each text's distinct n-grams as Python strings and hashes them one by one."""
+    spec = FeatureSpec(tokenizer="char", weighting="binary", char_ngram=n)
+    signature = SignatureSpec() if signed else None
+    want = _fingerprints((None if t is None else weighted_features(t, spec) for t in batch), spec, signature)
+    got = char_ngram_fingerprints(batch, n, signature)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.sets(st.lists(CHARS, max_size=12).map("".join), max_size=15)), max_size=10))
+def test_fingerprints_of_distinct_equal_the_per_feature_path(sets):
+    """Any distinct features, those holding the separator too (the batch then takes the per-feature hashes)."""
+    spec = FeatureSpec(weighting="binary")
+    want = _fingerprints((None if s is None else (list(s), None) for s in sets), spec, SignatureSpec())
+    got = fingerprints_of_distinct(iter(sets), SignatureSpec())
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.one_of(CHARS, st.sampled_from(["\x00", "\ud800", " ", "\n", "Σ", "ΑΣ", "中 文", "中 ,", "\u0301",
+                                                           "\u1100", "\u1161", "\u11a8"])), max_size=20).map("".join),
+                max_size=10))
+def test_normalize_texts_normalise_each_text_as_alone(batch):
+    """Greek final sigma, Hangul jamo, combining marks, white space and Han next to the separator, and texts
+    holding the separator itself."""
+    assert normalize_texts(batch) == [normalize_text(t) for t in batch]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "0", " ", "ab", "the", "x" * 17, "y" * 16, "z" * 40]), max_size=20)
+                .map("".join), min_size=1, max_size=8), st.data())
+def test_distinct_words_are_each_pages_split_words(rests, data):
+    """The words of split_pages_bytes' ASCII rest (between spaces), made distinct per page in numpy, for the
+    pages asked for: each page's set of str.split() words, hashed."""
+    use = np.array(data.draw(st.lists(st.booleans(), min_size=len(rests), max_size=len(rests))))
+    offsets = np.r_[0, np.cumsum([len(r) for r in rests])].astype(np.int64)
+    hashes, page = distinct_words("".join(rests).encode("ascii"), offsets, use)
+    for i, rest in enumerate(rests):
+        want = sorted(reference(w.encode("ascii")) for w in set(rest.split())) if use[i] else []
+        assert sorted(hashes[page == i].tolist()) == want
