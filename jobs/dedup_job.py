@@ -10,4 +10,4 @@ except ImportError:  # running from a checkout
 from simhash_udf.job.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(script=os.path.abspath(__file__)))
