@@ -383,6 +383,23 @@ def test_spark_submit_on_a_large_local_input_runs_again_with_the_large_run_drive
     assert "running spark-submit again with --driver-memory 2g" in output
 
 
+def test_the_entry_point_imports_the_installed_pyspark_under_its_own_spark_submit():
+    """Under the spark-submit of the installed pyspark, jobs/dedup_job.py imports pyspark and py4j from the installed
+    packages (compiled modules) rather than from the zips spark-submit puts first on PYTHONPATH (same code,
+    compiled at every import)."""
+    import pyspark
+
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
+    env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "spark-submit"), "--master", "local[1]",
+                           os.path.join(os.path.dirname(__file__), "submit_import_check.py")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    answer = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"pyspark"')]
+    assert answer == [{"pyspark": pyspark.__file__, "py4j": sys.modules["py4j"].__file__}], proc.stdout[-3000:]
+    assert ".zip" not in pyspark.__file__
+
+
 def test_short_run_compiler_directives_only_for_a_small_local_input_under_spark_submit(monkeypatch, tmp_path):
     """The decision (session.short_run_directives_wanted) from the JVM's configuration and the input: only under
     spark-submit, in local mode, for a local input of at most SMALL_RUN_BYTES, and never over the user's own JVM
