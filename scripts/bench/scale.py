@@ -184,9 +184,16 @@ def compare_checkouts(others: list[str], path: str, n: int, work: str, args: arg
 
     def one_run(i: int, code: str):
         out = os.path.join(work, f"cmp_{n}_{i}")
-        return lambda: {**run_job_process(out, job_argv(path, args), code=code, master=None, submit=cold,
-                                          java_options=java_options),
-                        "clusters": cluster_rows(out) if others else None}
+
+        def run_once() -> dict:
+            try:
+                result = run_job_process(out, job_argv(path, args), code=code, master=None, submit=cold,
+                                         java_options=java_options)
+            except SystemExit as failure:  # e.g. a driver out of heap: reported in the tables, the others go on
+                print(str(failure)[:3000], flush=True)
+                return {"failed": 1}
+            return {**result, "clusters": cluster_rows(out) if others else None}
+        return run_once
 
     names = [code if i < len(codes) - 1 else "this" for i, code in enumerate(codes)]
     names = [name if name not in names[:i] else f"{name} #{i + 1}" for i, name in enumerate(names)]
@@ -194,7 +201,11 @@ def compare_checkouts(others: list[str], path: str, n: int, work: str, args: arg
                        args.cold if cold else args.compare_runs)
     rows = []
     for name in names:
-        r = best(turns[name], key="job")
+        done = [r for r in turns[name] if "job" in r]
+        if not done:
+            rows.append({"code": name, "n": n, "failed": True})
+            continue
+        r = best(done, key="job")
         report = r["report"]
         rows.append({"code": name, "n": n, "job": r["job"], "wall": r["wall"], "stages": r["stages"],
                      "seconds": report["seconds"], "candidates": report["seconds"].get("candidates", 0.0),
@@ -202,9 +213,10 @@ def compare_checkouts(others: list[str], path: str, n: int, work: str, args: arg
                      "jvm_mb": r["peak_mb_jvm"], "py_mb": r["peak_mb_python"], "clusters": r["clusters"]})
     mine = rows[-1]
     for r in rows:
-        r["same"] = (r["clusters"], r["accepted"], r["verified"]) == (mine["clusters"], mine["accepted"], mine["verified"])
-    for r in rows:
-        del r["clusters"]
+        if not r.get("failed"):
+            r["same"] = "-" if mine.get("failed") else (r["clusters"], r["accepted"], r["verified"]) == (
+                mine["clusters"], mine["accepted"], mine["verified"])
+            del r["clusters"]
     return rows
 
 
@@ -237,9 +249,15 @@ def print_peer(tables: Tables, results: list[dict]) -> None:
 
 
 def print_compared(tables: Tables, compared: list[dict]) -> None:
+    for r in compared:
+        if r.get("failed"):
+            tables.note(f"N {r['n']:,}, {r['code']}: every run failed (its error is printed above)")
+    compared = [r for r in compared if not r.get("failed")]
     rows = []
     for r in compared:
-        mine = next(c for c in compared if c["n"] == r["n"] and c["code"] == "this")
+        mine = next((c for c in compared if c["n"] == r["n"] and c["code"] == "this"), None)
+        if mine is None:
+            continue
         rows.append([r["n"], r["code"], r["wall"], r["job"], r["candidates"], r["accepted"], r["verified"], r["same"],
                      mine["job"] / r["job"], mine["candidates"] / max(r["candidates"], 1e-3)])
     tables.table(["N", "checkout", "wall s (new JVM)", "job s", "candidates s", "pairs accepted", "pairs verified",
@@ -257,6 +275,10 @@ def print_compared(tables: Tables, compared: list[dict]) -> None:
 def print_cold(tables: Tables, cold: list[dict], results: list[dict]) -> None:
     """The cold spark-submit runs beside the warm runs of the same sizes."""
     warm = {r["n"]: r for r in results}
+    for r in cold:
+        if r.get("failed"):
+            tables.note(f"N {r['n']:,}, {r['code']}: the cold spark-submit failed (its error is printed above)")
+    cold = [r for r in cold if not r.get("failed")]
     tables.table(["N", "checkout", "cold wall s (spark-submit)", "cold job s", "cold stages s", "warm s",
                   "cold wall / warm", "cold JVM peak MB", "cold Python peak MB", "warm JVM peak MB",
                   "warm Python peak MB"],
