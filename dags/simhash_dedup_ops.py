@@ -437,13 +437,15 @@ def stop_driver(submit: subprocess.Popen | None, application: str, grace_seconds
 
 def driver_processes(submit_pid: int, application: str) -> list:
     """The psutil processes under spark-submit (pid submit_pid) that run `application`: its Python driver in
-    client mode, none in cluster mode. psutil.NoSuchProcess when spark-submit has gone."""
+    client mode, none in cluster mode. psutil.NoSuchProcess when spark-submit has gone. A JVM is never one: the
+    spark-submit the job runs again for a large local input (session.relaunch_for_large_input) names the
+    application too, and a SIGTERM to it would stop the JVM the driver needs for its cleanup."""
     import psutil
 
     name, found = os.path.basename(application), []
     for child in psutil.Process(submit_pid).children(recursive=True):
         try:
-            if any(os.path.basename(arg) == name for arg in child.cmdline()[1:]):
+            if child.name() != "java" and any(os.path.basename(arg) == name for arg in child.cmdline()[1:]):
                 found.append(child)
         except (psutil.NoSuchProcess, psutil.AccessDenied):  # a short-lived child that has gone
             continue

@@ -312,6 +312,94 @@ def test_spark_submits_jvm_keeps_the_users_settings_and_gets_the_short_run_compi
     assert "compiles with the client compiler alone from now on" in output
 
 
+def test_a_large_local_input_relaunches_spark_submit_with_the_large_run_driver(monkeypatch, tmp_path):
+    """The decision (session.relaunch_wanted) from the JVM's configuration and the input: only under spark-submit,
+    once (not when relaunched already), in local mode, for a local input of more than SMALL_RUN_BYTES, never over the
+    user's own driver memory or JVM options (in the configuration or the launcher's environment, even empty) or a
+    session that runs already; and the command (relaunch_command) keeps the user's settings and the application's
+    arguments."""
+    from pyspark import SparkConf
+
+    from simhash_udf.spark import session
+    from simhash_udf.spark.session import LARGE_RUN_JAVA_OPTIONS, RELAUNCHED_ENV, relaunch_command, relaunch_wanted
+
+    small, large = small_and_large_inputs(tmp_path)
+    for name in (RELAUNCHED_ENV, *session.USER_DRIVER_ENVIRONMENT):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(session.SparkSession, "getActiveSession", staticmethod(lambda: None))
+
+    def wanted(path=str(large), **conf):
+        return relaunch_wanted(path, SparkConf(loadDefaults=False).setAll(list(conf.items())))
+
+    local = {"spark.master": "local[*]"}
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    assert not wanted(**local)  # python -m: small_run_conf and get_spark choose the JVM it starts
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")
+    assert wanted(**local) and wanted(f"file://{large}", **local)
+    assert not wanted(str(small), **local) and not wanted("hdfs://nn/crawl/2026-11-21", **local)
+    assert not wanted(**{"spark.master": "yarn"}) and not wanted()
+    for key in session.USER_DRIVER_SETTINGS:
+        assert not wanted(**local, **{key: "4g" if key.endswith("memory") else "-Xss4m"})
+    for name in (RELAUNCHED_ENV, *session.USER_DRIVER_ENVIRONMENT):
+        monkeypatch.setenv(name, "")
+        assert not wanted(**local), name
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(session.SparkSession, "getActiveSession", staticmethod(lambda: object()))
+    assert not wanted(**local)
+
+    monkeypatch.setenv("SIMHASH_DEDUP_DRIVER_MEMORY", "3g")
+    given = SparkConf(loadDefaults=False).setAll([("spark.master", "local[2]"), ("spark.app.submitTime", "1"),
+                                                  ("spark.sql.shuffle.partitions", "8")])
+    command = relaunch_command(given, ["/jobs/dedup_job.py", "--input", str(large)])
+    assert command[0].endswith(os.path.join("bin", "spark-submit"))
+    assert command[1:] == ["--driver-memory", "3g", "--driver-java-options", LARGE_RUN_JAVA_OPTIONS,
+                           "--conf", "spark.master=local[2]", "--conf", "spark.sql.shuffle.partitions=8",
+                           "/jobs/dedup_job.py", "--input", str(large)]
+
+
+def test_spark_submit_on_a_large_local_input_runs_again_with_the_large_run_driver(tmp_path):
+    """Under a real spark-submit (local[1], Spark's default driver of 1g) on a local input over SMALL_RUN_BYTES, the
+    entry point's relaunch (session.relaunch_for_large_input) ends in a JVM with the large-run heap and JVM options,
+    the user's --conf and the application's arguments as given, relaunched once."""
+    from simhash_udf.spark.session import LARGE_RUN_JAVA_OPTIONS
+
+    _, large = small_and_large_inputs(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("SIMHASH_DEDUP_JAVA_OPTIONS", "PYSPARK_SUBMIT_ARGS",
+                                                            "SIMHASH_DEDUP_RELAUNCHED", "SPARK_DRIVER_MEMORY")}
+    env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", SIMHASH_DEDUP_DRIVER_MEMORY="2g")
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "spark-submit"), "--master", "local[1]",
+         "--conf", "spark.ui.enabled=false", os.path.join(os.path.dirname(__file__), "submit_relaunch_check.py"),
+         str(large), "--an-argument"], env=env, capture_output=True, text=True, timeout=300)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    answers = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"relaunched"')]
+    assert len(answers) == 1, output[-3000:]
+    answer = answers[0]
+    assert answer["relaunched"] and answer["arguments"] == [str(large), "--an-argument"]
+    assert answer["max_heap_mb"] > 1536  # Spark's default driver: 1g
+    assert "-Xmx2g" in answer["jvm_arguments"] and LARGE_RUN_JAVA_OPTIONS in answer["jvm_arguments"]
+    assert answer["conf"]["spark.master"] == "local[1]" and answer["conf"]["spark.ui.enabled"] == "false"
+    assert "running spark-submit again with --driver-memory 2g" in output
+
+
+def test_the_entry_point_imports_the_installed_pyspark_under_its_own_spark_submit():
+    """Under the spark-submit of the installed pyspark, jobs/dedup_job.py imports pyspark and py4j from the installed
+    packages (compiled modules) rather than from the zips spark-submit puts first on PYTHONPATH (same code,
+    compiled at every import)."""
+    import pyspark
+
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
+    env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "spark-submit"), "--master", "local[1]",
+                           os.path.join(os.path.dirname(__file__), "submit_import_check.py")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    answer = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"pyspark"')]
+    assert answer == [{"pyspark": pyspark.__file__, "py4j": sys.modules["py4j"].__file__}], proc.stdout[-3000:]
+    assert ".zip" not in pyspark.__file__
+
+
 def test_short_run_compiler_directives_only_for_a_small_local_input_under_spark_submit(monkeypatch, tmp_path):
     """The decision (session.short_run_directives_wanted) from the JVM's configuration and the input: only under
     spark-submit, in local mode, for a local input of at most SMALL_RUN_BYTES, and never over the user's own JVM

@@ -95,6 +95,25 @@ def sample_run(watched_sample_run):
     return watched_sample_run[:2]
 
 
+# Spark jobs a run of 200 originals of the sample (368 pages) starts: 63 in a spark-submit run (its event log) and in
+# the test session. A small run's time is its Spark jobs, not its rows (docs/performance.md, "A small run").
+SMALL_RUN_SPARK_JOBS = 63
+
+
+def test_a_small_run_starts_no_more_spark_jobs_than_today(spark, tmp_path):
+    """A change that adds Spark actions or shuffles to every run shows here: the jobs a run of 200 originals of the
+    sample starts, counted by the session's status tracker, stay within SMALL_RUN_SPARK_JOBS."""
+    from simhash_udf.evaluation.benchmark import write_sample_corpus as write_originals
+
+    path = str(tmp_path / "sample.parquet")
+    write_originals(path, 200, 3)
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    run_job(spark, "--input", path, "--output", tmp_path / "out")
+    started = set(tracker.getJobIdsForGroup(None)) - before
+    assert 20 < len(started) <= SMALL_RUN_SPARK_JOBS, len(started)
+
+
 def test_output_layout(sample_run, sample):
     out, report = sample_run
     rows = pd.read_json(sample, lines=True)

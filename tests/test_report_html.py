@@ -279,6 +279,20 @@ def test_rates_ranked_by_spark_equal_the_driver_ranking(spark, report_run):
     assert texts == {ids[0]: (rows["text"].iloc[3], rows["url"].iloc[3]), ids[1]: (None, "not a url")}
 
 
+def test_an_input_with_nothing_to_show_is_not_scanned_for_the_examples(spark):
+    """Stored fingerprints without a url column have no text to show beside an example pair: input_side starts no
+    Spark job for them (a scan of every stored fingerprint in a large run) and finds no texts; an input with a text
+    column (and no host or language) is scanned for its examples' texts."""
+    stored = spark.createDataFrame([(1, 10), (2, 11), (3, 12)], "id long, fingerprint long")
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    assert input_side(stored, stored, "id", None, [1, 3]) == ({}, {})
+    assert set(tracker.getJobIdsForGroup(None)) == before
+    pages = spark.createDataFrame([(1, "a page"), (2, "another page")], "id long, text string")
+    assert input_side(pages, pages, "id", "text", [2]) == ({}, {2: ("another page", None)})
+    assert set(tracker.getJobIdsForGroup(None)) != before
+
+
 def test_hosts_are_compared_in_ascii_lower_case(spark):
     """The per-host breakdown lowers a host's ASCII letters (DNS compares them so, RFC 4343); anything that is
     no URL has no host."""

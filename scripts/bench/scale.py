@@ -14,17 +14,28 @@ and no clusters: its time is that of the candidate search alone.
     python scripts/bench/scale.py --no-peer            # without the peer
     python scripts/bench/scale.py --java-options=-XX:CompileThresholdScaling=3   # session.LARGE_RUN_JAVA_OPTIONS
 
+--warm-runs N: N timed runs of each size in the session (after the warm-up), the best one kept.
+
+--cold R: each size is also run R times as a user runs the job once a day, a plain `spark-submit
+jobs/dedup_job.py` (no options: the job chooses its own settings; local[*], every core) in a new process, no
+warm-up, after this process's session and its JVM have ended; printed beside the warm figure: the command's wall
+time (the JVM's start included), report.json's total and stage seconds, the ratio cold wall / warm, and the
+peak resident memory of the JVM and of the Python processes (driver and workers together) of each.
+
+    python scripts/bench/scale.py --sizes 4000000 --warm-runs 3 --cold 1 --no-peer \
+        --job-args '--min-similarity 0'                 # issue 60's cold 4M figure beside the warm one
+
 With --compare DIR (another checkout, e.g. `git worktree add /tmp/before <commit>`), each size is also run by
-the job of DIR and again by this checkout, each in a new process (python -m simhash_udf.job.cli: a new JVM),
-taking turns on the same input; a second table prints both, side by side, with the ratios of their seconds
-and whether their pairs and clusters are the same, then a table of their seconds per stage. --compare-runs R:
-R such rounds, each checkout's best run by job seconds.
+the job of DIR and again by this checkout, each in a new process, taking turns on the same input: with --cold,
+the cold spark-submit runs of both; otherwise python -m simhash_udf.job.cli (a new JVM, the local entry point),
+--compare-runs rounds. A second table prints both, side by side, with the ratios of their seconds and whether
+their pairs and clusters are the same, then a table of their seconds per stage; each checkout's best run by job
+seconds.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import tempfile
 import time
@@ -38,11 +49,11 @@ from pyspark.sql import functions as F
 from simhash_udf.core.signature import SignatureSpec, to_arrow
 from simhash_udf.evaluation.benchmark import (
     CHECKOUT,
+    ProcessWatch,
     Tables,
     add_json_option,
     bench_session,
     best,
-    jvm_peak_mb,
     run_job_process,
     stop_jvm,
     take_turns,
@@ -125,7 +136,8 @@ def planted_groups_found(spark, path: str, out: str) -> tuple[int, int]:
 
 
 def measure_size(spark, n: int, work: str, args: argparse.Namespace, binary: str | None) -> dict:
-    """One size in this process's session: the input written, the job timed, its clusters checked against the
+    """One size in this process's session: the input written, the job timed --warm-runs times (the best run
+    kept, with the peak memory of the processes under this one while it ran), its clusters checked against the
     planted groups, then the peer alone on the machine."""
     t0 = time.perf_counter()
     path = os.path.join(work, f"fps_{n}.parquet")
@@ -133,9 +145,14 @@ def measure_size(spark, n: int, work: str, args: argparse.Namespace, binary: str
     gen = time.perf_counter() - t0
     out = os.path.join(work, f"out_{n}")
     cfg = load_config([*job_argv(path, args), "--output", out])
-    t0 = time.perf_counter()
-    report = run(cfg, spark)
-    wall = time.perf_counter() - t0
+    runs = []
+    for _ in range(max(1, args.warm_runs)):
+        t0 = time.perf_counter()
+        with ProcessWatch() as watch:
+            report = run(cfg, spark)
+        runs.append({"wall": time.perf_counter() - t0, "report": report, **watch.peak_mb})
+    fastest = best(runs, key="wall")
+    report, wall = fastest["report"], fastest["wall"]
     split, mixed = planted_groups_found(spark, path, out)
     c = report["candidates"]
     r = {"n": n, "path": path, "wall": wall, "gen": gen, "seconds": report["seconds"],
@@ -143,56 +160,76 @@ def measure_size(spark, n: int, work: str, args: argparse.Namespace, binary: str
          + ((c.get("signature_bands") or {}).get("rows") or 0),
          "compared": c["pairs_compared"], "accepted": c["pairs_accepted"], "verified": c["pairs_verified"],
          "rounds": c["component_rounds"], "tables": report["table_plan"]["tables"], "split": split, "mixed": mixed,
-         "jvm_mb": jvm_peak_mb(spark), "py_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+         "jvm_mb": fastest["jvm"], "py_mb": fastest["python"],
          # unrelated random fingerprints are within k by chance (blocks.chance_pairs, in the job's report): their
          # signatures are independent, so verification rejects them (with --min-similarity 0 they are joined)
          "chance": c["chance_pairs_uniform"], "peer": None}
     if binary:
         r["peer"] = peer.find_all(binary, fps, report["table_plan"]["blocks"], args.k, work)
         r["peer"]["same"] = r["peer"]["by_distance"] == [c["pairs_accepted_by_distance"][str(d)] for d in range(args.k + 1)]
-    print(f"n={n:>10,}: {wall:7.1f} s  rows exploded {r['rows']:,}  pairs compared {r['compared']:,}  "
-          f"groups split {split}  clusters mixing {mixed} (chance pairs within k expected {r['chance']:.1f})", flush=True)
+    print(f"n={n:>10,}: {wall:7.1f} s (best of {len(runs)})  rows exploded {r['rows']:,}  pairs compared "
+          f"{r['compared']:,}  groups split {split}  clusters mixing {mixed} (chance pairs within k expected "
+          f"{r['chance']:.1f})", flush=True)
     return r
 
 
-def compare_checkouts(others: list[str], path: str, n: int, work: str, args: argparse.Namespace) -> list[dict]:
-    """The other checkouts and this one (last) on one input, in new processes taking turns, --compare-runs
-    rounds; per checkout its run of the fewest job seconds, and whether its pairs and clusters are this one's."""
+def compare_checkouts(others: list[str], path: str, n: int, work: str, args: argparse.Namespace,
+                      cold: bool = False) -> list[dict]:
+    """The other checkouts and this one (last) on one input, in new processes taking turns: with `cold`, --cold
+    rounds of a plain spark-submit jobs/dedup_job.py; otherwise --compare-runs rounds of python -m
+    simhash_udf.job.cli. Per checkout its run of the fewest job seconds (with its wall time and peak memory),
+    and whether its pairs and clusters are this one's."""
     codes = [*(os.path.abspath(c) for c in others), CHECKOUT]
-    java_options = os.environ.get("SIMHASH_DEDUP_JAVA_OPTIONS")  # --java-options, or the caller's environment
+    java_options = None if cold else os.environ.get("SIMHASH_DEDUP_JAVA_OPTIONS")  # --java-options, the caller's
 
     def one_run(i: int, code: str):
         out = os.path.join(work, f"cmp_{n}_{i}")
-        return lambda: {**run_job_process(out, job_argv(path, args), code=code, master=None, java_options=java_options),
-                        "clusters": cluster_rows(out)}
+
+        def run_once() -> dict:
+            try:
+                result = run_job_process(out, job_argv(path, args), code=code, master=None, submit=cold,
+                                         java_options=java_options)
+            except SystemExit as failure:  # e.g. a driver out of heap: reported in the tables, the others go on
+                print(str(failure)[:3000], flush=True)
+                return {"failed": 1}
+            return {**result, "clusters": cluster_rows(out) if others else None}
+        return run_once
 
     names = [code if i < len(codes) - 1 else "this" for i, code in enumerate(codes)]
     names = [name if name not in names[:i] else f"{name} #{i + 1}" for i, name in enumerate(names)]
-    turns = take_turns({name: one_run(i, code) for i, (name, code) in enumerate(zip(names, codes))}, args.compare_runs)
+    turns = take_turns({name: one_run(i, code) for i, (name, code) in enumerate(zip(names, codes))},
+                       args.cold if cold else args.compare_runs)
     rows = []
     for name in names:
-        r = best(turns[name], key="job")
+        done = [r for r in turns[name] if "job" in r]
+        if not done:
+            rows.append({"code": name, "n": n, "failed": True})
+            continue
+        r = best(done, key="job")
         report = r["report"]
-        rows.append({"code": name, "n": n, "job": r["job"], "wall": r["wall"],
+        rows.append({"code": name, "n": n, "job": r["job"], "wall": r["wall"], "stages": r["stages"],
                      "seconds": report["seconds"], "candidates": report["seconds"].get("candidates", 0.0),
                      "accepted": report["candidates"]["pairs_accepted"], "verified": report["candidates"]["pairs_verified"],
-                     "clusters": r["clusters"]})
+                     "jvm_mb": r["peak_mb_jvm"], "py_mb": r["peak_mb_python"], "clusters": r["clusters"]})
     mine = rows[-1]
     for r in rows:
-        r["same"] = (r["clusters"], r["accepted"], r["verified"]) == (mine["clusters"], mine["accepted"], mine["verified"])
-    for r in rows:
-        del r["clusters"]
+        if not r.get("failed"):
+            r["same"] = "-" if mine.get("failed") else (r["clusters"], r["accepted"], r["verified"]) == (
+                mine["clusters"], mine["accepted"], mine["verified"])
+            del r["clusters"]
     return rows
 
 
 def print_sizes(tables: Tables, results: list[dict]) -> None:
     stages = list(dict.fromkeys(s for r in results for s in r["seconds"]))
     tables.table(["N", *stages, "total s", "tables", "rows exploded", "pairs compared", "pairs accepted", "pairs verified",
-                  "rounds", "planted groups split", "mixed clusters", "expected chance pairs", "JVM peak MB so far"],
+                  "rounds", "planted groups split", "mixed clusters", "expected chance pairs", "JVM peak MB",
+                  "Python peak MB"],
                  [[r["n"], *(r["seconds"].get(s, 0) for s in stages), r["wall"], r["tables"], r["rows"], r["compared"],
-                   r["accepted"], r["verified"], r["rounds"], r["split"], r["mixed"], r["chance"], r["jvm_mb"]]
-                  for r in results],
-                 [None, *["{:.1f}"] * (len(stages) + 1), None, None, None, None, None, None, None, None, "{:.1f}", "{:.0f}"])
+                   r["accepted"], r["verified"], r["rounds"], r["split"], r["mixed"], r["chance"], r["jvm_mb"],
+                   r["py_mb"]] for r in results],
+                 [None, *["{:.1f}"] * (len(stages) + 1), None, None, None, None, None, None, None, None, "{:.1f}", "{:.0f}",
+                  "{:.0f}"], title="Warm: in this process's session, after a warm-up run (best of --warm-runs):")
     for a, b in zip(results, results[1:]):
         tables.note(f"t({b['n']:,}) / t({a['n']:,}) = {b['wall'] / a['wall']:.2f}   (N ratio {b['n'] / a['n']:.0f})")
 
@@ -212,9 +249,15 @@ def print_peer(tables: Tables, results: list[dict]) -> None:
 
 
 def print_compared(tables: Tables, compared: list[dict]) -> None:
+    for r in compared:
+        if r.get("failed"):
+            tables.note(f"N {r['n']:,}, {r['code']}: every run failed (its error is printed above)")
+    compared = [r for r in compared if not r.get("failed")]
     rows = []
     for r in compared:
-        mine = next(c for c in compared if c["n"] == r["n"] and c["code"] == "this")
+        mine = next((c for c in compared if c["n"] == r["n"] and c["code"] == "this"), None)
+        if mine is None:
+            continue
         rows.append([r["n"], r["code"], r["wall"], r["job"], r["candidates"], r["accepted"], r["verified"], r["same"],
                      mine["job"] / r["job"], mine["candidates"] / max(r["candidates"], 1e-3)])
     tables.table(["N", "checkout", "wall s (new JVM)", "job s", "candidates s", "pairs accepted", "pairs verified",
@@ -227,6 +270,24 @@ def print_compared(tables: Tables, compared: list[dict]) -> None:
                  [[r["n"], r["code"], *(r["seconds"].get(s, 0) for s in stages), r["job"]] for r in compared],
                  [None, None, *["{:.1f}"] * (len(stages) + 1)],
                  title="The same runs' seconds per stage (best by job s):")
+
+
+def print_cold(tables: Tables, cold: list[dict], results: list[dict]) -> None:
+    """The cold spark-submit runs beside the warm runs of the same sizes."""
+    warm = {r["n"]: r for r in results}
+    for r in cold:
+        if r.get("failed"):
+            tables.note(f"N {r['n']:,}, {r['code']}: the cold spark-submit failed (its error is printed above)")
+    cold = [r for r in cold if not r.get("failed")]
+    tables.table(["N", "checkout", "cold wall s (spark-submit)", "cold job s", "cold stages s", "warm s",
+                  "cold wall / warm", "cold JVM peak MB", "cold Python peak MB", "warm JVM peak MB",
+                  "warm Python peak MB"],
+                 [[r["n"], r["code"], r["wall"], r["job"], r["stages"], warm[r["n"]]["wall"],
+                   r["wall"] / warm[r["n"]]["wall"], r["jvm_mb"], r["py_mb"], warm[r["n"]]["jvm_mb"],
+                   warm[r["n"]]["py_mb"]] for r in cold],
+                 [None, None, "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.2f}", "{:.0f}", "{:.0f}", "{:.0f}", "{:.0f}"],
+                 title="Cold: a plain spark-submit jobs/dedup_job.py per run, a new JVM and new Python workers, no "
+                       "warm-up (best by job s), beside this checkout's warm figure:")
 
 
 def parse_args() -> argparse.Namespace:
@@ -245,6 +306,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--compare", nargs="*", default=[], help="other checkouts to run beside this one, each in a "
                     "new process on the same inputs")
     ap.add_argument("--compare-runs", type=int, default=1, help="rounds of --compare runs; each checkout's best")
+    ap.add_argument("--warm-runs", type=int, default=1, help="timed runs of each size in the session; the best")
+    ap.add_argument("--cold", type=int, default=0, metavar="R", help="R cold spark-submit runs of each size (and "
+                    "of each --compare checkout, taking turns), beside the warm figure")
     ap.add_argument("--java-options", default=None, help="JVM options of the runs' JVMs (SIMHASH_DEDUP_JAVA_OPTIONS; "
                     "a --compare checkout older than it ignores them), e.g. session.LARGE_RUN_JAVA_OPTIONS; "
                     "default: the environment's")
@@ -272,12 +336,17 @@ def main() -> None:
     results = [measure_size(spark, int(n), work, args, binary) for n in args.sizes.split(",")]
     # the checkouts run after this session and its JVM ended: each new JVM takes half the RAM by default
     stop_jvm(spark)
-    compared = [row for r in results if args.compare for row in compare_checkouts(args.compare, r["path"], r["n"], work, args)]
+    cold = [row for r in results if args.cold for row in compare_checkouts(args.compare, r["path"], r["n"], work,
+                                                                            args, cold=True)]
+    compared = cold if args.cold else [row for r in results if args.compare
+                                       for row in compare_checkouts(args.compare, r["path"], r["n"], work, args)]
     tables = Tables(args.json)
     print_sizes(tables, results)
     if binary:
         print_peer(tables, results)
-    if compared:
+    if cold:
+        print_cold(tables, cold, results)
+    if compared and args.compare:
         print_compared(tables, compared)
     tables.write()
     if not args.workdir:

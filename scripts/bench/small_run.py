@@ -5,7 +5,9 @@ variant: wall seconds of the command, the job's own seconds (report.json total_s
 start of the run to its end, i.e. after the JVM started), the sum of the stage seconds, the CPU seconds of all
 its processes, the peak resident memory of its JVM and of its Python processes together, and the Spark jobs
 the run started (from the event log of one more, untimed run per variant: writing the event log costs a cold
-run ~1 s, so the timed runs write none). Each figure is its best over the runs.
+run ~1 s, so the timed runs write none). Each figure is its best over the runs. Beside them, unless --no-warm,
+the same input warm: runs of this checkout in one local[2] session of this process after an untimed run, best of
+--runs (job s: the run's seconds; Spark jobs: those the run started).
 
     python scripts/bench/small_run.py                         # 200 originals (~366 pages), 3 runs
     git worktree add /tmp/before ceaf7dc && python scripts/bench/small_run.py --compare /tmp/before
@@ -43,6 +45,7 @@ from simhash_udf.evaluation.benchmark import (
     checkouts,
     jvm_threads,
     run_job_process,
+    stop_jvm,
     take_turns,
     write_sample_corpus,
 )
@@ -88,16 +91,39 @@ def cold_runs(args: argparse.Namespace, tables: Tables, path: str, label: str, w
     best = {name: best_each(results) for name, results in turns.items()}
     for name, v in chosen.items():
         best[name]["spark_jobs"] = run_job_process(out, job_argv(args, path), event_log=True, **v)["spark_jobs"]
+    if args.warm:
+        best["this checkout, warm (one local[2] session, after an untimed run)"] = warm_runs(args, path, work)
     tables.table(["variant", "wall s (the command)", "job s (report total_seconds)", "stages s", "CPU s (all processes)",
                   "JVM peak MB", "Python peak MB", "Spark jobs"],
                  [[name, b["wall"], b["job"], b["stages"], b["cpu"], b["peak_mb_jvm"], b["peak_mb_python"], b["spark_jobs"]]
                   for name, b in best.items()],
                  [None, "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.0f}", "{:.0f}", None],
-                 title=f"{label}, local[2], new processes, best of {args.runs} (Spark jobs: one more run with the event log):")
+                 title=f"{label}, local[2], new processes, best of {args.runs} (Spark jobs: one more run with the "
+                       "event log; warm: the run's own):")
     first, *others = best
     for name in others:
         tables.note(f"{first} / {name}: wall {best[first]['wall'] / best[name]['wall']:.2f}, "
                     f"job {best[first]['job'] / best[name]['job']:.2f}")
+
+
+def warm_runs(args: argparse.Namespace, path: str, work: str) -> dict:
+    """This checkout's job on `path` in one local[2] session of this process (the job's own local settings), an
+    untimed run first, then --runs timed ones: each figure's best (as best_each), the Spark jobs a run started
+    (the session's job ids) and the peak memory by kind of process. The session and its JVM end afterwards."""
+    spark = bench_session("bench-small-run-warm", master="local[2]")
+    tracker, results = spark.sparkContext.statusTracker(), []
+    for i in range(args.runs + 1):
+        before = set(tracker.getJobIdsForGroup(None))
+        start = time.perf_counter()
+        with ProcessWatch() as watch:
+            report = run(load_config([*job_argv(args, path), "--output", os.path.join(work, f"warm{i}")]), spark)
+        seconds = time.perf_counter() - start
+        if i:  # the first run compiles the JVM's code: untimed
+            results.append({"wall": seconds, "job": seconds, "stages": sum(report["seconds"].values()),
+                            "cpu": sum(watch.cpu.values()), **watch.figures(),
+                            "spark_jobs": len(set(tracker.getJobIdsForGroup(None)) - before)})
+    stop_jvm(spark)
+    return best_each(results)
 
 
 def in_session_runs(args: argparse.Namespace, tables: Tables, path: str, label: str, work: str) -> None:
@@ -147,6 +173,7 @@ def parse_args() -> argparse.Namespace:
                     "(Java's application class-data sharing: one untimed run writes it first)")
     ap.add_argument("--local-java-options", action="store_true", help="also run this checkout through python -m "
                     "with Spark's default JVM options and with the short-run ones (SIMHASH_DEDUP_JAVA_OPTIONS)")
+    ap.add_argument("--no-warm", dest="warm", action="store_false", help="no warm runs beside the cold ones")
     ap.add_argument("--in-session", action="store_true", help="the runs in one session of this process instead, "
                     "with their CPU by process and the JVM's CPU by thread")
     ap.add_argument("--conf", action="append", default=[], help="KEY=VALUE, a setting of the --in-session session")

@@ -13,7 +13,9 @@ from . import termination
 from .config import load_config
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, script: str | None = None) -> int:
+    """script: the spark-submit entry point being run (jobs/dedup_job.py), which may run spark-submit again with
+    the JVM a large local input needs (session.relaunch_for_large_input); None: never relaunched."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines are connection housekeeping
     try:
@@ -28,8 +30,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from pyspark.sql import SparkSession
 
-    from ..spark.session import start_job_session
+    from ..spark.session import relaunch_for_large_input, start_job_session
     from .pipeline import run
+
+    if script is not None:
+        relaunch_for_large_input(cfg.input, [script, *(sys.argv[1:] if argv is None else argv)])
 
     callers = SparkSession.getActiveSession()  # called from a notebook or a driver program: not ours to stop
     with termination.handle_sigterm():

@@ -239,7 +239,9 @@ def input_side(raw: DataFrame, kept: DataFrame, id_col: str, text_col: str | Non
         (F.col(url_col).cast("string") if url_col else F.lit(None).cast("string")).alias("url"))
     is_example = F.col(id_col).isin(example_ids) if example_ids else F.lit(False)
     if not dims:
-        rows = raw.where(is_example).select(example.alias("ex")).collect() if example_ids else []
+        # stored fingerprints without a url column: the input holds nothing to show, so it is not scanned
+        wanted = example_ids and (text_col or url_col)
+        rows = raw.where(is_example).select(example.alias("ex")).collect() if wanted else []
         return {}, {r["ex"]["id"]: (r["ex"]["text"], r["ex"]["url"]) for r in rows}
     pages = raw.select(*[expr.alias(name) for name, (_, expr) in dims.items()], F.when(is_example, example).alias("ex"))
     pages = pages.groupBy(*dims).agg(F.count(F.lit(1)).alias("pages"),

@@ -106,6 +106,67 @@ def short_run_directives_wanted(input_path: str, conf: SparkConf) -> bool:
     return small_local_input(input_path)
 
 
+# Under spark-submit the driver's JVM is started before the job's code with Spark's default heap of 1g unless the user
+# gives --driver-memory. Local mode runs every task in that JVM: a large input's caches then go to disk and its
+# broadcasts crowd the heap, and the optimising compiler keeps compiling lukewarm generated code. For a local input
+# larger than SMALL_RUN_BYTES the job runs spark-submit again (relaunch_command) with what `python -m` gives its own
+# JVM: half of the RAM (SIMHASH_DEDUP_DRIVER_MEMORY chooses otherwise) and LARGE_RUN_JAVA_OPTIONS. Smaller inputs
+# run on in the JVM they have (a second JVM's start would cost more than it saves; SHORT_RUN_COMPILER_DIRECTIVES).
+# The new spark-submit finds RELAUNCHED_ENV set and runs as it is.
+RELAUNCHED_ENV = "SIMHASH_DEDUP_RELAUNCHED"
+# The user's choices of the driver's heap or JVM options, in the JVM's configuration or the launcher's environment:
+# any of them leaves spark-submit's JVM as it is.
+USER_DRIVER_SETTINGS = ("spark.driver.memory", "spark.driver.extraJavaOptions")
+USER_DRIVER_ENVIRONMENT = ("SIMHASH_DEDUP_JAVA_OPTIONS", "SPARK_DRIVER_MEMORY", "SPARK_MEM")
+
+
+def relaunch_wanted(input_path: str, conf: SparkConf) -> bool:
+    """Whether this application runs spark-submit again with the large-run JVM (relaunch_command): under
+    spark-submit, not relaunched already, before any session, in local mode, for a local input of more than
+    SMALL_RUN_BYTES, and never over the user's own choice of driver memory or JVM options (USER_DRIVER_SETTINGS
+    in the JVM's configuration, from the command line or a spark-defaults.conf; USER_DRIVER_ENVIRONMENT set, even
+    empty). conf: the JVM's configuration (spark_submit_conf())."""
+    if not under_spark_submit() or RELAUNCHED_ENV in os.environ or SparkSession.getActiveSession() is not None:
+        return False
+    if not (conf.get("spark.master") or "").startswith("local"):
+        return False
+    if any(conf.contains(key) for key in USER_DRIVER_SETTINGS) or any(v in os.environ for v in USER_DRIVER_ENVIRONMENT):
+        return False
+    size = local_input_bytes(input_path, SMALL_RUN_BYTES)
+    return size is not None and size > SMALL_RUN_BYTES
+
+
+def relaunch_command(conf: SparkConf, application: list[str]) -> list[str]:
+    """spark-submit (of the Spark that runs this application) with the large-run driver (half of the RAM or
+    SIMHASH_DEDUP_DRIVER_MEMORY, LARGE_RUN_JAVA_OPTIONS), the JVM's configuration as it was given (every setting
+    but the submit time, which the new launch sets again), then `application`: the script and its arguments."""
+    home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
+    given = [arg for key, value in sorted(conf.getAll()) if key != "spark.app.submitTime"
+             for arg in ("--conf", f"{key}={value}")]
+    return [os.path.join(home, "bin", "spark-submit"),
+            "--driver-memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()),
+            "--driver-java-options", LARGE_RUN_JAVA_OPTIONS, *given, *application]
+
+
+def relaunch_for_large_input(input_path: str, application: list[str]) -> None:
+    """Run spark-submit again with the large-run driver in place of this process (os.execv: the same process,
+    whose exit spark-submit's first JVM waits for and reports) when relaunch_wanted; otherwise return. Logged."""
+    if not under_spark_submit() or RELAUNCHED_ENV in os.environ:
+        return
+    conf = spark_submit_conf()
+    if not relaunch_wanted(input_path, conf):
+        return
+    command = relaunch_command(conf, application)
+    logging.getLogger(__name__).info(
+        "a large local input and Spark's default driver of 1g: running spark-submit again with --driver-memory %s "
+        "--driver-java-options %s (--driver-memory or --driver-java-options choose otherwise)",
+        command[2], LARGE_RUN_JAVA_OPTIONS)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os.environ[RELAUNCHED_ENV] = "1"
+    os.execv(command[0], command)
+
+
 def spark_submit_conf() -> SparkConf:
     """The configuration of the JVM spark-submit started (its --conf, --driver-java-options, spark-defaults.conf),
     read through the gateway to it: connected first, since SparkConf() without it reads an empty configuration."""
