@@ -257,8 +257,7 @@ def char_ngram_fingerprints(texts: Iterable[str | None], n: int,
     first = np.repeat(char_start[:-1] - np.r_[0, np.cumsum(windows)][:-1], windows) + np.arange(len(page))
     last = np.minimum(first + n, char_start[page + 1])  # the window's end (a short text's own end)
     hashes = mmh3_64_batch(buf, char_byte[first], char_byte[last])
-    order = np.lexsort((hashes, page))
-    again = np.flatnonzero((hashes[order[1:]] == hashes[order[:-1]]) & (page[order[1:]] == page[order[:-1]])) + 1
+    order, again = repeats_in_page(hashes, page)
     if len(again):
         code = np.frombuffer(joined.encode("utf-32-le"), dtype="<u4")
         a, b = order[again], order[again - 1]
@@ -273,11 +272,7 @@ def char_ngram_fingerprints(texts: Iterable[str | None], n: int,
     page, hashes = page[order], hashes[order]
     counts = np.bincount(page, minlength=len(texts)).astype(np.int32)
     counts[[i for i, t in enumerate(texts) if t is None]] = -1
-    offsets = np.r_[0, np.cumsum(np.maximum(counts, 0), dtype=np.int64)]
-    fps = simhash_from_hashes(hashes, offsets)
-    if signature is None:
-        return to_signed(fps), counts
-    return to_signed(fps), counts, oph_signatures(hashes, offsets, signature)[0]
+    return binary_fingerprints(hashes, counts, signature)
 
 
 def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec(),
@@ -328,8 +323,7 @@ def distinct_words(rest: bytes, offsets: np.ndarray, use: np.ndarray) -> tuple[n
     keep = use[page]
     starts, ends, page = starts[keep], ends[keep], page[keep]
     hashes = mmh3_64_batch(buf, starts, ends)
-    order = np.lexsort((hashes, page))
-    again = np.flatnonzero((hashes[order[1:]] == hashes[order[:-1]]) & (page[order[1:]] == page[order[:-1]])) + 1
+    order, again = repeats_in_page(hashes, page)
     a, b = order[again], order[again - 1]
     length = ends[a] - starts[a]
     same = length == ends[b] - starts[b]
@@ -343,6 +337,15 @@ def distinct_words(rest: bytes, offsets: np.ndarray, use: np.ndarray) -> tuple[n
         return None
     order = np.delete(order, again)
     return hashes[order], page[order]
+
+
+def repeats_in_page(hashes: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, again): the features in (page, hash) order, and the places in that order whose feature has the hash
+    of the one before it in the same page (order[again] and order[again - 1] are the pair; the caller checks
+    that they are the same feature and drops order[again])."""
+    order = np.lexsort((hashes, page))
+    again = np.flatnonzero((hashes[order[1:]] == hashes[order[:-1]]) & (page[order[1:]] == page[order[:-1]])) + 1
+    return order, again
 
 
 FEATURE_SEPARATOR = "\n"  # no auto feature holds white space: the separator of the joined features
@@ -375,6 +378,13 @@ def fingerprints_of_distinct(feature_sets, signature: SignatureSpec | None = Non
         page = np.concatenate([np.repeat(np.arange(len(counts)), np.maximum(counts, 0)), more[1]])
         hashes = np.concatenate([hashes, more[0]])[np.argsort(page, kind="stable")]
         counts = counts + np.bincount(more[1], minlength=len(counts)).astype(np.int32)
+    return binary_fingerprints(hashes, counts, signature)
+
+
+def binary_fingerprints(hashes: np.ndarray, counts: np.ndarray,
+                        signature: SignatureSpec | None = None) -> tuple[np.ndarray, ...]:
+    """The fingerprints (and signatures) of texts from their distinct features' hashes with binary weights, the
+    texts' hashes one after another; counts: features per text (-1 for a null text, which has none)."""
     offsets = np.r_[0, np.cumsum(np.maximum(counts, 0), dtype=np.int64)]
     fps = simhash_from_hashes(hashes, offsets)
     if signature is None:
