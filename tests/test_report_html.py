@@ -279,18 +279,27 @@ def test_rates_ranked_by_spark_equal_the_driver_ranking(spark, report_run):
     assert texts == {ids[0]: (rows["text"].iloc[3], rows["url"].iloc[3]), ids[1]: (None, "not a url")}
 
 
-def test_an_input_with_nothing_to_show_is_not_scanned_for_the_examples(spark):
+def test_an_input_with_nothing_to_show_is_not_scanned_for_the_examples(spark, tmp_path):
     """Stored fingerprints without a url column have no text to show beside an example pair: input_side starts no
     Spark job for them (a scan of every stored fingerprint in a large run) and finds no texts; an input with a text
-    column (and no host or language) is scanned for its examples' texts."""
-    stored = spark.createDataFrame([(1, 10), (2, 11), (3, 12)], "id long, fingerprint long")
-    tracker = spark.sparkContext.statusTracker()
-    before = set(tracker.getJobIdsForGroup(None))
-    assert input_side(stored, stored, "id", None, [1, 3]) == ({}, {})
-    assert set(tracker.getJobIdsForGroup(None)) == before
-    pages = spark.createDataFrame([(1, "a page"), (2, "another page")], "id long, text string")
-    assert input_side(pages, pages, "id", "text", [2]) == ({}, {2: ("another page", None)})
-    assert set(tracker.getJobIdsForGroup(None)) != before
+    column (and no host or language) is scanned for its examples' texts. Both inputs are read from Parquet, so that
+    a scan is a Spark job (a local relation can be answered on the driver), and the jobs are counted in a group of
+    this test's own."""
+    spark.createDataFrame([(1, 10), (2, 11), (3, 12)], "id long, fingerprint long").write.parquet(
+        str(tmp_path / "stored"))
+    spark.createDataFrame([(1, "a page"), (2, "another page")], "id long, text string").write.parquet(
+        str(tmp_path / "pages"))
+    stored, pages = spark.read.parquet(str(tmp_path / "stored")), spark.read.parquet(str(tmp_path / "pages"))
+    sc, tracker = spark.sparkContext, spark.sparkContext.statusTracker()
+    try:
+        sc.setJobGroup("stored-examples", "no scan expected")
+        assert input_side(stored, stored, "id", None, [1, 3]) == ({}, {})
+        sc.setJobGroup("text-examples", "one scan expected")
+        assert input_side(pages, pages, "id", "text", [2]) == ({}, {2: ("another page", None)})
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert list(tracker.getJobIdsForGroup("stored-examples")) == []
+    assert list(tracker.getJobIdsForGroup("text-examples")) != []
 
 
 def test_hosts_are_compared_in_ascii_lower_case(spark):
