@@ -50,6 +50,7 @@ _ASCII_FOLD = str.maketrans(
 )
 
 TOKENIZERS = ("auto", "jieba", "word", "char")
+WORD_TOKENIZERS = TOKENIZERS[:3]
 SEGMENTERS = ("jieba", "rjieba")
 
 
@@ -263,15 +264,18 @@ def tokenize(
     """Features of a normalised text (as a multiset: for word_ngram = 1 their order is not defined)."""
     if tokenizer == "char":
         return tokens_char(text, char_ngram)
-    if tokenizer == "auto":
-        tokens = tokens_auto(text, segment, ordered=word_ngram > 1)
-    elif tokenizer == "jieba":
-        tokens = tokens_segmenter(text, segment)
-    elif tokenizer == "word":
-        tokens = tokens_word(text)
-    else:
+    if tokenizer not in WORD_TOKENIZERS:
         raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
-    return word_shingles(tokens, word_ngram)
+    return word_shingles(word_tokens(text, tokenizer, word_ngram, segment), word_ngram)
+
+
+def word_tokens(normal: str, tokenizer: str, word_ngram: int, segment: str) -> list[str]:
+    """The words of a normalised text for a word tokenizer (in text order when shingles of 2+ words need it)."""
+    if tokenizer == "auto":
+        return tokens_auto(normal, segment, ordered=word_ngram > 1)
+    if tokenizer == "jieba":
+        return tokens_segmenter(normal, segment)
+    return tokens_word(normal)
 
 
 def features(text: str, tokenizer: str = "auto", char_ngram: int = 5, word_ngram: int = 1, segment: str = "jieba"):
@@ -307,14 +311,8 @@ def stop_words() -> frozenset[str]:
 
 def features_without_stop_words(text: str, tokenizer: str = "auto", word_ngram: int = 1, segment: str = "jieba"):
     """features() for word tokenizers with stop words removed before the shingles are formed."""
-    normal = normalize_chars(text)
-    if tokenizer == "auto":
-        tokens = tokens_auto(normal, segment, ordered=word_ngram > 1)
-    elif tokenizer == "jieba":
-        tokens = tokens_segmenter(normal, segment)
-    elif tokenizer == "word":
-        tokens = tokens_word(normal)
-    else:
+    if tokenizer not in WORD_TOKENIZERS:
         raise ValueError(f"stop words apply to word tokens, not to tokenizer {tokenizer!r}")
     stop = stop_words()
+    tokens = word_tokens(normalize_chars(text), tokenizer, word_ngram, segment)
     return word_shingles([t for t in tokens if t not in stop], word_ngram)
