@@ -5,6 +5,20 @@ from collections import Counter
 
 import numpy as np
 
+from simhash_udf.core.fingerprint import mmh3_64
+
+
+def loop_simhash(features, weight) -> int:
+    """SimHash as the definition says it: for each feature and each of its hash's 64 bits, + or - its weight;
+    bit i of the fingerprint set where the sum is positive (a signed 64-bit value)."""
+    v = [0] * 64
+    for t in features:
+        h = mmh3_64(t)
+        for i in range(64):
+            v[i] += weight(t) if (h >> i) & 1 else -weight(t)
+    fp = sum(1 << i for i in range(64) if v[i] > 0)
+    return fp - (1 << 64) if fp >= 1 << 63 else fp
+
 
 def hamming(a: int, b: int) -> int:
     """Bits in which two 64-bit fingerprints (signed or not) differ."""

@@ -2,21 +2,12 @@
 import math
 
 import pytest
+from reference import loop_simhash
 
-from simhash_udf.core.fingerprint import IDF_SCALE, CorpusIdf, FeatureSpec, features_of, fingerprint_batch, mmh3_64
+from simhash_udf.core.fingerprint import IDF_SCALE, CorpusIdf, FeatureSpec, features_of, fingerprint_batch
 from simhash_udf.core.text import normalize_text, stop_words, tokens_auto, word_shingles
 from simhash_udf.errors import DedupError
 from simhash_udf.job.config import load_config
-
-
-def loop_fingerprint(features, weight):
-    v = [0] * 64
-    for t in features:
-        h = mmh3_64(t)
-        for i in range(64):
-            v[i] += weight(t) if (h >> i) & 1 else -weight(t)
-    fp = sum(1 << i for i in range(64) if v[i] > 0)
-    return fp - (1 << 64) if fp >= 1 << 63 else fp
 
 
 def test_stop_words_are_dropped_before_shingles():
@@ -40,7 +31,7 @@ def test_corpus_idf_weights_and_fingerprints_equal_a_loop():
     texts = ["a a b c", "c c c d", "b"]
     fps, _ = fingerprint_batch(texts, spec)
     for text, fp in zip(texts, fps):
-        assert int(fp) == loop_fingerprint(text.split(), lambda t: idf.table.get(t, idf.unknown))
+        assert int(fp) == loop_simhash(text.split(), lambda t: idf.table.get(t, idf.unknown))
     assert idf.digest in spec.version() and CorpusIdf({"a": 3}, 10).digest != idf.digest
     with pytest.raises(ValueError, match="idf table"):
         fingerprint_batch(["a"], FeatureSpec(weighting="tfidf-corpus"))

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from reference import loop_simhash
 
 from simhash_udf.core.fingerprint import (
     FeatureSpec,
@@ -56,13 +57,7 @@ def reference_fingerprint(text, spec=None):
         weight = lambda t: table.get(t, median)  # noqa: E731
     else:
         weight = lambda t: 1  # noqa: E731
-    v = [0] * 64
-    for t in feats:
-        h = mmh3_64(t)
-        for i in range(64):
-            v[i] += weight(t) if (h >> i) & 1 else -weight(t)
-    fp = sum(1 << i for i in range(64) if v[i] > 0)
-    return fp - (1 << 64) if fp >= 1 << 63 else fp
+    return loop_simhash(feats, weight)
 
 
 # Text that looks like crawled pages: Chinese words, English words, digits, full-width forms,
