@@ -1,7 +1,9 @@
 """The whole job on a real local SparkSession: output layout, determinism, bad input, clear errors."""
+import html
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -248,6 +250,28 @@ def test_related_pages_of_the_kept_pages_match_brute_force(sample_run):
     assert {examples[0]["distance"], examples[-1]["distance"]} == {firsts["distance"].min(), firsts["distance"].max()}
     with open(os.path.join(out, "_SUCCESS")) as fh:
         assert any(name.startswith("related/part-") for name in json.load(fh)["simhash_dedup_files"])
+
+
+def test_report_page_shows_the_related_pages(sample_run, sample):
+    """report.html's related section: the count of kept pages with a related page, a bar per distance adding up
+    to related/'s rows, and each example's two pages side by side with their own texts."""
+    out, report = sample_run
+    part = report["related"]
+    page = open(os.path.join(out, "report.html"), encoding="utf-8").read()
+    section = page.split('<h2 id="related">', 1)[1].split("<h2", 1)[0]
+    assert re.search(r'<b id="pages-with-related">([\d,]+)</b>', section).group(1) == f"{part['pages_with_related']:,}"
+    bars = re.findall(r"<title>(\d+): ([\d,]+) related rows</title>", section)
+    assert sum(int(v.replace(",", "")) for _, v in bars) == part["rows"] > 0
+    assert {int(d): int(v.replace(",", "")) for d, v in bars if v != "0"} == {
+        int(d): c for d, c in part["distance_histogram"].items() if c}
+    texts = pd.read_json(sample, lines=True).set_index("id")["text"]
+    pairs = re.findall(r'<section class="pair related">(.*?)</section>', section, flags=re.S)
+    assert len(pairs) == len(part["examples"]) >= 1
+    for e, shown in zip(part["examples"], pairs):
+        assert f"page {e['id']} → related {e['related_id']} · distance" in shown
+        excerpts = [html.unescape(re.sub(r"<[^>]+>", "", x)) for x in re.findall(
+            r'<p class="excerpt">(.*?)</p>', shown, flags=re.S)]
+        assert [x[:40] for x in excerpts] == [texts[e["id"]][:40], texts[e["related_id"]][:40]]
 
 
 def test_report_fits_its_schema(sample_run):
