@@ -11,8 +11,9 @@ LINES = ["Home | News | Sports", "HOME | news | sports", "© 2024 Site. All righ
          "", "   ", "一个中文句子，在这个网站上。", "一个中文句子,在这个网站上."]
 
 
-def reference(pages: list[tuple[int, str, str]], min_pages: int) -> dict[int, tuple[str, int]]:
-    """id -> (text without host-repeated lines, characters removed), by counting every line of every page."""
+def reference(pages: list[tuple[int, str, str]], min_pages: int, edges_only: bool = False) -> dict[int, tuple[str, int]]:
+    """id -> (text without host-repeated lines, characters removed), by counting every line of every page;
+    edges_only: only the repeated and blank lines before the page's first own line and after its last."""
     on_pages: dict[tuple[str, str], set[int]] = {}
     for pid, host, text in pages:
         for line in text.split("\n"):
@@ -21,8 +22,13 @@ def reference(pages: list[tuple[int, str, str]], min_pages: int) -> dict[int, tu
     out = {}
     for pid, host, text in pages:
         lines = text.split("\n")
-        keep = [ln for ln in lines if not normalize_text(ln) or len(on_pages[(host, normalize_text(ln))]) < min_pages]
-        if not any(normalize_text(ln) for ln in keep):  # only repeated lines: the page stays whole
+        own = [i for i, ln in enumerate(lines)
+               if normalize_text(ln) and len(on_pages[(host, normalize_text(ln))]) < min_pages]
+        if edges_only:
+            keep = lines[own[0]: own[-1] + 1] if own else []
+        else:
+            keep = [ln for ln in lines if not normalize_text(ln) or len(on_pages[(host, normalize_text(ln))]) < min_pages]
+        if not own:  # only repeated lines: the page stays whole
             out[pid] = (text, 0)
         else:
             out[pid] = ("\n".join(keep), len(text) - len("\n".join(keep)))
@@ -43,12 +49,13 @@ def random_pages(seed: int, n: int) -> list[tuple[int, str, str]]:
 def test_repeated_lines_match_a_brute_force_count(spark):
     pages = random_pages(1, 120)
     df = spark.createDataFrame(pages, "id long, host string, text string")
-    for min_pages in (2, 3, 10):
-        want = reference(pages, min_pages)
+    for min_pages, edges_only in ((2, False), (3, False), (10, False), (2, True), (3, True)):
+        want = reference(pages, min_pages, edges_only)
         got = {r["id"]: (r["text"], r["removed_chars"])
-               for r in without_host_repeated_lines(df, min_pages).collect()}
-        assert got == want
-    assert any(removed for _, removed in want.values()) and any(not removed for _, removed in want.values())
+               for r in without_host_repeated_lines(df, min_pages, edges_only=edges_only).collect()}
+        assert got == want, (min_pages, edges_only)
+        assert any(removed for _, removed in want.values()) and any(not removed for _, removed in want.values())
+    assert reference(pages, 3, True) != reference(pages, 3, False)
 
 
 def test_same_result_whatever_the_partitioning(spark):
@@ -66,3 +73,7 @@ def test_a_frame_is_dropped_on_its_host_only(spark):
     got = {r["id"]: r["text"] for r in without_host_repeated_lines(
         spark.createDataFrame(pages, "id long, host string, text string"), 3).collect()}
     assert got[0] == "an article" and got[9] == pages[3][2]
+    middle = [(i, "a", f"Home | News\n{own[i]}\n© 2024 Site Hub\nthe end of {own[i]}") for i in range(3)]
+    got = {r["id"]: r["text"] for r in without_host_repeated_lines(
+        spark.createDataFrame(middle, "id long, host string, text string"), 3, edges_only=True).collect()}
+    assert got[1] == "another article\n© 2024 Site Hub\nthe end of another article"

@@ -2,7 +2,7 @@
 them: what dropping a site's frame before fingerprinting would give (issue 58 item 4).
 
     python scripts/bench/host_lines.py --corpus work/man10k --out work/man10k-lines [--min-pages 3]
-        [--scope host|corpus]
+        [--scope host|corpus] [--edges-only]
     python -m simhash_udf.job.cli --input work/man10k-lines/docs.parquet --output OUT --sentence-keys 3 \\
         --min-containment 0.9
     python scripts/evaluate.py --input work/man10k/docs.parquet --output OUT --truth work/man10k/truth.parquet
@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="writes OUT/docs.parquet (the pages without host-repeated lines)")
     p.add_argument("--min-pages", type=int, default=3, help="a line on this many pages of a host is dropped (3)")
     p.add_argument("--scope", choices=("host", "corpus"), default="host")
+    p.add_argument("--edges-only", action="store_true",
+                   help="drop only the runs of host-repeated lines at a page's top and bottom (where a frame is)")
     args = p.parse_args(argv)
     docs = pq.read_table(os.path.join(args.corpus, "docs.parquet")).to_pandas()
     truth = pq.read_table(os.path.join(args.corpus, "truth.parquet")).to_pandas()
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = spark.createDataFrame(docs[["id", "host", "text"]])
     if args.scope == "corpus":
         pages = pages.withColumn("host", F.lit("corpus"))
-    result = without_host_repeated_lines(pages, args.min_pages).toPandas()
+    result = without_host_repeated_lines(pages, args.min_pages, edges_only=args.edges_only).toPandas()
     spark.stop()
     print(f"{len(docs):,} pages, {docs['host'].nunique():,} hosts (scope {args.scope}); lines on >= "
           f"{args.min_pages} pages of a host removed from {int((result['removed_chars'] > 0).sum()):,} pages, "

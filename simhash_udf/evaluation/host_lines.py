@@ -38,20 +38,27 @@ def host_line_pages(lines: DataFrame) -> DataFrame:
 
 
 def without_host_repeated_lines(pages: DataFrame, min_pages: int, id_col: str = "id", host_col: str = "host",
-                                text_col: str = "text") -> DataFrame:
+                                text_col: str = "text", edges_only: bool = False) -> DataFrame:
     """(id, text, chars, removed_chars, lines, removed_lines): each page's text without its host-repeated
-    lines (the other lines, blank ones too, in their order, joined by line ends). A page made only of
-    host-repeated lines keeps its text whole (removed_chars 0): it is not emptied."""
+    lines (the other lines, blank ones too, in their order, joined by line ends); with edges_only only the
+    runs of host-repeated and blank lines at its top and bottom (where a frame is), a repeated line between
+    two of the page's own lines stays. A page made only of host-repeated lines keeps its text whole
+    (removed_chars 0): it is not emptied."""
     lines = page_lines(pages, id_col, host_col, text_col)
     counted = lines.join(host_line_pages(lines), ["host", "line_hash"], "left")
     repeated = F.coalesce(F.col("pages") >= min_pages, F.lit(False))
     per_page = counted.groupBy("id").agg(
         F.array_sort(F.collect_list(F.struct("pos", "line", repeated.alias("repeated"),
                                              F.col("line_hash").isNotNull().alias("content")))).alias("ls"))
-    kept = F.filter("ls", lambda x: ~x["repeated"])
+    own = F.filter("ls", lambda x: x["content"] & ~x["repeated"])
+    if edges_only:
+        first, last = F.element_at(own, 1)["pos"], F.element_at(own, -1)["pos"]
+        kept = F.filter("ls", lambda x: (x["pos"] >= first) & (x["pos"] <= last))
+    else:
+        kept = F.filter("ls", lambda x: ~x["repeated"])
     whole = F.array_join(F.transform("ls", lambda x: x["line"]), "\n")
     stripped = F.array_join(F.transform(kept, lambda x: x["line"]), "\n")
-    emptied = ~F.exists("ls", lambda x: x["content"] & ~x["repeated"])
+    emptied = F.size(own) == 0
     chars: Column = F.length(whole)
     return per_page.select(
         "id",
