@@ -2,7 +2,7 @@
 
     python scripts/make_corpus.py --out work/corpus100k --n 100000 [--seed 1] [--source generated|manpages]
 
-Writes OUT/docs.parquet (id, text, lang), the job's input, and OUT/truth.parquet (id, cluster, variant).
+Writes OUT/docs.parquet (id, text, lang, host), the job's input, and OUT/truth.parquet (id, cluster, variant).
 `--source manpages` builds the originals from real prose (Debian's manpages-zh, installed if missing and we
 are root, and the machine's English man pages) and applies the same edits.
 """

@@ -241,6 +241,26 @@ def test_a_hosts_frame_is_the_same_on_all_its_pages():
     assert copy_kinds.host_frame(7, "zh") != copy_kinds.host_frame(8, "zh")
 
 
+def test_rows_name_their_host(corpus):
+    """A framed copy is on its frame's host (the frame around it is that host's), a generated original and
+    its hard negative on their site's host (the pages of a host share its boilerplate); other rows on a
+    repost host."""
+    by_id = {r["id"]: r for r in corpus}
+    hosts = collections.defaultdict(set)
+    for r in corpus:
+        kind = r["host"].split("-")[0]
+        hosts[r["host"]].add(r["variant"])
+        if r["variant"] == "frame":
+            lang, number = r["host"].removesuffix(".example").split("-")[1:]
+            top, bottom = copy_kinds.host_frame(int(number), lang)
+            assert kind == "frame" and r["text"].startswith(top) and r["text"].endswith(bottom)
+        elif r["variant"] in ("original", "hard_negative"):
+            assert kind == "site" or (kind == "repost" and len(r["text"]) < 500)  # short posts have no site
+        if r["variant"] == "hard_negative" and kind == "site":
+            assert r["host"] == by_id[r["related"]]["host"]
+    assert sum(kind.startswith("repost") for kind in hosts) > 10
+
+
 def test_punct_copies_type_chinese_punctuation_in_ascii(corpus):
     by_id = {r["id"]: r for r in corpus}
     copies = [r for r in corpus if r["variant"] == "punct"]

@@ -19,6 +19,12 @@ about 40% of the originals get 1 to 4 variants. Negatives (``NEGATIVES``), each 
 topic under the same site's boilerplate, or another paragraph of the same man page), for 5% of the short
 texts an anthology page holding it among other pieces (4-10 times its size), for 5% of the texts whose first
 paragraph is under a 3.5th of them that paragraph as a page (an abstract inside its article).
+
+Every row names its host (docs.parquet's `host` column, which the job does not read; scripts/bench/host_lines.py
+does): a framed copy its frame's host (copy_kinds.host_frame: the 40 hosts of a language), a generated page its
+site's (the pages of a site share its boilerplate; a copy under another site's boilerplate that site's), every
+other row (real text, reposts) one of N_REPOST_HOSTS hosts drawn at random. The hosts are drawn from Randoms of their own, so
+a corpus's texts are those it had before rows had hosts.
 """
 from __future__ import annotations
 
@@ -71,6 +77,7 @@ ANTHOLOGY_PIECE = (40, 1500)  # lengths of the texts an anthology holds (a poem,
 _LENGTHS = ((0.35, 20, SHORT_MAX - 1), (0.15, SHORT_MAX, LONG_MIN - 1), (0.45, LONG_MIN, 5000), (0.05, 5000, 12000))
 _N_TOPICS = 400
 _N_SITES = 300
+N_REPOST_HOSTS = 1000  # hosts of real text and of reposts that are not framed (repost_host)
 _SENTENCE_END = re.compile(r"(?<=[。！？.!?])\s*")
 _DIGITS = re.compile(r"\d+")
 _EN_WORD = re.compile(r"[A-Za-z]+")
@@ -362,14 +369,33 @@ def insert_ad(rng: random.Random, text: str, lang: str) -> str:
     return text[:at] + ad + "\n\n" + text[at:]
 
 
-def make_variant(rng: random.Random, kind: str, doc: Doc) -> str:
+def site_host(site: int, lang: str) -> str:
+    """The host of a generated site (its pages share site_boilerplate)."""
+    return f"site-{lang}-{site}.example"
+
+
+def frame_host(host: int, lang: str) -> str:
+    """The host of copy_kinds.host_frame(host, lang) (its pages share that frame)."""
+    return f"frame-{lang}-{host}.example"
+
+
+def repost_host(seed: int, row: int) -> str:
+    """One of N_REPOST_HOSTS hosts for a page that has no site of its own (real text, a repost), drawn from a
+    Random of its own so that the rows' texts do not depend on it."""
+    return f"repost-{random.Random(f'{seed}:host:{row}').randrange(N_REPOST_HOSTS)}.example"
+
+
+def make_variant(rng: random.Random, kind: str, doc: Doc) -> tuple[str, str | None]:
+    """(the copy's text, its host when the kind decides it: the frame's or the boilerplate's site, else None)."""
     if kind == "mirror":
-        return doc.text
+        return doc.text, None
     if kind == "boilerplate":
         lang_sites = [s for s in range(_N_SITES) if s != doc.site]
-        return wrap(doc.body, rng.choice(lang_sites), doc.lang) if len(doc.body) >= LONG_MIN else doc.text
+        site = rng.choice(lang_sites)
+        return (wrap(doc.body, site, doc.lang), site_host(site, doc.lang)) if len(doc.body) >= LONG_MIN else (doc.text, None)
     if kind == "frame":  # the whole page inside another host's frame: the added part is the frame alone
-        return framed(rng, doc.text, doc.lang)[0]
+        text, host = framed(rng, doc.text, doc.lang)
+        return text, frame_host(host, doc.lang)
     edited = {
         "ad": lambda b: insert_ad(rng, b, doc.lang),
         "numbers": lambda b: change_numbers(rng, b),
@@ -381,7 +407,7 @@ def make_variant(rng: random.Random, kind: str, doc: Doc) -> str:
         "ad_paragraph": lambda b: with_ad_paragraph(rng, b, doc.lang),
         "punct": punct_swapped,
     }[kind](doc.body)
-    return doc.text.replace(doc.body, edited, 1) if doc.site >= 0 else edited
+    return (doc.text.replace(doc.body, edited, 1) if doc.site >= 0 else edited), None
 
 
 def variant_kinds(rng: random.Random, doc: Doc) -> list[str]:
@@ -422,13 +448,17 @@ def make_corpus(n: int, seed: int = 1, source: str = "generated",
         other_piece = _real_piece({lang: [p for d, paras in real if d.lang == lang for p in paras] for lang in ("zh", "en")})
     else:
         raise ValueError(f"unknown source {source!r}; choose generated or manpages")
+    def host(site: int, lang: str) -> str:  # a generated site's host, else a repost host for the next row
+        return site_host(site, lang) if site >= 0 else repost_host(seed, len(rows))
+
     for item in originals:
         doc, topic, rng = item[:3]
         idx = len(rows)
-        rows.append(_row(doc.text, doc.lang, idx, "original"))
+        rows.append(_row(doc.text, doc.lang, idx, "original", host=host(doc.site, doc.lang)))
         if rng.random() < VARIANT_SHARE:
             for kind in variant_kinds(rng, doc):
-                rows.append(_row(make_variant(rng, kind, doc), doc.lang, idx, kind))
+                text, copy_host = make_variant(rng, kind, doc)
+                rows.append(_row(text, doc.lang, idx, kind, host=copy_host or host(-1, doc.lang)))
         if rng.random() < HARD_NEGATIVE_SHARE:
             if source == "generated":
                 body = generated_body(rng, doc.lang, topic, max(20, len(doc.body)))
@@ -437,34 +467,36 @@ def make_corpus(n: int, seed: int = 1, source: str = "generated",
                 others = [p for p in item[3] if p != doc.body]
                 text = rng.choice(others) if others else None
             if text:
-                rows.append(_row(text, doc.lang, len(rows), "hard_negative", idx))
-        for kind, text in contained_negatives(random.Random(f"{seed}:contained:{idx}"), doc, other_piece):
-            rows.append(_row(text, doc.lang, len(rows), kind, idx))
+                rows.append(_row(text, doc.lang, len(rows), "hard_negative", idx, host(doc.site, doc.lang)))
+        for kind, text, site in contained_negatives(random.Random(f"{seed}:contained:{idx}"), doc, other_piece):
+            rows.append(_row(text, doc.lang, len(rows), kind, idx, host(site, doc.lang)))
     if source == "manpages":
         rows = without_near_copies_across_clusters(rows)
     ids = random.Random(f"{seed}:ids").sample(range(1, len(rows) + 1), len(rows))
     out = [{"id": ids[i], "text": r["text"], "lang": r["lang"], "cluster": ids[r["cluster"]], "variant": r["variant"],
-            "related": None if r["related"] is None else ids[r["related"]]} for i, r in enumerate(rows)]
+            "related": None if r["related"] is None else ids[r["related"]], "host": r["host"]}
+           for i, r in enumerate(rows)]
     out.sort(key=lambda r: r["id"])
     return out
 
 
-def _row(text: str, lang: str, cluster: int, variant: str, related: int | None = None) -> dict:
-    return {"text": text, "lang": lang, "cluster": cluster, "variant": variant, "related": related}
+def _row(text: str, lang: str, cluster: int, variant: str, related: int | None = None, host: str = "") -> dict:
+    return {"text": text, "lang": lang, "cluster": cluster, "variant": variant, "related": related, "host": host}
 
 
-def contained_negatives(rng: random.Random, doc: Doc, other_piece) -> list[tuple[str, str]]:
-    """(kind, text) of the contained pages that are not copies of `doc`: with CONTAINED_SHARE each, an
-    anthology holding its text (texts of ANTHOLOGY_PIECE characters; on a generated page, under another site's
-    boilerplate) and the page of its text's first paragraph (copy_kinds.abstract_of)."""
+def contained_negatives(rng: random.Random, doc: Doc, other_piece) -> list[tuple[str, str, int]]:
+    """(kind, text, site: -1 for none) of the contained pages that are not copies of `doc`: with
+    CONTAINED_SHARE each, an anthology holding its text (texts of ANTHOLOGY_PIECE characters; on a generated
+    page, under another site's boilerplate) and the page of its text's first paragraph (copy_kinds.abstract_of)."""
     out = []
     if rng.random() < CONTAINED_SHARE and ANTHOLOGY_PIECE[0] <= len(doc.body) <= ANTHOLOGY_PIECE[1]:
         text = anthology(rng, doc.body, lambda r, chars: other_piece(r, doc.lang, chars), doc.lang, len(doc.text))
-        out.append(("anthology", wrap(text, rng.randrange(_N_SITES), doc.lang) if doc.site >= 0 else text))
+        site = rng.randrange(_N_SITES) if doc.site >= 0 else -1
+        out.append(("anthology", wrap(text, site, doc.lang) if doc.site >= 0 else text, site))
     if rng.random() < CONTAINED_SHARE and (abstract := abstract_of(doc.body)) is not None:
         page = wrap(abstract, doc.site, doc.lang)  # as its site shows it: the article is 3.5x the whole page
         if len(doc.text) >= ABSTRACT_RATIO_MIN * len(page):
-            out.append(("abstract", page))
+            out.append(("abstract", page, doc.site))
     return out
 
 
@@ -504,7 +536,7 @@ def without_near_copies_across_clusters(rows: list[dict], threshold: float = 0.9
 
 
 def write_corpus(rows: list[dict], out_dir: str) -> tuple[str, str]:
-    """OUT/docs.parquet (id, text, lang): the job's input; OUT/truth.parquet (id, cluster, variant, related)."""
+    """OUT/docs.parquet (id, text, lang, host): the job's input; OUT/truth.parquet (id, cluster, variant, related)."""
     import pyarrow as pa  # here, not at the top: the generators run without it; writing Parquet needs it
     import pyarrow.parquet as pq
 
@@ -512,7 +544,8 @@ def write_corpus(rows: list[dict], out_dir: str) -> tuple[str, str]:
     docs = os.path.join(out_dir, "docs.parquet")
     truth = os.path.join(out_dir, "truth.parquet")
     pq.write_table(pa.table({"id": pa.array([r["id"] for r in rows], pa.int64()),
-                             "text": [r["text"] for r in rows], "lang": [r["lang"] for r in rows]}), docs)
+                             "text": [r["text"] for r in rows], "lang": [r["lang"] for r in rows],
+                             "host": [r["host"] for r in rows]}), docs)
     pq.write_table(pa.table({"id": pa.array([r["id"] for r in rows], pa.int64()),
                              "cluster": pa.array([r["cluster"] for r in rows], pa.int64()),
                              "variant": [r["variant"] for r in rows],
