@@ -14,7 +14,6 @@ from simhash_udf.core.related_runs import (
     canonical_table,
     equal_key_pairs,
     related_positions,
-    run_table_count,
     run_tables,
     table_keys,
 )
@@ -44,7 +43,7 @@ def test_exact_plans_give_the_brute_force_lists(seed, centres, distance, n, m, t
     ids = np.arange(len(fps)) * 3 + 5
     clusters = rng.integers(0, 3, len(fps)) if with_clusters else None
     plan = exact_plan(distance, min(m, distance + 1))
-    if run_table_count(plan) > 400:
+    if plan.run_table_count > 400:
         plan = exact_plan(distance, distance + 1)  # radius 0: one table a block
     q, p, d = related_positions(np.array(fps, np.int64), clusters, plan, n, tasks, chunk=chunk, buffer=buffer,
                                 long_runs=long_runs)
@@ -112,6 +111,7 @@ def test_one_table_of_a_block_keeps_each_pair_found_there(width, radius, xor, of
     block = ((1 << width) - 1) << offset
     differ = (xor & ((1 << width) - 1)) << offset
     plan = RelatedPlan(14, (block,), radius)
+    assert len(run_tables(plan)) == plan.run_table_count
     covering = [c for _, c in run_tables(plan) if differ & ~c == 0]
     kept = [c for c in covering if canonical_table(np.array([differ], np.uint64).view(np.int64), block, c)[0]]
     assert len(kept) == (1 if bin(differ).count("1") <= min(radius, width) else 0)

@@ -18,7 +18,6 @@ page's n nearest of what its tables found (`TopN`), and the n nearest overall ar
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -45,21 +44,6 @@ def run_tables(plan: RelatedPlan) -> list[tuple[int, int]]:
         for bits in itertools.combinations(positions, min(plan.radius, len(positions))):
             out.append((j, sum(1 << b for b in bits)))
     return out
-
-
-def run_table_count(plan: RelatedPlan) -> int:
-    """len(run_tables(plan)), without listing them."""
-    return sum(math.comb(w, min(plan.radius, w)) for w in plan.widths)
-
-
-def run_comparisons(plan: RelatedPlan, pages: int) -> float:
-    """Pair comparisons of the run tables on uniformly random fingerprints: per table, the unordered pairs of
-    pages sharing a key of (width - cleared) bits."""
-    total = 0.0
-    for w in plan.widths:
-        r = min(plan.radius, w)
-        total += math.comb(w, r) * pages * max(pages - 1, 0) / 2.0 ** (w - r) / 2
-    return total
 
 
 def table_keys(fps: np.ndarray, mask: int) -> np.ndarray:

@@ -5,7 +5,7 @@ estimated Jaccard index of their signatures. Two searches carry out core.related
   task searches some of the plan's run tables in numpy (core.related_runs: sorted runs compared as contiguous
   slices) and returns each page's N nearest of what it found; a window keeps the N nearest over the tasks. No
   probe copy and no candidate pair becomes a row; a task holds the pages' fingerprints (16 bytes a page), so
-  this search is for up to RUN_SEARCH_MAX_PAGES pages.
+  this search is for up to core.related.RUN_SEARCH_MAX_PAGES pages.
 - join (`join_search`, beyond that size): each page becomes one index row per block (its block key) and one
   probe row per block and probe mask (every key within the plan's radius of its own); a probe meets the index
   rows of its key in a join, and the pair is kept when within D, not the page itself, not of its cluster, and at
@@ -31,8 +31,6 @@ from ..core.signature import SignatureSpec
 from .pair_similarity import with_pair_similarity
 
 HOT_KEY_ROWS = 20_000
-# Pages up to which the run search is used (its tasks hold every page's fingerprint and cluster code).
-RUN_SEARCH_MAX_PAGES = 20_000_000
 # Run-search tasks per core of the session (the run tables are dealt round-robin to them).
 RUN_TASKS_PER_CORE = 4
 
