@@ -33,9 +33,10 @@ def rows(q, p, d, ids, n):
 @settings(max_examples=120, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), centres=st.integers(1, 10), distance=st.integers(1, 18),
        n=st.integers(1, 5), m=st.integers(2, 19), tasks=st.integers(1, 5), chunk=st.sampled_from([3, 64, 1 << 20]),
-       buffer=st.sampled_from([5, 1 << 22]), long_runs=st.sampled_from([0, 2, 256]), with_clusters=st.booleans())
+       buffer=st.sampled_from([5, 1 << 22]), long_runs=st.sampled_from([0, 2, 256]), with_clusters=st.booleans(),
+       min_column=st.sampled_from([0, 10**9]))
 def test_exact_plans_give_the_brute_force_lists(seed, centres, distance, n, m, tasks, chunk, buffer, long_runs,
-                                                with_clusters):
+                                                with_clusters, min_column):
     """Any exact plan, any dealing of its tables to tasks, tiny chunks, a tiny top-n buffer and either way of
     comparing runs: each page's n nearest within D outside its cluster, ties by id (positions are id order)."""
     rng = np.random.default_rng(seed)
@@ -46,7 +47,7 @@ def test_exact_plans_give_the_brute_force_lists(seed, centres, distance, n, m, t
     if plan.run_table_count > 400:
         plan = exact_plan(distance, distance + 1)  # radius 0: one table a block
     q, p, d = related_positions(np.array(fps, np.int64), clusters, plan, n, tasks, chunk=chunk, buffer=buffer,
-                                long_runs=long_runs)
+                                long_runs=long_runs, min_column=min_column)
     want = brute_force_related(ids.tolist(), fps, None if clusters is None else clusters.tolist(), n, distance)
     assert rows(q, p, d, ids, n) == want
 
@@ -76,12 +77,14 @@ def test_table_keys_pack_the_masked_bits(mask, seed):
 
 @settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), keys=st.integers(1, 6), pages=st.integers(0, 120), distance=st.integers(0, 64),
-       chunk=st.sampled_from([1, 4, 1 << 20]), long_runs=st.sampled_from([0, 1, 3, 256]))
-def test_equal_key_pairs_are_every_close_pair_of_a_key_once(seed, keys, pages, distance, chunk, long_runs):
+       chunk=st.sampled_from([1, 4, 1 << 20]), long_runs=st.sampled_from([0, 1, 3, 256]),
+       min_column=st.sampled_from([0, 10**9]))
+def test_equal_key_pairs_are_every_close_pair_of_a_key_once(seed, keys, pages, distance, chunk, long_runs, min_column):
+    """Both ways of comparing runs (columns, offsets) give every pair of equal keys within the distance once."""
     rng = np.random.default_rng(seed)
     k = rng.integers(0, keys, pages).astype(np.uint16)
     fps = rng.integers(-2**63, 2**63 - 1, pages, dtype=np.int64) >> int(rng.integers(0, 60))
-    found = [tuple(sorted(t)) for a, b in equal_key_pairs(k, fps, distance, chunk, long_runs)
+    found = [tuple(sorted(t)) for a, b in equal_key_pairs(k, fps, distance, chunk, long_runs, min_column)
              for t in zip(a.tolist(), b.tolist())]
     want = [(i, j) for i, j in itertools.combinations(range(pages), 2)
             if k[i] == k[j] and hamming(fps[i], fps[j]) <= distance]
@@ -96,7 +99,7 @@ def test_a_popular_key_is_compared_in_chunks():
     fps = np.array([base ^ int(v) for v in rng.integers(0, 2**20, 3000)], np.int64)
     keys = np.zeros(3000, np.uint16)
     got = set()
-    for a, b in equal_key_pairs(keys, fps, 4, chunk=100, long_runs=1):
+    for a, b in equal_key_pairs(keys, fps, 4, chunk=100, long_runs=1, min_column=0):
         assert len(a) <= 100
         got.update(zip(a.tolist(), b.tolist()))
     d = hamming(fps[:, None], fps[None, :])

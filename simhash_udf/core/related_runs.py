@@ -31,6 +31,9 @@ PAIR_BUFFER = 1 << 22
 # The longest runs of a table, compared by offsets (long_run_pairs); the rest column by column, so that a
 # column pair is at least this many comparisons and one popular key does not make every column short.
 LONG_RUNS = 256
+# The fewest runs compared column by column: a column pair costs a few numpy calls, so shorter columns are
+# slower than offsets (measured: 2,048 runs of ~50 pages 6x slower, 4,096 runs of ~240 pages 1.25x faster).
+MIN_COLUMN = 3000
 # Found pairs checked together (first block, canonical table, cluster).
 BATCH = 1 << 16
 
@@ -60,13 +63,14 @@ def table_keys(fps: np.ndarray, mask: int) -> np.ndarray:
     return key.astype(np.uint16) if at <= 16 else key.astype(np.uint32) if at <= 32 else key
 
 
-def equal_key_pairs(keys: np.ndarray, fps: np.ndarray, distance: int, chunk: int = CHUNK,
-                    long_runs: int = LONG_RUNS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def equal_key_pairs(keys: np.ndarray, fps: np.ndarray, distance: int, chunk: int = CHUNK, long_runs: int = LONG_RUNS,
+                    min_column: int = MIN_COLUMN) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Position pairs (a, b), each unordered pair once, of pages with equal keys whose fingerprints are within
     `distance` bits. The runs of a sort by key, longest first: the many short runs column by column (column i
     holds the i-th page of every run longer than i, a prefix of the runs, so columns i and j compare as two
-    contiguous slices, every comparison a pair of one run); the `long_runs` longest runs by offsets in chunks
-    (`long_run_pairs`), so that a popular key neither makes every column short nor gathers its pairs at once."""
+    contiguous slices, every comparison a pair of one run); the `long_runs` longest runs, or all where fewer
+    than `min_column` would be left for columns, by offsets in chunks (`long_run_pairs`), so that a popular key
+    neither makes every column short nor gathers its pairs at once."""
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
@@ -74,7 +78,7 @@ def equal_key_pairs(keys: np.ndarray, fps: np.ndarray, distance: int, chunk: int
     longest = np.argsort(-sizes, kind="stable")
     starts, sizes = starts[longest], sizes[longest]
     runs = int(np.searchsorted(-sizes, -1, side="left"))  # runs of two pages or more
-    long = min(long_runs, runs)
+    long = min(long_runs, runs) if runs - long_runs >= min_column else runs  # short columns: offsets for all
     if long:
         yield from long_run_pairs(order, starts[:long], sizes[:long], fps, distance, chunk)
     starts, sizes = starts[long:runs], sizes[long:runs]
@@ -155,15 +159,15 @@ class TopN:
 
 
 def search_tables(fps: np.ndarray, clusters: np.ndarray | None, plan: RelatedPlan, tables: Sequence[tuple[int, int]],
-                  n: int, chunk: int = CHUNK, buffer: int = PAIR_BUFFER,
-                  long_runs: int = LONG_RUNS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  n: int, chunk: int = CHUNK, buffer: int = PAIR_BUFFER, long_runs: int = LONG_RUNS,
+                  min_column: int = MIN_COLUMN) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(query position, related position, distance): each page's n nearest of the pairs that the given run
     tables keep (within plan.distance, other clusters, each pair at its one table), both directions."""
     fps = np.asarray(fps, np.int64)
     top = TopN(n, buffer)
     for j, cleared in tables:
         keys = table_keys(fps, plan.blocks[j] & ~cleared)
-        for a, b in batched(equal_key_pairs(keys, fps, plan.distance, chunk, long_runs)):
+        for a, b in batched(equal_key_pairs(keys, fps, plan.distance, chunk, long_runs, min_column)):
             keep = (first_block(fps[a], fps[b], plan) == j) & canonical_table(fps[a] ^ fps[b], plan.blocks[j], cleared)
             if clusters is not None:
                 keep &= clusters[a] != clusters[b]
@@ -191,7 +195,8 @@ def batched(pairs: Iterator[tuple[np.ndarray, np.ndarray]], rows: int = BATCH) -
 def related_positions(fps: np.ndarray, clusters: np.ndarray | None, plan: RelatedPlan, n: int, tasks: int = 1,
                       **limits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The whole search in one process (the run tables dealt to `tasks` lists as the Spark search deals them,
-    then merged): each page's n nearest by (distance, position). limits: search_tables' chunk, buffer, long_runs."""
+    then merged): each page's n nearest by (distance, position). limits: search_tables' chunk, buffer, long_runs,
+    min_column."""
     parts = [search_tables(fps, clusters, plan, t, n, **limits) for t in deal(run_tables(plan), tasks)]
     top = TopN(n)
     for part in parts:
