@@ -77,7 +77,8 @@ def run_search(pages: DataFrame, n: int, plan: RelatedPlan, tasks: int | None = 
     """(id, related_id, distance): each task's n nearest per page over its run tables (core.related_runs), for
     top_related to merge. Positions are ranks in Spark's id order, so the tasks' ties by position are ties by id."""
     spark = pages.sparkSession
-    local = pages.select("id", "fingerprint", "cluster_id").orderBy("id").toPandas()
+    # a page without a fingerprint (no text) is in no list, as in the joins
+    local = pages.where(F.col("fingerprint").isNotNull()).select("id", "fingerprint", "cluster_id").orderBy("id").toPandas()
     ids = local["id"].to_numpy()
     fps = local["fingerprint"].to_numpy(np.int64)
     clusters = pd.factorize(local["cluster_id"])[0].astype(np.int64)
