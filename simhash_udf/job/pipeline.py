@@ -33,7 +33,7 @@ from .report import dedup_report, empty_report, run_report
 from .report_html import PageData, collect_page_data, render_html
 from .report_plots import write_plots
 from .report_schema import InputFiles, Report, RunHistory
-from .stages import Clustered, Fingerprinted, HistoryView, Persist, StageTimer, persisting, run_stages
+from .stages import Clustered, Fingerprinted, HistoryView, Persist, Related, StageTimer, persisting, run_stages
 
 log = logging.getLogger("simhash_dedup")
 
@@ -67,7 +67,8 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
             kept_rows = count_kept(found, history, history_report)
             write_stage(cfg, out, history, loaded.df, found, fp, kept_rows, timer,
                         stages.related.pairs if stages.related is not None else None)
-            page = report_stage(spark, cfg, out, loaded.df, found, fp.stats["input_rows"] - kept_rows, timer)
+            page = report_stage(spark, cfg, out, loaded.df, found, fp.stats["input_rows"] - kept_rows, timer,
+                                stages.related)
             report = run_report(cfg, dedup_report(cfg, fp, stages.short_text, found, kept_rows, stages.related),
                                 input_files=InputFiles(format=loaded.fmt, **loaded.files.describe()),
                                 history=history_report, seconds=timer.seconds, spark_version=spark.version,
@@ -298,14 +299,16 @@ def write_stage(cfg: DedupConfig, out: OutputDir, history: History | None, raw: 
 
 
 def report_stage(spark: SparkSession, cfg: DedupConfig, out: OutputDir, raw: DataFrame, found: Clustered,
-                 duplicates: int, timer: StageTimer) -> PageData:
+                 duplicates: int, timer: StageTimer, related: Related | None = None) -> PageData:
     """report.html's aggregates: histograms and a few example pairs (small Spark aggregates; no per-page
-    data reaches the driver)."""
+    data reaches the driver); the texts of the related stage's example pages too."""
     with timer("report") as counts:
         # (Spark's readers glob their paths: an --output named out[1] is read as itself)
         kept_written = spark.read.schema(raw.schema).parquet(escape_glob(out.staged("kept")))  # no footer-reading job
         sentence_keys = found.stats.candidates.sentence_keys
         more_ids = [i for e in sentence_keys.examples.values() for i in e.ids] if sentence_keys else []
+        if related is not None:
+            more_ids += [i for e in related.stats.examples for i in (e.id, e.related_id)]
         page = collect_page_data(found.clusters, raw, kept_written, cfg, duplicates, more_ids)
         counts["example_pairs"] = len(page.examples)
     return page

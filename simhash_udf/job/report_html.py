@@ -513,6 +513,7 @@ def render_html(report: Report, examples: list[dict], more_texts: dict | None = 
     parts.append('<h2>Plots</h2>' + _colour_key() + '<div class="grid2">' + "".join(_figures(report)) + "</div>")
     parts.append(_examples(report, examples))
     parts.append(_verified_kinds(report, more_texts or {}))
+    parts.append(_related(report, more_texts or {}))
     rates = report.duplicate_rate_by or {}
     if rates:
         parts.append('<h2>Where the duplicates are</h2><div class="tables">'
@@ -662,6 +663,35 @@ def _verified_kinds(report: Report, texts: dict) -> str:
         parts.append(f'<section class="pair" id="example-{esc(kind)}"><div class="head">verified by {esc(kind)} · '
                      f"similarity {e.similarity:.2f} · containment {e.containment:.2f}</div>"
                      f'<div class="sides">{sides}</div></section>')
+    return "".join(parts)
+
+
+def _related(report: Report, texts: dict) -> str:
+    """With --related N: the pages with at least one related page, the related rows by distance and the report's
+    example pairs side by side; nothing without it."""
+    rel = report.related
+    if rel is None:
+        return ""
+    plan = rel.plan
+    share = rel.pages_with_related / rel.pages if rel.pages else 0.0
+    recall = "exact" if plan.kind == "exact" else f"approximate, recall {plan.expected_recall:.3f} at {plan.distance} bits"
+    parts = ['<h2 id="related">Related pages</h2><p class="note">'
+             f'<b id="related-pages-with">{rel.pages_with_related:,}</b> of {rel.pages:,} kept pages ({share:.1%}) have '
+             f"at least one related page within {plan.distance} bits (up to {rel.n} each, {rel.rows:,} rows in "
+             f"<code>related/</code>; search {esc(recall)}); a page has {rel.chance_neighbours_per_page:.3g} "
+             "chance neighbours that near among as many random fingerprints.</p>"]
+    labels = sorted(rel.distance_histogram, key=int)
+    parts.append(figure("plot-related-distance", "Related rows by distance", svg_bars(
+        labels, [("related rows", [rel.distance_histogram[d] for d in labels], NEUTRAL)], "Hamming distance (bits)",
+        "rows of related/"), "Rows of related/ by the distance of the two pages' fingerprints."))
+    for e in rel.examples:
+        a, b = excerpt_pair(texts.get(e.id), texts.get(e.related_id))
+        sim = "n/a (no signature)" if e.similarity is None else f"{e.similarity:.2f}"
+        sides = "".join(f'<div class="side"><div class="who">{who} <b>{esc(i)}</b></div><p class="excerpt">{t}</p></div>'
+                        for who, i, t in (("page", e.id, a), ("related", e.related_id, b)))
+        parts.append(f'<section class="pair related-pair"><div class="head">page {esc(e.id)} → related '
+                     f'{esc(e.related_id)} (rank 1) · distance <span class="distance">{e.distance}</span> bits · '
+                     f'similarity <span class="similarity">{sim}</span></div><div class="sides">{sides}</div></section>')
     return "".join(parts)
 
 
