@@ -259,16 +259,16 @@ def test_report_page_shows_the_related_pages(sample_run, sample):
     part = report["related"]
     page = open(os.path.join(out, "report.html"), encoding="utf-8").read()
     section = page.split('<h2 id="related">', 1)[1].split("<h2", 1)[0]
-    assert re.search(r'<b id="pages-with-related">([\d,]+)</b>', section).group(1) == f"{part['pages_with_related']:,}"
+    assert re.search(r'<b id="related-pages-with">([\d,]+)</b>', section).group(1) == f"{part['pages_with_related']:,}"
     bars = re.findall(r"<title>(\d+): ([\d,]+) related rows</title>", section)
     assert sum(int(v.replace(",", "")) for _, v in bars) == part["rows"] > 0
     assert {int(d): int(v.replace(",", "")) for d, v in bars if v != "0"} == {
         int(d): c for d, c in part["distance_histogram"].items() if c}
     texts = pd.read_json(sample, lines=True).set_index("id")["text"]
-    pairs = re.findall(r'<section class="pair related">(.*?)</section>', section, flags=re.S)
+    pairs = re.findall(r'<section class="pair related-pair">(.*?)</section>', section, flags=re.S)
     assert len(pairs) == len(part["examples"]) >= 1
     for e, shown in zip(part["examples"], pairs):
-        assert f"page {e['id']} → related {e['related_id']} · distance" in shown
+        assert f"page {e['id']} → related {e['related_id']} (rank 1) · distance" in shown
         excerpts = [html.unescape(re.sub(r"<[^>]+>", "", x)) for x in re.findall(
             r'<p class="excerpt">(.*?)</p>', shown, flags=re.S)]
         assert [x[:40] for x in excerpts] == [texts[e["id"]][:40], texts[e["related_id"]][:40]]

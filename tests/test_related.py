@@ -124,10 +124,11 @@ def spark_pages(spark, ids, fps, clusters, sigs, partitions):
     return spark.createDataFrame(rows, schema).repartition(partitions)
 
 
-@pytest.mark.parametrize("partitions, hot_key_rows", [(1, HOT_KEY_ROWS), (4, 3)])
-def test_spark_related_pairs_match_brute_force_at_any_partitioning(spark, partitions, hot_key_rows):
-    """The joins give the brute-force top n at 1 and 4 partitions, also with every key of more than 3 pages
-    split (the hot-key path); similarity is the signatures' estimate, null where a page has none."""
+@pytest.mark.parametrize("search, partitions, hot_key_rows", [("join", 1, HOT_KEY_ROWS), ("join", 4, 3), ("runs", 1, 0),
+                                                              ("runs", 4, 0)])
+def test_spark_related_pairs_match_brute_force_at_any_partitioning(spark, search, partitions, hot_key_rows):
+    """Both searches give the brute-force top n at 1 and 4 partitions, the joins also with every key of more
+    than 3 pages split (the hot-key path); similarity is the signatures' estimate, null where a page has none."""
     rng = np.random.default_rng(7)
     fps = planted_fingerprints(rng, 25, 14, max_extra=4)
     fps += [fps[0] ^ (1 << b) for b in range(20, 40)]  # a popular key: 20 pages one bit from the first
@@ -137,7 +138,7 @@ def test_spark_related_pairs_match_brute_force_at_any_partitioning(spark, partit
     sigs[3] = None
     plan = plan_related(len(fps), 14)
     got = spark_pages(spark, ids, fps, clusters, sigs, partitions).transform(
-        lambda df: related_pairs(df, 4, plan, SignatureSpec(), hot_key_rows)).collect()
+        lambda df: related_pairs(df, 4, plan, SignatureSpec(), search, hot_key_rows)).collect()
     assert sorted((r.id, r.related_id, r.distance, r.rank) for r in got) == brute_force_related(ids, fps, clusters, 4, 14)
     spec = SignatureSpec()
     for r in got:
@@ -163,7 +164,7 @@ def test_a_popular_key_is_split_so_no_join_group_gathers_its_pages(spark):
     index, hot = split_hot_keys(index_rows(pages, plan), 40)
     groups = index.groupBy("block", "key", "split").count().agg(F.max("count"), F.count("*")).first()
     assert groups[0] <= 2 * 40 and hot.count() == 3  # the three shared keys, each over about 300 / 40 splits
-    got = related_pairs(pages, 5, plan, SignatureSpec(), 40).collect()
+    got = related_pairs(pages, 5, plan, SignatureSpec(), "join", 40).collect()
     assert sorted((r.id, r.related_id, r.distance, r.rank) for r in got) == brute_force_related(ids, fps, None, 5, 14)
 
 
@@ -229,13 +230,15 @@ def test_planner_goes_approximate_only_beyond_its_budget():
 
 
 def test_spark_approximate_plan_gives_the_cores_rows(spark):
-    """With an approximate plan (probe radius below D // blocks) the joins list what core.related lists with
-    the same plan: the same misses, no other pair."""
+    """With an approximate plan (probe radius below D // blocks) both searches list what core.related lists
+    with the same plan: the same misses, no other pair."""
     rng = np.random.default_rng(5)
     fps = planted_fingerprints(rng, 30, 14, max_extra=2)
     ids = list(range(len(fps)))
     plan = RelatedPlan(14, table_layouts(4, 2), 1, 2)
-    got = related_pairs(spark_pages(spark, ids, fps, ids, [None] * len(fps), 3), 50, plan, SignatureSpec()).collect()
     want = as_rows(related_pages(np.array(ids), np.array(fps, np.int64), None, 50, 14, plan))
-    assert sorted((r.id, r.related_id, r.distance, r.rank) for r in got) == want
+    for search in ("runs", "join"):
+        got = related_pairs(spark_pages(spark, ids, fps, ids, [None] * len(fps), 3), 50, plan, SignatureSpec(),
+                            search).collect()
+        assert sorted((r.id, r.related_id, r.distance, r.rank) for r in got) == want
     assert len(want) < len(brute_force_related(ids, fps, None, 50, 14))  # it does miss pairs here

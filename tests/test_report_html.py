@@ -557,3 +557,35 @@ def test_pictures_keep_every_text_inside_and_tick_labels_apart(monkeypatch, size
                            key=lambda b: b.x0)
             assert all(a.x1 <= b.x0 + 1 for a, b in zip(boxes, boxes[1:])) or all(
                 t.get_rotation() for t in ax.get_xticklabels()), [t.get_text() for t in ax.get_xticklabels()]
+
+
+def a_related_part(examples: list[dict]) -> dict:
+    return {"n": 3, "pages": 30, "pages_with_related": 12, "rows": 17,
+            "distance_histogram": {str(d): v for d, v in enumerate([0, 0, 1, 0, 2, 0, 0, 3, 0, 0, 4, 0, 2, 0, 5])},
+            "chance_neighbours_per_page": 1.5e-12,
+            "plan": {"kind": "approximate", "distance": 14, "tables": 3, "blocks": 15, "block_bits": [13] * 15,
+                     "probe_radius": 1, "probes_per_page": 207, "expected_recall": 0.9604, "expected_pairs": 1.0},
+            "examples": examples}
+
+
+def test_related_pages_section_shows_the_count_the_distances_and_the_examples_side_by_side():
+    """With --related: the pages with a related page, a bar per distance with the report's count (none at 0), and each
+    example pair's two texts side by side (escaped); without it, no section."""
+    examples = [{"id": 4, "related_id": 9, "distance": 2, "similarity": 0.61},
+                {"id": 5, "related_id": '<b>"x"', "distance": 14, "similarity": None}]
+    report = Report.from_dict({**a_full_report(), "related": a_related_part(examples)})
+    texts = {4: "alpha beta gamma delta", 9: "alpha beta gamma epsilon", 5: "one page", '<b>"x"': "<i>other</i> page"}
+    page = render_html(report, [], texts)
+    section = page[page.index('<h2 id="related">'):]
+    assert re.search(r'<b id="related-pages-with">12</b> of 30 kept pages \(40\.0%\)', section)
+    assert "approximate, recall 0.960 at 14 bits" in section
+    svg = re.search(r'<figure id="plot-related-distance".*?</figure>', section, re.S).group(0)
+    bars = dict(re.findall(r"<title>(\d+): ([\d,]+) related rows</title>", svg))
+    assert {d: int(v) for d, v in bars.items()} == {d: v for d, v in report.related.distance_histogram.items() if v}
+    pairs = re.findall(r'<section class="pair related-pair">(.*?)</section>', section, re.S)
+    assert len(pairs) == 2
+    assert "distance <span class=\"distance\">2</span>" in pairs[0] and "0.61" in pairs[0]
+    assert pairs[0].count("alpha beta gamma ") == 2 and "<mark>" in pairs[0]  # both texts, what differs marked
+    assert "&lt;i&gt;" in pairs[1] and "<i>" not in pairs[1] and "&lt;b&gt;&quot;x&quot;" in pairs[1]  # escaped
+    assert "n/a (no signature)" in pairs[1] and pairs[1].count(" page</p>") == 2
+    assert 'id="related"' not in render_html(Report.from_dict(a_full_report()), [])

@@ -106,9 +106,11 @@ def test_plan_shows_the_related_search_and_its_chance_neighbours(pages, distance
     assert rel["chance_neighbours_per_page"] == pytest.approx(want)
     exact = rel["probe_radius"] == distance // (rel["blocks"] // rel["tables"])
     assert rel["probe_rows"] == pages * rel["probes_per_page"] and exact == (pages < 10**6)
+    assert rel["search"] == ("runs" if pages <= 10**6 else "join")
     assert (rel["expected_recall"] == 1.0) == exact and rel["kind"] == ("exact" if exact else "approximate")
     text = sizing.format_plan(report)
     assert f"related pages (--related N) at distance {distance}: {rel['kind']} plan" in text
     assert rel["cost_per_page"] <= rel["exact_cost_per_page"] and (rel["expected_recall"] >= 0.95)
     assert f"the exact plan: {rel['exact_cost_per_page']:,.0f}" in text
+    assert ("run tables (numpy, in tasks)" in text) == (rel["search"] == "runs") != ("probe rows shuffled" in text)
     assert ("lower --related-distance" in text) == (want >= 1)

@@ -6,7 +6,7 @@ whose members are 0..D bits from the group's first page), so pages have true nei
 chance ones.
 
   a. ours: spark.related.related_pairs (the stage's search: the plan chosen from N, exact up to the planner's
-     budget, approximate beyond);
+     budget, approximate beyond; the run search, and with --join also the join search beside it);
   b. BucketedRandomProjectionLSH over the 64 bits as 0/1 vectors (Euclidean distance squared = Hamming
      distance), approxSimilarityJoin(threshold = sqrt(D)) of the pages with themselves, self pairs dropped,
      each page's top N by (distance, id) as ours;
@@ -87,16 +87,24 @@ def lists_of(pairs: pd.DataFrame, sample: np.ndarray) -> dict[int, list[int]]:
 
 
 def step_ratio(spark, pdf: pd.DataFrame, args, tables: Tables) -> None:
-    """The whole near-duplicate step (near_duplicates on the fingerprints) without and with related=N."""
-    step = {}
-    for related in (0, args.n):
+    """The whole near-duplicate step (near_duplicates on the fingerprints) without and with related=N, taking
+    turns for --rounds rounds: each one's least stage seconds and their ratio."""
+    def step(related: int) -> dict:
         result = near_duplicates(spark.createDataFrame(pdf), fingerprint_col="fingerprint", min_similarity=0,
                                  signature_bands=0, related=related, related_distance=args.distance)
-        step[related] = sum(result.report["seconds"].values())
+        seconds = {"stage seconds": sum(result.report["seconds"].values()),
+                   "related seconds": result.report["seconds"].get("related", 0.0)}
         result.unpersist()
-    tables.table(["near_duplicates", "stage seconds"], [["without related", step[0]],
-                                                        [f"with related={args.n}", step[args.n]],
-                                                        ["ratio", step[args.n] / step[0]]], [None, "{:.2f}"])
+        return seconds
+
+    runs = take_turns({"without related": lambda: step(0), f"with related={args.n}": lambda: step(args.n)},
+                      args.rounds)
+    (without, with_) = (best(r, "stage seconds") for r in runs.values())
+    tables.table(["near_duplicates", "stage seconds", "of which related"],
+                 [["without related", without["stage seconds"], 0.0],
+                  [f"with related={args.n}", with_["stage seconds"], with_["related seconds"]],
+                  ["ratio", with_["stage seconds"] / without["stage seconds"], "-"]], [None, "{:.2f}", "{:.2f}"],
+                 title=f"best of {args.rounds} round(s), taking turns")
 
 
 def main() -> None:
@@ -114,6 +122,7 @@ def main() -> None:
     ap.add_argument("--plan-pages", type=int, help="use the plan the planner picks for this many pages (default "
                     "--pages): a smaller run measures the recall of a larger run's plan")
     ap.add_argument("--core", action="store_true", help="ours in numpy (core.related, one process) instead of Spark")
+    ap.add_argument("--join", action="store_true", help="also the join search (spark.related.join_search)")
     add_json_option(ap)
     args = ap.parse_args()
     tables = Tables(args.json)
@@ -130,13 +139,13 @@ def main() -> None:
     plan = plan_related(args.plan_pages or args.pages, args.distance)
     got: dict[str, pd.DataFrame] = {}
 
-    def ours():
+    def ours(search="runs"):
         if args.core:
-            got["ours"] = pd.DataFrame(core_related_pages(ids, fps, None, args.n, args.distance, plan))
+            got[search] = pd.DataFrame(core_related_pages(ids, fps, None, args.n, args.distance, plan))
         else:
-            got["ours"] = related_pairs(pages, args.n, plan, SignatureSpec()).select("id", "related_id",
-                                                                                     "rank").toPandas()
-        return {"rows": len(got["ours"])}
+            got[search] = related_pairs(pages, args.n, plan, SignatureSpec(), search).select(
+                "id", "related_id", "rank").toPandas()
+        return {"rows": len(got[search])}
 
     def brp():
         model = BucketedRandomProjectionLSH(inputCol="v", outputCol="h", bucketLength=args.brp_bucket,
@@ -150,12 +159,18 @@ def main() -> None:
                       .select("id", "related_id", "rank").toPandas())
         return {"rows": len(got["brp"])}
 
-    variants = {f"ours ({plan.describe()['kind']} multi-index{', numpy' if args.core else ''})": ours}
+    kind = plan.describe()["kind"]
+    variants = {f"ours ({kind} plan, {'numpy probes, one process' if args.core else 'run search'})": ours}
+    keys = ["runs"]
+    if args.join and not args.core:
+        variants[f"ours ({kind} plan, join search)"] = lambda: ours("join")
+        keys.append("join")
     if not args.skip_brp:
         variants[f"BucketedRandomProjectionLSH ({args.brp_tables} tables, bucket {args.brp_bucket})"] = brp
+        keys.append("brp")
     results = take_turns(variants, args.rounds)
     rows = []
-    for (name, runs), key in zip(results.items(), ("ours", "brp")):
+    for (name, runs), key in zip(results.items(), keys):
         b = best(runs)
         rows.append([name, b["seconds"], recall(lists_of(got[key], sample), truth), b["rows"]])
     base = rows[0][1]

@@ -29,11 +29,18 @@ DEFAULT_RELATED_DISTANCE = 14
 MAX_RELATED_DISTANCE = 32
 # Probes per block beyond which a plan is not considered (the probe masks are a literal of every query row).
 MAX_PROBES_PER_BLOCK = 20_000
-# A probe costs about as much as this many pair comparisons (a shuffled row against a filtered joined row).
+# Pages up to which the search runs as numpy run tables (core.related_runs; its tasks hold every page's
+# fingerprint and cluster code); beyond, as joins of probe rows (spark.related.join_search).
+RUN_SEARCH_MAX_PAGES = 20_000_000
+# In the join search a probe costs about as much as this many pair comparisons (a shuffled row against a
+# filtered joined row).
 PROBE_COST_IN_PAIRS = 4.0
+# In the run search a table costs about as much per page as this many pair comparisons (packing its keys and a
+# sort: ~100 ns a page against ~5 ns a comparison, measured at 10^6 pages).
+TABLE_COST_IN_PAIRS = 20.0
 # The planner's budget per page (in pair comparisons) beyond which an exact plan gives way to an approximate one:
-# at 100,000 pages the exact plan at D = 14 costs ~8,000 a page, at 10^6 ~54,000.
-MAX_COST_PER_PAGE = 20_000.0
+# the run search's exact plan at D = 14 costs ~18,000 a page at 100,000 pages, ~116,000 at 10^6.
+MAX_COST_PER_PAGE = 40_000.0
 # An approximate plan must find at least this share of the pairs exactly `distance` bits apart.
 MIN_RECALL = 0.95
 # Arrangements of the bits an approximate plan may index (table_layouts).
@@ -123,7 +130,22 @@ class RelatedPlan:
         """Pairs a probe meets on uniformly random fingerprints (all blocks, before the distance check)."""
         return pages * sum(within(w, self.radius) * max(pages - 1, 0) / 2.0**w for w in self.widths)
 
+    @property
+    def run_table_count(self) -> int:
+        """Run tables of the run search (core.related_runs.run_tables): per block, C(width, radius)."""
+        return sum(math.comb(w, min(self.radius, w)) for w in self.widths)
+
+    def run_comparisons(self, pages: int) -> float:
+        """Pair comparisons of the run tables on uniformly random fingerprints: per table, the unordered pairs of
+        pages sharing a key of (width - radius) bits."""
+        return sum(math.comb(w, min(self.radius, w)) * pages * max(pages - 1, 0) / 2.0 ** (w - min(self.radius, w))
+                   for w in self.widths) / 2
+
     def cost(self, pages: int) -> float:
+        """The search's cost in pair comparisons: the run search's tables and comparisons up to
+        RUN_SEARCH_MAX_PAGES pages, the join search's probe rows and the pairs they meet beyond."""
+        if search_for(pages) == "runs":
+            return TABLE_COST_IN_PAIRS * pages * self.run_table_count + self.run_comparisons(pages)
         return PROBE_COST_IN_PAIRS * pages * self.probes_per_page + self.expected_pairs(pages)
 
     def masks(self, block: int) -> np.ndarray:
@@ -139,6 +161,11 @@ class RelatedPlan:
                 "tables": self.tables, "blocks": len(self.blocks), "block_bits": self.widths,
                 "probe_radius": self.radius, "probes_per_page": self.probes_per_page,
                 "expected_recall": self.recall_at(self.distance)}
+
+
+def search_for(pages: int) -> str:
+    """The search the related stage uses for this many pages: "runs" or "join"."""
+    return "runs" if pages <= RUN_SEARCH_MAX_PAGES else "join"
 
 
 def block_layout(m: int, bits: int = FINGERPRINT_BITS, offset: int = 0) -> tuple[int, ...]:

@@ -33,8 +33,7 @@ from .report import dedup_report, empty_report, run_report
 from .report_html import PageData, collect_page_data, render_html
 from .report_plots import write_plots
 from .report_schema import InputFiles, Report, RunHistory
-from .stages import Clustered, Fingerprinted, HistoryView, Persist, StageTimer, persisting, run_stages
-from .stages.related import Related
+from .stages import Clustered, Fingerprinted, HistoryView, Persist, Related, StageTimer, persisting, run_stages
 
 log = logging.getLogger("simhash_dedup")
 
@@ -302,8 +301,7 @@ def write_stage(cfg: DedupConfig, out: OutputDir, history: History | None, raw: 
 def report_stage(spark: SparkSession, cfg: DedupConfig, out: OutputDir, raw: DataFrame, found: Clustered,
                  duplicates: int, timer: StageTimer, related: Related | None = None) -> PageData:
     """report.html's aggregates: histograms and a few example pairs (small Spark aggregates; no per-page
-    data reaches the driver), and the texts of the pages that the sentence keys' and the related pages'
-    examples show."""
+    data reaches the driver); the texts of the related stage's example pages too."""
     with timer("report") as counts:
         # (Spark's readers glob their paths: an --output named out[1] is read as itself)
         kept_written = spark.read.schema(raw.schema).parquet(escape_glob(out.staged("kept")))  # no footer-reading job

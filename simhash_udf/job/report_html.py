@@ -667,33 +667,31 @@ def _verified_kinds(report: Report, texts: dict) -> str:
 
 
 def _related(report: Report, texts: dict) -> str:
-    """The related pages of a run with --related N: how many kept pages have one, their distances, and the
-    examples side by side (a page and its nearest related page); nothing without --related."""
+    """With --related N: the pages with at least one related page, the related rows by distance and the report's
+    example pairs side by side; nothing without it."""
     rel = report.related
     if rel is None:
         return ""
     plan = rel.plan
-    recall = "exact: every pair within the distance is found" if plan.kind == "exact" else (
-        f"approximate: expected recall {plan.expected_recall:.3f} at distance {plan.distance}")
-    labels = [str(d) for d in range(plan.distance + 1)]
-    values = [int(rel.distance_histogram.get(d, 0)) for d in labels]
+    share = rel.pages_with_related / rel.pages if rel.pages else 0.0
+    recall = "exact" if plan.kind == "exact" else f"approximate, recall {plan.expected_recall:.3f} at {plan.distance} bits"
     parts = ['<h2 id="related">Related pages</h2><p class="note">'
-             f'<b id="pages-with-related">{rel.pages_with_related:,}</b> of {rel.pages:,} kept pages have at least one '
-             f"related page (another kept page, not of their cluster, within {plan.distance} bits; up to {rel.n} "
-             f"each, nearest first): {rel.rows:,} rows in <code>related/</code>. The search's plan: {recall}. Among "
-             f"as many random fingerprints a page would have {rel.chance_neighbours_per_page:.3g} others within "
-             f"{plan.distance} bits: near 1 or above, related lists hold chance pages.</p>",
-             figure("plot-related-distances", "Related pages by Hamming distance", svg_bars(
-                 labels, [("related rows", values, NEUTRAL)], "Hamming distance (bits of 64)", "rows of related/"),
-                 "Each row of related/ is a kept page and one of its related pages.")]
+             f'<b id="related-pages-with">{rel.pages_with_related:,}</b> of {rel.pages:,} kept pages ({share:.1%}) have '
+             f"at least one related page within {plan.distance} bits (up to {rel.n} each, {rel.rows:,} rows in "
+             f"<code>related/</code>; search {esc(recall)}); a page has {rel.chance_neighbours_per_page:.3g} "
+             "chance neighbours that near among as many random fingerprints.</p>"]
+    labels = sorted(rel.distance_histogram, key=int)
+    parts.append(figure("plot-related-distance", "Related rows by distance", svg_bars(
+        labels, [("related rows", [rel.distance_histogram[d] for d in labels], NEUTRAL)], "Hamming distance (bits)",
+        "rows of related/"), "Rows of related/ by the distance of the two pages' fingerprints."))
     for e in rel.examples:
         a, b = excerpt_pair(texts.get(e.id), texts.get(e.related_id))
         sim = "n/a (no signature)" if e.similarity is None else f"{e.similarity:.2f}"
-        sides = "".join(f'<div class="side"><div class="who">{who} <b>{esc(i)}</b></div><p class="excerpt">{t}</p>'
-                        "</div>" for who, i, t in (("page", e.id, a), ("related", e.related_id, b)))
-        parts.append(f'<section class="pair related"><div class="head">page {esc(e.id)} → related '
-                     f'{esc(e.related_id)} · distance <span class="distance">{e.distance}</span> bits · similarity '
-                     f'<span class="similarity">{sim}</span></div><div class="sides">{sides}</div></section>')
+        sides = "".join(f'<div class="side"><div class="who">{who} <b>{esc(i)}</b></div><p class="excerpt">{t}</p></div>'
+                        for who, i, t in (("page", e.id, a), ("related", e.related_id, b)))
+        parts.append(f'<section class="pair related-pair"><div class="head">page {esc(e.id)} → related '
+                     f'{esc(e.related_id)} (rank 1) · distance <span class="distance">{e.distance}</span> bits · '
+                     f'similarity <span class="similarity">{sim}</span></div><div class="sides">{sides}</div></section>')
     return "".join(parts)
 
 

@@ -10,7 +10,7 @@ what it gives for 10^7 to 8 x 10^9 pages."""
 from __future__ import annotations
 
 from ..core.blocks import PACKED_ROW_BYTES, chance_pairs, choose_plan, plan_cost, plan_tables
-from ..core.related import chance_neighbours, plan_related
+from ..core.related import chance_neighbours, plan_related, search_for
 from .config import DedupConfig
 
 BYTES_PER_BLOCK_ROW = PACKED_ROW_BYTES  # what the search shuffles a row (spark/packed_groups.py)
@@ -66,10 +66,12 @@ def plan_report(n: int, cfg: DedupConfig, page_kb: float = PAGE_KB) -> dict:
 
 
 def related_plan(n: int, distance: int) -> dict:
-    """The related search (--related) over n kept pages at `distance`: its exact plan, the probe rows it
-    shuffles, the pairs the probes meet on uniform fingerprints, and the chance neighbours a page has there."""
+    """The related search (--related) over n kept pages at `distance`: its plan, which search carries it out
+    (numpy run tables and their comparisons, or joins of probe rows and the pairs they meet, on uniform
+    fingerprints), and the chance neighbours a page has there."""
     plan = plan_related(n, distance)
     return {"distance": distance, **{k: v for k, v in plan.describe().items() if k != "distance"},
+            "search": search_for(n), "run_tables": plan.run_table_count, "run_comparisons": plan.run_comparisons(n),
             "probe_rows": n * plan.probes_per_page, "expected_pairs": plan.expected_pairs(n),
             "cost_per_page": plan.cost(n) / max(n, 1),
             "exact_cost_per_page": plan_related(n, distance, max_cost_per_page=float("inf")).cost(n) / max(n, 1),
@@ -85,8 +87,11 @@ def format_related(r: dict) -> list[str]:
         f"bits, recall {rel['expected_recall']:.3g} for a pair {rel['distance']} bits apart",
         f"  cost per page (pair comparisons)   {rel['cost_per_page']:,.0f} (the exact plan: "
         f"{rel['exact_cost_per_page']:,.0f})",
-        f"  probe rows shuffled                {rel['probe_rows']:.3g} ({rel['probes_per_page']:,} a page)",
-        f"  pairs the probes meet              {rel['expected_pairs']:.3g} (uniform fingerprints)",
+        *([f"  run tables (numpy, in tasks)       {rel['run_tables']:,}",
+           f"  pair comparisons in them           {rel['run_comparisons']:.3g} (uniform fingerprints)"]
+          if rel["search"] == "runs" else
+          [f"  probe rows shuffled (joins)        {rel['probe_rows']:.3g} ({rel['probes_per_page']:,} a page)",
+           f"  pairs the probes meet              {rel['expected_pairs']:.3g} (uniform fingerprints)"]),
         f"  chance neighbours per page         {chance:.3g} within {rel['distance']} bits among {r['pages']:,} "
         "random pages" + ("  (above ~1: related lists fill with unrelated pages; lower --related-distance)"
                           if chance >= 1 else ""),

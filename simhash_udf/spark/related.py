@@ -1,25 +1,38 @@
-"""Related pages in Spark (core.related's multi-index search as joins): every page's N nearest other pages within
-D bits, outside its own cluster, with the estimated Jaccard index of their signatures.
+"""Related pages in Spark: every page's N nearest other pages within D bits, outside its own cluster, with the
+estimated Jaccard index of their signatures. Two searches carry out core.related's plan:
 
-Each page becomes one index row per block (its block key) and one probe row per block and probe mask (every key
-within the plan's radius of its own); a probe meets the index rows of its key in a join, and the pair is kept
-when within D, not the page itself, not of its cluster, and at the first block within the radius
-(core.related.first_block: each ordered pair once). Keys, masks and distances are SQL expressions (shifts, XOR,
-bit_count), no Python UDF. A key held by more than HOT_KEY_ROWS pages is split: its index rows spread over
-ceil(count / HOT_KEY_ROWS) splits by a hash of the id and its probes go to every split, so no join group buffers
-more than HOT_KEY_ROWS index rows whatever the skew. The top N per page is a row_number window (Spark limits it
-per group before the shuffle: WindowGroupLimit)."""
+- runs (the default, `run_search`): the pages' fingerprints and cluster codes, in id order, are broadcast; each
+  task searches some of the plan's run tables in numpy (core.related_runs: sorted runs compared as contiguous
+  slices) and returns each page's N nearest of what it found; a window keeps the N nearest over the tasks. No
+  probe copy and no candidate pair becomes a row; a task holds the pages' fingerprints (16 bytes a page), so
+  this search is for up to core.related.RUN_SEARCH_MAX_PAGES pages.
+- join (`join_search`, beyond that size): each page becomes one index row per block (its block key) and one
+  probe row per block and probe mask (every key within the plan's radius of its own); a probe meets the index
+  rows of its key in a join, and the pair is kept when within D, not the page itself, not of its cluster, and at
+  the first block within the radius (core.related.first_block: each ordered pair once). Keys, masks and
+  distances are SQL expressions (shifts, XOR, bit_count), no Python UDF. A key held by more than HOT_KEY_ROWS
+  pages is split: its index rows spread over ceil(count / HOT_KEY_ROWS) splits by a hash of the id and its
+  probes go to every split, so no join group buffers more than HOT_KEY_ROWS index rows whatever the skew.
+
+The top N per page is a row_number window (Spark limits it per group before the shuffle: WindowGroupLimit)."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from ..core.related import RelatedPlan, signed
+from ..core.related_runs import deal, run_tables, search_tables
 from ..core.signature import SignatureSpec
 from .pair_similarity import with_pair_similarity
 
 HOT_KEY_ROWS = 20_000
+# Run-search tasks per core of the session (the run tables are dealt round-robin to them).
+RUN_TASKS_PER_CORE = 4
 
 
 def block_key(fp: Column, mask: int) -> Column:
@@ -60,7 +73,34 @@ def split_hot_keys(index: DataFrame, hot_key_rows: int) -> tuple[DataFrame, Data
     return index.join(hot, ["block", "key"], "left").withColumn("split", split).drop("splits"), hot
 
 
-def candidate_pairs(pages: DataFrame, plan: RelatedPlan, hot_key_rows: int = HOT_KEY_ROWS) -> DataFrame:
+def run_search(pages: DataFrame, n: int, plan: RelatedPlan, tasks: int | None = None) -> DataFrame:
+    """(id, related_id, distance): each task's n nearest per page over its run tables (core.related_runs), for
+    top_related to merge. Positions are ranks in Spark's id order, so the tasks' ties by position are ties by id."""
+    spark = pages.sparkSession
+    # a page without a fingerprint (no text) is in no list, as in the joins
+    local = pages.where(F.col("fingerprint").isNotNull()).select("id", "fingerprint", "cluster_id").orderBy("id").toPandas()
+    ids = local["id"].to_numpy()
+    fps = local["fingerprint"].to_numpy(np.int64)
+    clusters = pd.factorize(local["cluster_id"])[0].astype(np.int64)
+    tasks = tasks or RUN_TASKS_PER_CORE * spark.sparkContext.defaultParallelism
+    dealt = deal(run_tables(plan), tasks)
+    shared = spark.sparkContext.broadcast((ids, fps, clusters, plan, n, dealt))
+    schema = StructType([StructField("id", pages.schema["id"].dataType, False),
+                         StructField("related_id", pages.schema["id"].dataType, False),
+                         StructField("distance", IntegerType(), False)])
+
+    def search(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        ids, fps, clusters, plan, n, dealt = shared.value
+        for batch in batches:
+            for task in batch["task"]:
+                q, p, d = search_tables(fps, clusters, plan, dealt[task], n)
+                yield pd.DataFrame({"id": ids[q], "related_id": ids[p], "distance": d.astype(np.int32)})
+
+    return (spark.range(0, len(dealt), 1, max(len(dealt), 1)).select(F.col("id").cast("int").alias("task"))
+            .mapInPandas(search, schema))
+
+
+def join_search(pages: DataFrame, plan: RelatedPlan, hot_key_rows: int = HOT_KEY_ROWS) -> DataFrame:
     """(id, related_id, distance) for every ordered pair of pages within plan.distance, other clusters only,
     each once."""
     index, hot = split_hot_keys(index_rows(pages, plan), hot_key_rows)
@@ -84,11 +124,13 @@ def top_related(pairs: DataFrame, n: int) -> DataFrame:
     return pairs.withColumn("rank", F.row_number().over(order)).where(F.col("rank") <= n)
 
 
-def related_pairs(pages: DataFrame, n: int, plan: RelatedPlan, spec: SignatureSpec,
+def related_pairs(pages: DataFrame, n: int, plan: RelatedPlan, spec: SignatureSpec, search: str = "runs",
                   hot_key_rows: int = HOT_KEY_ROWS) -> DataFrame:
     """pages (id, fingerprint, cluster_id, signature): id, related_id, distance, rank and similarity (the
-    estimated Jaccard index of the two pages' signatures; null where either has none)."""
-    top = top_related(candidate_pairs(pages, plan, hot_key_rows), n)
+    estimated Jaccard index of the two pages' signatures; null where either has none). search: "runs" or
+    "join" (the same rows)."""
+    found = run_search(pages, n, plan) if search == "runs" else join_search(pages, plan, hot_key_rows)
+    top = top_related(found, n)
     sigs = pages.select("id", "signature")
     with_sigs = (top.join(sigs.withColumnRenamed("signature", "_sig_a"), "id", "left")
                  .join(sigs.select(F.col("id").alias("related_id"), F.col("signature").alias("_sig_b")), "related_id",

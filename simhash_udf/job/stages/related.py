@@ -1,7 +1,8 @@
 """Stage 7b, related (only with --related N): for every kept page the N nearest other kept pages within
 --related-distance bits, nearest first (ties by id), outside its own cluster, with the signatures' estimated
 Jaccard index (spark.related; the search is core.related's plan: exact multi-index hashing where affordable,
-else an approximate plan of computed recall)."""
+else an approximate plan of computed recall; searched in numpy run tables up to core.related.RUN_SEARCH_MAX_PAGES
+kept pages, as joins beyond)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ...core.related import chance_neighbours, plan_related
+from ...core.related import chance_neighbours, plan_related, search_for
 from ...core.signature import SignatureSpec
 from ...spark.related import related_pairs
 from ..report_schema import RelatedExample, RelatedPlanStats, RelatedStats
@@ -32,7 +33,7 @@ def related_stage(clusters: DataFrame, n: int, distance: int, spec: SignatureSpe
         kept = persist(clusters.where(~F.col("is_duplicate")).select("id", "fingerprint", "cluster_id", "signature"))
         pages = kept.count()
         plan = plan_related(pages, distance)
-        pairs = persist(related_pairs(kept, n, plan, spec))
+        pairs = persist(related_pairs(kept, n, plan, spec, search_for(pages)))
         by_distance = {int(r["distance"]): int(r["count"]) for r in pairs.groupBy("distance").count().collect()}
         with_related = pairs.where(F.col("rank") == 1).count()
         examples = related_examples(pairs)
