@@ -188,6 +188,27 @@ def test_off_switches_and_bad_settings(spark, tmp_path):
             load_config(["--input", path, "--output", str(tmp_path / "c"), *argv])
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(max_size=30), st.text(min_size=40, max_size=90)), max_size=40))
+def test_short_text_column_holds_the_short_pages_alone(texts):
+    """fingerprint_record_batches' short_text: a short page's text where it has a short fingerprint, null
+    elsewhere, and only those texts' bytes go back to the JVM (an array built from the whole batch's text
+    buffer sent every page's text back)."""
+    import pyarrow as pa
+
+    from simhash_udf.spark.fingerprint import fingerprint_record_batches
+
+    spec = ShortTextSpec(max_chars=32, k=8, char_ngram=3, min_jaccard=0.7)
+    batch = pa.record_batch({"id": pa.array(range(len(texts)), pa.int64()), "text": pa.array(texts, pa.string())})
+    out = next(fingerprint_record_batches(iter([batch]), "text", FeatureSpec(), spec))
+    fps, valid = short_fingerprints(texts, spec)
+    expected = [t if v else None for t, v in zip(texts, valid)]
+    assert out.column("short_text").to_pylist() == expected
+    assert out.column("short_fingerprint").to_pylist() == [int(f) if v else None for f, v in zip(fps, valid)]
+    data = out.column("short_text").buffers()[2]
+    assert (data.size if data is not None else 0) == sum(len(t.encode()) for t in expected if t is not None)
+
+
 def test_no_short_page_needs_no_search(spark):
     """With no short page that has a fingerprint (the fingerprint stage's count is 0), short_text_edges gives no
     edges (None) and the statistics the whole search gives on the same pages (run here with the count unknown),

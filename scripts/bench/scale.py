@@ -25,6 +25,11 @@ peak resident memory of the JVM and of the Python processes (driver and workers 
     python scripts/bench/scale.py --sizes 4000000 --warm-runs 3 --cold 1 --no-peer \
         --job-args '--min-similarity 0'                 # issue 60's cold 4M figure beside the warm one
 
+With --cold and --warm-runs 0 only the cold runs are made (no session in this process, no warm-up, no warm
+figure), e.g. for 10M, whose warm run alone takes two minutes. --reuse-inputs reads an fps_N.parquet already in
+--workdir as it is (written there by an earlier run with the same --k, --dup-share and --far-share), so that the
+inputs of a timed run can be written beforehand.
+
 With --compare DIR (another checkout, e.g. `git worktree add /tmp/before <commit>`), each size is also run by
 the job of DIR and again by this checkout, each in a new process, taking turns on the same input: with --cold,
 the cold spark-submit runs of both; otherwise python -m simhash_udf.job.cli (a new JVM, the local entry point),
@@ -117,6 +122,13 @@ def write_fingerprints(path: str, n: int, args: argparse.Namespace) -> np.ndarra
     return fps
 
 
+def input_fingerprints(path: str, n: int, args: argparse.Namespace) -> np.ndarray:
+    """write_fingerprints, or with --reuse-inputs the fingerprints of the file already at path."""
+    if args.reuse_inputs and os.path.exists(path):
+        return pq.read_table(path, columns=["fingerprint"]).column("fingerprint").to_numpy()
+    return write_fingerprints(path, n, args)
+
+
 def job_argv(path: str, args: argparse.Namespace) -> list[str]:
     """The job's options for one size, without --output."""
     return ["--input", path, "--input-format", "fingerprints", "--k", str(args.k), "--overwrite", *args.job_args.split()]
@@ -141,7 +153,7 @@ def measure_size(spark, n: int, work: str, args: argparse.Namespace, binary: str
     planted groups, then the peer alone on the machine."""
     t0 = time.perf_counter()
     path = os.path.join(work, f"fps_{n}.parquet")
-    fps = write_fingerprints(path, n, args)
+    fps = input_fingerprints(path, n, args)
     gen = time.perf_counter() - t0
     out = os.path.join(work, f"out_{n}")
     cfg = load_config([*job_argv(path, args), "--output", out])
@@ -220,6 +232,19 @@ def compare_checkouts(others: list[str], path: str, n: int, work: str, args: arg
     return rows
 
 
+def warm_results(work: str, args: argparse.Namespace, binary: str | None) -> list[dict]:
+    """measure_size of each size in one session of this process, after the warm-up run; the session's JVM ends
+    afterwards (the cold and --compare checkouts run after it: each new JVM takes half the RAM by default)."""
+    spark = bench_session("bench-scale")
+    if args.warm_up:  # untimed: a new JVM's first run is ~1.5x slower
+        warm = os.path.join(work, "warm-up.parquet")
+        write_fingerprints(warm, args.warm_up, args)
+        run(load_config([*job_argv(warm, args), "--output", os.path.join(work, "out_warm-up")]), spark)
+    results = [measure_size(spark, int(n), work, args, binary) for n in args.sizes.split(",")]
+    stop_jvm(spark)
+    return results
+
+
 def print_sizes(tables: Tables, results: list[dict]) -> None:
     stages = list(dict.fromkeys(s for r in results for s in r["seconds"]))
     tables.table(["N", *stages, "total s", "tables", "rows exploded", "pairs compared", "pairs accepted", "pairs verified",
@@ -282,12 +307,18 @@ def print_cold(tables: Tables, cold: list[dict], results: list[dict]) -> None:
     tables.table(["N", "checkout", "cold wall s (spark-submit)", "cold job s", "cold stages s", "warm s",
                   "cold wall / warm", "cold JVM peak MB", "cold Python peak MB", "warm JVM peak MB",
                   "warm Python peak MB"],
-                 [[r["n"], r["code"], r["wall"], r["job"], r["stages"], warm[r["n"]]["wall"],
-                   r["wall"] / warm[r["n"]]["wall"], r["jvm_mb"], r["py_mb"], warm[r["n"]]["jvm_mb"],
-                   warm[r["n"]]["py_mb"]] for r in cold],
+                 [[r["n"], r["code"], r["wall"], r["job"], r["stages"], *warm_columns(r, warm.get(r["n"], {}))]
+                  for r in cold],
                  [None, None, "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.2f}", "{:.0f}", "{:.0f}", "{:.0f}", "{:.0f}"],
                  title="Cold: a plain spark-submit jobs/dedup_job.py per run, a new JVM and new Python workers, no "
                        "warm-up (best by job s), beside this checkout's warm figure:")
+
+
+def warm_columns(cold: dict, warm: dict) -> list:
+    """warm s, cold wall / warm, cold JVM and Python peak MB, warm JVM and Python peak MB ("-" without a warm run)."""
+    if "wall" not in warm:
+        return ["-", "-", cold["jvm_mb"], cold["py_mb"], "-", "-"]
+    return [warm["wall"], cold["wall"] / warm["wall"], cold["jvm_mb"], cold["py_mb"], warm["jvm_mb"], warm["py_mb"]]
 
 
 def parse_args() -> argparse.Namespace:
@@ -306,7 +337,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--compare", nargs="*", default=[], help="other checkouts to run beside this one, each in a "
                     "new process on the same inputs")
     ap.add_argument("--compare-runs", type=int, default=1, help="rounds of --compare runs; each checkout's best")
-    ap.add_argument("--warm-runs", type=int, default=1, help="timed runs of each size in the session; the best")
+    ap.add_argument("--warm-runs", type=int, default=1, help="timed runs of each size in the session; the best "
+                    "(0 with --cold: the cold runs alone)")
+    ap.add_argument("--reuse-inputs", action="store_true", help="an fps_N.parquet already in --workdir is used as it is")
     ap.add_argument("--cold", type=int, default=0, metavar="R", help="R cold spark-submit runs of each size (and "
                     "of each --compare checkout, taking turns), beside the warm figure")
     ap.add_argument("--java-options", default=None, help="JVM options of the runs' JVMs (SIMHASH_DEDUP_JAVA_OPTIONS; "
@@ -328,21 +361,21 @@ def main() -> None:
             print(f"the C++ peer is left out: {e}", flush=True)
     work = args.workdir or tempfile.mkdtemp(prefix="bench_scale_")
     os.makedirs(work, exist_ok=True)  # a --workdir that does not exist yet
-    spark = bench_session("bench-scale")
-    if args.warm_up:  # untimed: a new JVM's first run is ~1.5x slower
-        warm = os.path.join(work, "warm-up.parquet")
-        write_fingerprints(warm, args.warm_up, args)
-        run(load_config([*job_argv(warm, args), "--output", os.path.join(work, "out_warm-up")]), spark)
-    results = [measure_size(spark, int(n), work, args, binary) for n in args.sizes.split(",")]
-    # the checkouts run after this session and its JVM ended: each new JVM takes half the RAM by default
-    stop_jvm(spark)
+    if args.cold and not args.warm_runs:  # the cold runs alone
+        results = [{"n": int(n), "path": os.path.join(work, f"fps_{n}.parquet"), "peer": None}
+                   for n in args.sizes.split(",")]
+        for r in results:
+            input_fingerprints(r["path"], r["n"], args)
+    else:
+        results = warm_results(work, args, binary)
     cold = [row for r in results if args.cold for row in compare_checkouts(args.compare, r["path"], r["n"], work,
                                                                             args, cold=True)]
     compared = cold if args.cold else [row for r in results if args.compare
                                        for row in compare_checkouts(args.compare, r["path"], r["n"], work, args)]
     tables = Tables(args.json)
-    print_sizes(tables, results)
-    if binary:
+    if "wall" in results[0]:
+        print_sizes(tables, results)
+    if binary and results[0]["peer"] is not None:
         print_peer(tables, results)
     if cold:
         print_cold(tables, cold, results)

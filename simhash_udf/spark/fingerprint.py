@@ -67,8 +67,12 @@ def fingerprint_record_batches(
             rows = np.flatnonzero(lengths < short.max_chars)  # only short pages become Python strings
             short_texts = texts.take(pa.array(rows, pa.int64()))
             short_fps[rows], valid[rows] = short_fingerprints(short_texts.to_pylist(), short)
+            # short_text taken from the short pages alone: an array made from `texts` (pc.if_else) would keep the
+            # whole batch's text buffer, and send every page's text back to the JVM
+            position = np.zeros(len(texts), dtype=np.int64)
+            position[rows] = np.arange(len(rows))
             out = out.append_column("short_fingerprint", pa.array(short_fps, mask=~valid)).append_column(
-                "short_text", pc.if_else(pa.array(valid), texts, pa.scalar(None, texts.type)).cast(pa.string())
+                "short_text", short_texts.take(pa.array(position, mask=~valid)).cast(pa.string())
             )
         if sentences is not None:
             keys, offsets = sentence_keys(texts, sentences, chars)

@@ -24,13 +24,14 @@ SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
 # neither (docs/performance.md).
 SMALL_RUN_BYTES = 128 * 2**20
 
-# JVM option for a large run on few cores (millions of pages): the JIT compiles a method only after 3x the usual
+# JVM options for a large run on few cores (millions of pages): the JIT compiles a method only after 3x the usual
 # invocations. A large run's hot loops reach that at once, while many generated classes that stay lukewarm are
 # not compiled by C2, whose threads take about a quarter of a large run's JVM CPU on 2 cores (docs/performance.md).
-# Not the default: many small runs in one JVM (the test suite's) are slower with it. For spark-submit pass it
-# with --driver-java-options (and spark.executor.extraJavaOptions on a cluster); a local run started with
-# `python -m` takes it from SIMHASH_DEDUP_JAVA_OPTIONS.
-LARGE_RUN_JAVA_OPTIONS = "-XX:CompileThresholdScaling=3"
+# And the parallel collector: G1's write barriers and concurrent threads cost a 4M run on 2 cores ~8% of its CPU.
+# Not the default: many small runs in one JVM (the test suite's) are slower with the threshold. For spark-submit
+# pass them with --driver-java-options (and spark.executor.extraJavaOptions on a cluster); a local run started with
+# `python -m` takes them from SIMHASH_DEDUP_JAVA_OPTIONS.
+LARGE_RUN_JAVA_OPTIONS = "-XX:CompileThresholdScaling=3 -XX:+UseParallelGC"
 
 
 def under_spark_submit() -> bool:
