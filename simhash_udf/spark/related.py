@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
@@ -78,26 +78,29 @@ def run_search(pages: DataFrame, n: int, plan: RelatedPlan, tasks: int | None = 
     top_related to merge. Positions are ranks in Spark's id order, so the tasks' ties by position are ties by id."""
     spark = pages.sparkSession
     # a page without a fingerprint (no text) is in no list, as in the joins
-    local = pages.where(F.col("fingerprint").isNotNull()).select("id", "fingerprint", "cluster_id").orderBy("id").toPandas()
-    ids = local["id"].to_numpy()
-    fps = local["fingerprint"].to_numpy(np.int64)
-    clusters = pd.factorize(local["cluster_id"])[0].astype(np.int64)
+    local = pages.where(F.col("fingerprint").isNotNull()).select("id", "fingerprint", "cluster_id").orderBy("id").toArrow()
+    ids, id_type = local.column("id").to_numpy(), local.schema.field("id").type
+    fps = local.column("fingerprint").to_numpy().astype(np.int64, copy=False)
+    clusters = np.unique(local.column("cluster_id").to_numpy(), return_inverse=True)[1].astype(np.int64)
     tasks = tasks or RUN_TASKS_PER_CORE * spark.sparkContext.defaultParallelism
     dealt = deal(run_tables(plan), tasks)
-    shared = spark.sparkContext.broadcast((ids, fps, clusters, plan, n, dealt))
+    shared = spark.sparkContext.broadcast((ids, id_type, fps, clusters, plan, n, dealt))
     schema = StructType([StructField("id", pages.schema["id"].dataType, False),
                          StructField("related_id", pages.schema["id"].dataType, False),
                          StructField("distance", IntegerType(), False)])
 
-    def search(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        ids, fps, clusters, plan, n, dealt = shared.value
+    def search(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # Arrow, not pandas: a Python worker imports this module, and pandas alone costs it ~0.2 s (test_layout)
+        ids, id_type, fps, clusters, plan, n, dealt = shared.value
         for batch in batches:
-            for task in batch["task"]:
+            for task in batch.column("task").to_pylist():
                 q, p, d = search_tables(fps, clusters, plan, dealt[task], n)
-                yield pd.DataFrame({"id": ids[q], "related_id": ids[p], "distance": d.astype(np.int32)})
+                yield pa.RecordBatch.from_arrays([pa.array(ids[q], id_type), pa.array(ids[p], id_type),
+                                                  pa.array(d.astype(np.int32))],
+                                                 names=["id", "related_id", "distance"])
 
     return (spark.range(0, len(dealt), 1, max(len(dealt), 1)).select(F.col("id").cast("int").alias("task"))
-            .mapInPandas(search, schema))
+            .mapInArrow(search, schema))
 
 
 def join_search(pages: DataFrame, plan: RelatedPlan, hot_key_rows: int = HOT_KEY_ROWS) -> DataFrame:
