@@ -21,6 +21,8 @@ import urllib.request
 
 import pyspark
 
+from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS
+
 SPARK_HOME = os.path.dirname(pyspark.__file__)
 
 
@@ -53,6 +55,8 @@ class StandaloneCluster:
     def _env(self) -> dict:
         env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=SPARK_HOME, SPARK_LOG_DIR=self.root,
                    SPARK_NO_DAEMONIZE="1")
+        # the master and workers of a test or a trial run: JVMs that mostly start and wait (the client compiler)
+        env.setdefault("SPARK_DAEMON_JAVA_OPTS", SHORT_RUN_JAVA_OPTIONS)
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         return env
 

@@ -21,6 +21,7 @@ import pytest
 
 from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.job.config import load_config
+from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -428,7 +429,13 @@ def deployment(airflow_pythons, tmp_path_factory):
                        # a crawl's own settings (step 3's note): a day of a few dozen pages needs a few
                        # partitions, not the session's 200 (each stage's tasks cost seconds on one worker)
                        SIMHASH_DEDUP_JOB_OPTIONS='{"shuffle-partitions": 4}')
-        check_env = {**airflow_env(base, "3"), **exports, "SPARK_LOCAL_IP": "127.0.0.1",
+        # the day's driver and executor live for one small run: the short-run JVM options, from a
+        # spark-defaults.conf (as a cluster's own would set them), so that the DAG's command stays the checklist's
+        conf_dir = base / "spark-conf"
+        conf_dir.mkdir()
+        (conf_dir / "spark-defaults.conf").write_text("".join(
+            f"spark.{role}.extraJavaOptions {SHORT_RUN_JAVA_OPTIONS}\n" for role in ("driver", "executor")))
+        check_env = {**airflow_env(base, "3"), **exports, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_CONF_DIR": str(conf_dir),
                      "PATH": os.path.join(ROOT, ".venv", "bin") + os.pathsep + os.environ.get("PATH", "")}
         for name in ("SIMHASH_DEDUP_SPARK_CONN", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
             check_env.pop(name, None)  # the checklist's defaults: spark_default, the Pythons of the packed_env param

@@ -29,7 +29,7 @@ from simhash_udf.core.signature import SignatureSpec
 from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.job.cli import main
 from simhash_udf.job.report_schema import check
-from simhash_udf.spark.session import _set_checkpoint_dir, checkpoint_dir
+from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS, _set_checkpoint_dir, checkpoint_dir
 
 # the session settings the job and the API set while they run, and must put back
 SESSION_SETTINGS = ("spark.sql.shuffle.partitions", "spark.sql.execution.arrow.maxRecordsPerBatch",
@@ -235,8 +235,6 @@ def test_a_small_local_input_gets_the_short_run_jvm_options(tmp_path):
     spark-submit (the JVM runs already), not for another master, and never over the caller's own choice
     (SIMHASH_DEDUP_JAVA_OPTIONS, even empty, or a spark-defaults.conf that names the driver's options).
     Asked in a Python without Spark, as the CLI asks before it starts the JVM."""
-    from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS
-
     small, large = small_and_large_inputs(tmp_path)
     paths = [str(small), str(large), f"file://{small}", "hdfs://nn/crawl/2026-11-21"]
     base = {k: v for k, v in os.environ.items() if k not in (
@@ -472,7 +470,8 @@ def test_readme_python_snippet_runs_as_a_script_with_the_projects_python(tmp_pat
         "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", "PYSPARK_GATEWAY_PORT",
         "PYSPARK_SUBMIT_ARGS", "SIMHASH_DEDUP_MASTER")}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if os.path.realpath(p) != venv_bin)
-    env.update(SPARK_LOCAL_IP="127.0.0.1", SIMHASH_DEDUP_MASTER="local[1]")
+    # a JVM that lives for a few small queries: the short-run options (the API takes them from the environment)
+    env.update(SPARK_LOCAL_IP="127.0.0.1", SIMHASH_DEDUP_MASTER="local[1]", SIMHASH_DEDUP_JAVA_OPTIONS=SHORT_RUN_JAVA_OPTIONS)
     proc = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
