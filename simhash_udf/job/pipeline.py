@@ -29,6 +29,7 @@ from ..spark.joins import without_ids
 from ..spark.session import scoped_settings
 from . import termination
 from .config import DedupConfig
+from .plot_process import plots_aside
 from .report import dedup_report, empty_report, run_report
 from .report_html import PageData, collect_page_data, render_html
 from .report_plots import write_plots
@@ -38,15 +39,16 @@ from .stages import Clustered, Fingerprinted, HistoryView, Persist, Related, Sta
 log = logging.getLogger("simhash_dedup")
 
 
-def run(cfg: DedupConfig, spark: SparkSession) -> dict:
+def run(cfg: DedupConfig, spark: SparkSession, plots_in_own_process: bool = False) -> dict:
     """Run the job for a validated configuration; returns the report as written to DIR/report.json (a dict;
     report_schema.Report.from_dict types it).
-    The session's settings are put back as they were when it returns."""
+    The session's settings are put back as they were when it returns. plots_in_own_process: the report's
+    pictures are drawn by a process started now (plot_process: for a one-off run in a new driver process)."""
     started, timer, persisted = time.time(), StageTimer(), []
     out, history = check_before_writing(spark, cfg)
     persist = persisting(persisted)
     out.acquire(cfg.lock_stale_minutes * 60)  # one run at a time onto DIR; dead runs' leftovers removed
-    with cleaned_up(spark, out, history, persisted):
+    with plots_aside(plots_in_own_process) as drawer, cleaned_up(spark, out, history, persisted):
         out.check_writable(cfg.overwrite)  # again: a run that held the lock may have finished DIR meanwhile
         if history is not None:
             history.recover(cfg.lock_stale_minutes * 60, cfg.fingerprint_version())  # dead runs settled, dates checked
@@ -74,7 +76,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                                 history=history_report, seconds=timer.seconds, spark_version=spark.version,
                                 started=started)
             report.shuffle_partitions = partitions
-            write_report_files(cfg, out, report, page, started)
+            write_report_files(cfg, out, report, page, started, drawer)
         commit(cfg, out, history)
         return report.to_dict()
 
@@ -314,16 +316,17 @@ def report_stage(spark: SparkSession, cfg: DedupConfig, out: OutputDir, raw: Dat
     return page
 
 
-def write_report_files(cfg: DedupConfig, out: OutputDir, report: Report, page: PageData, started: float) -> None:
+def write_report_files(cfg: DedupConfig, out: OutputDir, report: Report, page: PageData, started: float,
+                       drawer=None) -> None:
     """The plots, report.html and report.json, staged. total_seconds (from `started`, the run's time.time() at
     its start) is taken again once the plots are drawn (~1 s in a new driver), so that both files count them;
-    only rendering those two files and the commit come after it."""
+    only rendering those two files and the commit come after it. drawer: plot_process.PlotProcess or None."""
     if not cfg.checkpoint_dir:
         out.remove_staged("_checkpoints")
     report.duplicates_to_kept = page.duplicates_to_kept
     report.duplicate_rate_by = page.duplicate_rate_by
     report.example_pairs = page.example_pairs
-    report.plots = write_plots(report, out)
+    report.plots = write_plots(report, out, drawer)
     report.total_seconds = round(time.time() - started, 3)
     report.report_html = "report.html"
     out.write_text(out.staged("report.html"), render_html(report, page.examples, page.more_texts))
