@@ -177,7 +177,7 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, p
             # the --keep earliest column orders by its type: a CSV column's is inferred (the others, and the ids,
             # are read as text)
             typed = (cfg.keep_column,) if cfg.keep_column not in (None, cfg.id_col) else ()
-            loaded = load_input(spark, cfg.input, cfg.input_format, persist, typed)
+            loaded = load_input(spark, cfg.input, cfg.input_format, persist, typed, cfg.id_col)
         except EmptyInput as empty:
             if not cfg.allow_empty:
                 raise DedupError(f"{empty}: check that the input is complete (a missing day, a wrong --input), "
@@ -192,6 +192,7 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, p
         if history is not None:  # before anything is written
             if loaded.fmt == "csv":  # a history of CSV ids typed by runs before they were read as text
                 loaded.df = raw = history.text_ids_as_stored(raw, cfg.id_col)
+                loaded.ids_checked = False  # typed ids may meet where their texts did not ("01", "1")
             history.check_id_type(cfg.id_col, raw.schema[cfg.id_col].dataType.simpleString())
         parts = raw.rdd.getNumPartitions()
         split = input_split(parts, spark.sparkContext.defaultParallelism, cfg.input_partitions,
@@ -199,7 +200,8 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, p
                             stored=cfg.input_format == "fingerprints")
         if split:
             loaded.df = raw = raw.repartition(split, F.col(cfg.id_col))
-        check_ids(raw, cfg.id_col)
+        if not loaded.ids_checked:
+            check_ids(raw, cfg.id_col)
         counts.update(rows=loaded.rows, files=loaded.files.files, columns=len(raw.columns), partitions=split or parts)
     return loaded
 
