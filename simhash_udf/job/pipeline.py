@@ -14,7 +14,7 @@ from pyspark.sql.types import BinaryType, BooleanType, DoubleType, LongType, Str
 
 from ..errors import DedupError
 from ..io.history import History
-from ..io.paths import escape_glob
+from ..io.paths import escape_glob, local_input_bytes
 from ..io.read import (
     EmptyInput,
     LoadedInput,
@@ -39,21 +39,23 @@ from .stages import Clustered, Fingerprinted, HistoryView, Persist, Related, Sta
 log = logging.getLogger("simhash_dedup")
 
 
-def run(cfg: DedupConfig, spark: SparkSession, plots_in_own_process: bool = False) -> dict:
+def run(cfg: DedupConfig, spark: SparkSession, new_process: bool = False) -> dict:
     """Run the job for a validated configuration; returns the report as written to DIR/report.json (a dict;
     report_schema.Report.from_dict types it).
-    The session's settings are put back as they were when it returns. plots_in_own_process: the report's
-    pictures are drawn by a process started now (plot_process: for a one-off run in a new driver process)."""
+    The session's settings are put back as they were when it returns. new_process: a one-off run in a driver
+    and JVM started for it (the command line's): the report's pictures are drawn by a process started now
+    (plot_process), and a small input's queries are interpreted (one_off_settings)."""
     started, timer, persisted = time.time(), StageTimer(), []
     out, history = check_before_writing(spark, cfg)
     persist = persisting(persisted)
     out.acquire(cfg.lock_stale_minutes * 60)  # one run at a time onto DIR; dead runs' leftovers removed
-    with plots_aside(plots_in_own_process) as drawer, cleaned_up(spark, out, history, persisted):
+    with plots_aside(new_process) as drawer, cleaned_up(spark, out, history, persisted):
         out.check_writable(cfg.overwrite)  # again: a run that held the lock may have finished DIR meanwhile
         if history is not None:
             history.recover(cfg.lock_stale_minutes * 60, cfg.fingerprint_version())  # dead runs settled, dates checked
             history.claim_staging()  # a history that cannot be written stops the run here, not after the work
-        with scoped_settings(spark, job_settings(cfg, spark), cfg.checkpoint_dir or out.staged("_checkpoints")):
+        settings = {**job_settings(cfg, spark), **(one_off_settings(cfg.input) if new_process else {})}
+        with scoped_settings(spark, settings, cfg.checkpoint_dir or out.staged("_checkpoints")):
             try:
                 loaded = read_stage(spark, cfg, history, persist, timer)
             except EmptyInput as empty:
@@ -137,6 +139,28 @@ def job_settings(cfg: DedupConfig, spark: SparkSession | None = None) -> dict[st
     elif spark is not None:
         conf["spark.sql.shuffle.partitions"] = spark.conf.get("spark.sql.shuffle.partitions")
     return conf
+
+
+# Session settings of a one-off run (run's new_process) on a small input: Spark's expressions interpreted instead
+# of compiled. A new JVM compiles each query's generated Java source with Janino and then runs each class on a few
+# hundred rows: a cold 200-page run compiled 243 classes in ~5 s (under load), interpreted 28 remain (the ones
+# Spark always generates, such as the cache's column readers). A process that stays (tests, notebooks) keeps
+# compiling: later runs reuse the classes. Speed only: Spark's interpreted and compiled expressions give the same
+# rows.
+INTERPRETED_SETTINGS = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+# The local input bytes up to which a one-off run is interpreted (io.paths.local_input_bytes: compressed files
+# counted 4x; an input elsewhere is not sized and keeps the compiled code).
+INTERPRETED_RUN_BYTES = 16 * 2**20
+
+
+def one_off_settings(input_path: str) -> dict[str, str]:
+    """INTERPRETED_SETTINGS for a local input of at most INTERPRETED_RUN_BYTES, nothing otherwise (logged)."""
+    size = local_input_bytes(input_path, INTERPRETED_RUN_BYTES)
+    if size is None or size > INTERPRETED_RUN_BYTES:
+        return {}
+    log.info("a small input in a new JVM: Spark's expressions are interpreted, not compiled (%s)",
+             ", ".join(f"{k}={v}" for k, v in INTERPRETED_SETTINGS.items()))
+    return dict(INTERPRETED_SETTINGS)
 
 
 # Pages per shuffle partition the run asks for at least. The widest shuffles carry ~150 bytes a page (the
