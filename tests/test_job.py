@@ -140,6 +140,24 @@ def test_a_one_off_run_gives_the_same_output(spark, sample_run, sample, tmp_path
             assert a.read() == b.read(), picture
 
 
+def test_only_a_small_local_input_without_history_is_interpreted(tmp_path):
+    """one_off_settings: a one-off run interprets Spark's expressions for a local input of at most
+    INTERPRETED_RUN_BYTES, and compiles them for a larger one, one elsewhere (not sized) or one with --history."""
+    from simhash_udf.job import pipeline
+
+    small, large = tmp_path / "small.parquet", tmp_path / "large.parquet"
+    small.write_bytes(b"x" * 1000)
+    large.write_bytes(b"x" * (pipeline.INTERPRETED_RUN_BYTES + 1))
+
+    def settings(path, *more):
+        return pipeline.one_off_settings(load_config(["--input", str(path), "--output", str(tmp_path / "out"), *more]))
+
+    assert settings(small) == pipeline.INTERPRETED_SETTINGS
+    assert settings(large) == {}
+    assert settings("hdfs://namenode/crawl/day") == {}
+    assert settings(small, "--history", str(tmp_path / "history")) == {}
+
+
 def test_output_layout(sample_run, sample):
     out, report = sample_run
     rows = pd.read_json(sample, lines=True)

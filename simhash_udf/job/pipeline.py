@@ -54,7 +54,7 @@ def run(cfg: DedupConfig, spark: SparkSession, new_process: bool = False) -> dic
         if history is not None:
             history.recover(cfg.lock_stale_minutes * 60, cfg.fingerprint_version())  # dead runs settled, dates checked
             history.claim_staging()  # a history that cannot be written stops the run here, not after the work
-        settings = {**job_settings(cfg, spark), **(one_off_settings(cfg.input) if new_process else {})}
+        settings = {**job_settings(cfg, spark), **(one_off_settings(cfg) if new_process else {})}
         with scoped_settings(spark, settings, cfg.checkpoint_dir or out.staged("_checkpoints")):
             try:
                 loaded = read_stage(spark, cfg, history, persist, timer)
@@ -153,9 +153,12 @@ INTERPRETED_SETTINGS = {"spark.sql.codegen.wholeStage": "false", "spark.sql.code
 INTERPRETED_RUN_BYTES = 16 * 2**20
 
 
-def one_off_settings(input_path: str) -> dict[str, str]:
-    """INTERPRETED_SETTINGS for a local input of at most INTERPRETED_RUN_BYTES, nothing otherwise (logged)."""
-    size = local_input_bytes(input_path, INTERPRETED_RUN_BYTES)
+def one_off_settings(cfg: DedupConfig) -> dict[str, str]:
+    """INTERPRETED_SETTINGS for a local input of at most INTERPRETED_RUN_BYTES without --history (a history can
+    hold many times the day's rows), nothing otherwise (logged)."""
+    if cfg.history:
+        return {}
+    size = local_input_bytes(cfg.input, INTERPRETED_RUN_BYTES)
     if size is None or size > INTERPRETED_RUN_BYTES:
         return {}
     log.info("a small input in a new JVM: Spark's expressions are interpreted, not compiled (%s)",
