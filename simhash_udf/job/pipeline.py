@@ -143,7 +143,7 @@ def job_settings(cfg: DedupConfig, spark: SparkSession | None = None) -> dict[st
 
 # Session settings of a one-off run (run's new_process) on a small input: Spark's expressions interpreted instead
 # of compiled. A new JVM compiles each query's generated Java source with Janino and then runs each class on a few
-# hundred rows: a cold 200-page run compiled 243 classes in ~5 s (under load), interpreted 28 remain (the ones
+# hundred rows: a cold 200-page run compiled 243 classes (seconds of its CPU), interpreted 28 remain (the ones
 # Spark always generates, such as the cache's column readers). A process that stays (tests, notebooks) keeps
 # compiling: later runs reuse the classes. Speed only: Spark's interpreted and compiled expressions give the same
 # rows.
