@@ -486,3 +486,26 @@ def test_input_errors_on_the_command_line_print_no_java_stack_trace(tmp_path):
         assert proc.returncode == 2 and re.search(cases[path], stderr), stderr[-3000:]
         assert not re.search(r"^\s+at (org\.apache|java\.|scala\.)", stderr, re.M), stderr[-5000:]
         assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("ids", [[1, 2, 3, 4, 5, 6, 7], [1, 2, 2, 3, 4, 5, 6], [1, None, 3, 4, 5, 6, 7],
+                                 [None, None, 3, 4, 5, 6, 7], [7, 7, 7, 7, 7, 7, 7]])
+def test_the_counting_pass_checks_the_ids_of_a_small_input(spark, ids):
+    """partition_rows: with the id column, the one pass that counts each read partition's rows also says whether
+    every id is non-null and unique (then the job skips check_ids' pass); where they are, its counts are a plain
+    count's, partition by partition, whatever the partitioning."""
+    from pyspark.sql import functions as F
+
+    from simhash_udf.io.read import partition_rows
+
+    for partitions in (1, 3):
+        df = spark.createDataFrame([(i, f"page {n}") for n, i in enumerate(ids)], "id long, text string").repartition(
+            partitions)
+        plain = sorted(int(r[1]) for r in df.groupBy(F.spark_partition_id()).count().collect())
+        counts, unique = partition_rows(df, "id")
+        assert unique == (None not in ids and len(set(ids)) == len(ids))
+        assert sum(counts) == len(ids)
+        if unique:
+            assert sorted(counts) == plain
+        without_ids, checked = partition_rows(df)
+        assert sorted(without_ids) == plain and checked is False

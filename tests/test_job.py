@@ -97,9 +97,9 @@ def sample_run(watched_sample_run):
     return watched_sample_run[:2]
 
 
-# Spark jobs a run of 200 originals of the sample (368 pages) starts: 63 in a spark-submit run (its event log) and in
+# Spark jobs a run of 200 originals of the sample (368 pages) starts: 62 in a spark-submit run (its event log) and in
 # the test session. A small run's time is its Spark jobs, not its rows (docs/performance.md, "A small run").
-SMALL_RUN_SPARK_JOBS = 63
+SMALL_RUN_SPARK_JOBS = 62
 
 
 def test_a_small_run_starts_no_more_spark_jobs_than_today(spark, tmp_path):
@@ -114,6 +114,48 @@ def test_a_small_run_starts_no_more_spark_jobs_than_today(spark, tmp_path):
     run_job(spark, "--input", path, "--output", tmp_path / "out")
     started = set(tracker.getJobIdsForGroup(None)) - before
     assert 20 < len(started) <= SMALL_RUN_SPARK_JOBS, len(started)
+
+
+def test_a_one_off_run_gives_the_same_output(spark, sample_run, sample, tmp_path):
+    """A one-off run (the command line's new_process: the report's pictures drawn by a process of their own, a
+    small input's queries interpreted instead of compiled) writes what the sample's run wrote: the same clusters,
+    kept and related rows, the same report counters and the same pictures, byte for byte."""
+    from simhash_udf.job.pipeline import INTERPRETED_SETTINGS
+
+    out, report = sample_run
+    before = {key: spark.conf.get(key, None) for key in INTERPRETED_SETTINGS}
+    other = str(tmp_path / "out")
+    again = run(load_config(["--input", sample, "--output", other, "--arrow-batch-size", "20", "--related",
+                             str(RELATED_N)]), spark, new_process=True)
+    assert {key: spark.conf.get(key, None) for key in INTERPRETED_SETTINGS} == before  # put back
+    timing = {"seconds", "total_seconds", "started_at", "output", "config"}
+    assert {k: v for k, v in again.items() if k not in timing} == {k: v for k, v in report.items() if k not in timing}
+    assert {**again["config"], "output": None} == {**report["config"], "output": None}
+    for part, key in (("clusters", "id"), ("kept", "id"), ("related", ["id", "rank"])):
+        first, second = (pd.read_parquet(os.path.join(d, part)).sort_values(key).reset_index(drop=True)
+                         for d in (out, other))
+        pd.testing.assert_frame_equal(first, second)
+    for picture in again["plots"]:
+        with open(os.path.join(out, picture), "rb") as a, open(os.path.join(other, picture), "rb") as b:
+            assert a.read() == b.read(), picture
+
+
+def test_only_a_small_local_input_without_history_is_interpreted(tmp_path):
+    """one_off_settings: a one-off run interprets Spark's expressions for a local input of at most
+    INTERPRETED_RUN_BYTES, and compiles them for a larger one, one elsewhere (not sized) or one with --history."""
+    from simhash_udf.job import pipeline
+
+    small, large = tmp_path / "small.parquet", tmp_path / "large.parquet"
+    small.write_bytes(b"x" * 1000)
+    large.write_bytes(b"x" * (pipeline.INTERPRETED_RUN_BYTES + 1))
+
+    def settings(path, *more):
+        return pipeline.one_off_settings(load_config(["--input", str(path), "--output", str(tmp_path / "out"), *more]))
+
+    assert settings(small) == pipeline.INTERPRETED_SETTINGS
+    assert settings(large) == {}
+    assert settings("hdfs://namenode/crawl/day") == {}
+    assert settings(small, "--history", str(tmp_path / "history")) == {}
 
 
 def test_output_layout(sample_run, sample):

@@ -589,3 +589,44 @@ def test_related_pages_section_shows_the_count_the_distances_and_the_examples_si
     assert "&lt;i&gt;" in pairs[1] and "<i>" not in pairs[1] and "&lt;b&gt;&quot;x&quot;" in pairs[1]  # escaped
     assert "n/a (no signature)" in pairs[1] and pairs[1].count(" page</p>") == 2
     assert 'id="related"' not in render_html(Report.from_dict(a_full_report()), [])
+
+
+class WrittenPictures:
+    """An OutputDir's staging as write_plots uses it: the bytes by name."""
+
+    def __init__(self):
+        self.written = {}
+
+    def staged(self, name):
+        return name
+
+    def write_bytes(self, path, data):
+        self.written[path] = data
+
+
+def test_pictures_drawn_by_a_process_of_their_own_are_the_drivers_bytes():
+    """A one-off run's pictures come from a child process (plot_process) started as the run starts: the same
+    files with the same bytes as drawn in the driver, from the report's numbers sent to it; a child that died
+    before drawing leaves the driver to draw them, and the run gets the same pictures."""
+    from simhash_udf.job.plot_process import PlotProcess
+    from simhash_udf.job.report_plots import PLOTS, draw_plots, write_plots
+
+    report = Report.from_dict(a_full_report())
+    here = draw_plots(report)
+    assert sorted(here) == sorted(PLOTS) and all(png.startswith(b"\x89PNG") for png in here.values())
+    child = PlotProcess.start()
+    try:
+        out = WrittenPictures()
+        assert write_plots(report, out, child) == sorted(here)
+        assert out.written == here
+        assert child.proc.returncode == 0
+    finally:
+        child.close()
+
+    dead = PlotProcess.start()
+    dead.proc.kill()
+    dead.proc.wait()
+    out = WrittenPictures()
+    assert write_plots(report, out, dead) == sorted(here)
+    assert out.written == here
+    dead.close()

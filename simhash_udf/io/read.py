@@ -118,6 +118,7 @@ class InputFiles:
     path: str  # as given
     spark_path: str  # what Spark's readers get: a literal path's glob characters escaped
     files: int = 0
+    bytes: int = 0  # of the data files, as listed (compressed or not)
     formats: Counter = field(default_factory=Counter)  # format (None: unknown) -> files
     examples: dict = field(default_factory=dict)  # format or compression -> up to 3 file paths
     unsupported: Counter = field(default_factory=Counter)  # unsupported compression suffix -> files
@@ -146,6 +147,7 @@ class InputFiles:
         name = path.rsplit("/", 1)[-1]
         fmt, bad = _format_of(name)
         self.files += 1
+        self.bytes += status.getLen()
         key = bad or fmt
         self.formats[fmt] += 1
         if bad:
@@ -450,6 +452,7 @@ class LoadedInput:
     rows: int
     files: InputFiles
     largest_partition: int = 0  # rows of the read partition that holds the most
+    ids_checked: bool = False  # every id found non-null and unique in the counting pass (check_ids not needed)
 
 
 # Spark's loggers that print a failed task's Java stack trace in the driver's log (local mode runs the tasks in the
@@ -490,18 +493,26 @@ def quiet_task_failures(spark: SparkSession):
 
 
 def load_input(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFrame], DataFrame],
-               typed: tuple[str, ...] = ()) -> LoadedInput:
+               typed: tuple[str, ...] = (), id_col: str | None = None) -> LoadedInput:
     """List, read and count the input, parsing each file once: JSON Lines, CSV and WET rows are cached
     (keep: persisted MEMORY_AND_DISK by the pipeline) and counted in one pass, which also checks them; the id
     check, the fingerprints and kept/ then read the cache. Raises EmptyInput for 0 rows. typed: CSV columns
-    read with an inferred type instead of as text (read_csv). A task that fails on a bad input file logs no
-    Java stack trace before the job's message (quiet_task_failures)."""
+    read with an inferred type instead of as text (read_csv). id_col: for an input of at most
+    IDS_IN_COUNT_BYTES, the counting pass also finds whether the ids are non-null and unique (ids_checked;
+    partition_rows). A task that fails on a bad input file logs no Java stack trace before the job's message
+    (quiet_task_failures)."""
     with quiet_task_failures(spark):
-        return _load(spark, path, fmt, keep, typed)
+        return _load(spark, path, fmt, keep, typed, id_col)
+
+
+# Input bytes up to which the counting pass checks the ids too (partition_rows): one Spark action and query
+# fewer, which is a small run's cost; its two-phase aggregation by id would hold every id of a large input in the
+# map side's hash table, where check_ids' own pass aggregates them in one phase.
+IDS_IN_COUNT_BYTES = 128 * 2**20
 
 
 def _load(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFrame], DataFrame],
-          typed: tuple[str, ...]) -> LoadedInput:
+          typed: tuple[str, ...], id_col: str | None = None) -> LoadedInput:
     info = list_input(spark, path)
     if not info.files:
         raise EmptyInput(f"input {path} holds no data files (only hidden ones such as _SUCCESS, or none)")
@@ -509,15 +520,33 @@ def _load(spark: SparkSession, path: str, fmt: str, keep: Callable[[DataFrame], 
     df = read_files(spark, info, fmt, typed)
     if fmt in PARSED_FORMATS:
         df = keep(df)
+    checkable = id_col in df.columns and _ID_TYPES.fullmatch(df.schema[id_col].dataType.simpleString())
     # rows per read partition, in the pass that counts them: a Parquet file of one row group is read as
     # several partitions of which one holds every row, so the partition count alone misleads input_split
-    per_partition = [r[1] for r in df.groupBy(F.spark_partition_id()).count().collect()]
+    per_partition, ids_checked = partition_rows(
+        df, id_col if checkable and info.bytes <= IDS_IN_COUNT_BYTES else None)
     rows = sum(per_partition)
     if CORRUPT in df.columns:
         df = refuse_corrupt(df, "JSON Lines" if fmt == "json" else "CSV")
     if rows == 0:
         raise EmptyInput(f"input {path} holds no rows ({info.files} {fmt} files)", df)
-    return LoadedInput(df, fmt, rows, info, max(per_partition, default=0))
+    return LoadedInput(df, fmt, rows, info, max(per_partition, default=0), ids_checked)
+
+
+def partition_rows(df: DataFrame, id_col: str | None = None) -> tuple[list[int], bool]:
+    """The rows of each read partition, in one Spark action, and with id_col whether every id is non-null and
+    unique, found in the same pass (what check_ids checks; when it is not so, check_ids finds the examples for
+    its message). With id_col each id's rows count in the first partition that holds one of them: exact when the
+    ids are unique, the only case in which the counts are used."""
+    part = F.spark_partition_id()
+    if id_col is None:
+        return [int(r[1]) for r in df.groupBy(part).count().collect()], False
+    per_id = df.select(part.alias("p"), F.col(id_col).alias("i")).groupBy("i").agg(
+        F.count(F.lit(1)).alias("n"), F.min("p").alias("p"))
+    rows = per_id.groupBy("p").agg(F.sum("n").alias("rows"), F.max("n").alias("most"),
+                                   F.count(F.when(F.col("i").isNull(), 1)).alias("null_ids")).collect()
+    unique = all(int(r["most"]) == 1 and not r["null_ids"] for r in rows)
+    return [int(r["rows"]) for r in rows], unique
 
 
 _FAILED_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)")

@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None, script: str | None = None) -> int:
     with termination.handle_sigterm():
         spark = start_job_session(cfg.input)
         try:
-            report = run(cfg, spark)
+            # a session of its own: a one-off process, in a JVM started for it
+            report = run(cfg, spark, new_process=callers is None)
         except BaseException as exc:
             if termination.requested():  # whatever the cancelled job raised on its way out
                 print(f"simhash-dedup: stopped by SIGTERM: the run was aborted, its staging directory removed and its "

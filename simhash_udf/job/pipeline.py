@@ -14,7 +14,7 @@ from pyspark.sql.types import BinaryType, BooleanType, DoubleType, LongType, Str
 
 from ..errors import DedupError
 from ..io.history import History
-from ..io.paths import escape_glob
+from ..io.paths import escape_glob, local_input_bytes
 from ..io.read import (
     EmptyInput,
     LoadedInput,
@@ -29,6 +29,7 @@ from ..spark.joins import without_ids
 from ..spark.session import scoped_settings
 from . import termination
 from .config import DedupConfig
+from .plot_process import plots_aside
 from .report import dedup_report, empty_report, run_report
 from .report_html import PageData, collect_page_data, render_html
 from .report_plots import write_plots
@@ -38,20 +39,23 @@ from .stages import Clustered, Fingerprinted, HistoryView, Persist, Related, Sta
 log = logging.getLogger("simhash_dedup")
 
 
-def run(cfg: DedupConfig, spark: SparkSession) -> dict:
+def run(cfg: DedupConfig, spark: SparkSession, new_process: bool = False) -> dict:
     """Run the job for a validated configuration; returns the report as written to DIR/report.json (a dict;
     report_schema.Report.from_dict types it).
-    The session's settings are put back as they were when it returns."""
+    The session's settings are put back as they were when it returns. new_process: a one-off run in a driver
+    and JVM started for it (the command line's): the report's pictures are drawn by a process started now
+    (plot_process), and a small input's queries are interpreted (one_off_settings)."""
     started, timer, persisted = time.time(), StageTimer(), []
     out, history = check_before_writing(spark, cfg)
     persist = persisting(persisted)
     out.acquire(cfg.lock_stale_minutes * 60)  # one run at a time onto DIR; dead runs' leftovers removed
-    with cleaned_up(spark, out, history, persisted):
+    with plots_aside(new_process) as drawer, cleaned_up(spark, out, history, persisted):
         out.check_writable(cfg.overwrite)  # again: a run that held the lock may have finished DIR meanwhile
         if history is not None:
             history.recover(cfg.lock_stale_minutes * 60, cfg.fingerprint_version())  # dead runs settled, dates checked
             history.claim_staging()  # a history that cannot be written stops the run here, not after the work
-        with scoped_settings(spark, job_settings(cfg, spark), cfg.checkpoint_dir or out.staged("_checkpoints")):
+        settings = {**job_settings(cfg, spark), **(one_off_settings(cfg) if new_process else {})}
+        with scoped_settings(spark, settings, cfg.checkpoint_dir or out.staged("_checkpoints")):
             try:
                 loaded = read_stage(spark, cfg, history, persist, timer)
             except EmptyInput as empty:
@@ -74,7 +78,7 @@ def run(cfg: DedupConfig, spark: SparkSession) -> dict:
                                 history=history_report, seconds=timer.seconds, spark_version=spark.version,
                                 started=started)
             report.shuffle_partitions = partitions
-            write_report_files(cfg, out, report, page, started)
+            write_report_files(cfg, out, report, page, started, drawer)
         commit(cfg, out, history)
         return report.to_dict()
 
@@ -137,6 +141,31 @@ def job_settings(cfg: DedupConfig, spark: SparkSession | None = None) -> dict[st
     return conf
 
 
+# Session settings of a one-off run (run's new_process) on a small input: Spark's expressions interpreted instead
+# of compiled. A new JVM compiles each query's generated Java source with Janino and then runs each class on a few
+# hundred rows: a cold 200-page run compiled 243 classes (seconds of its CPU), interpreted 28 remain (the ones
+# Spark always generates, such as the cache's column readers). A process that stays (tests, notebooks) keeps
+# compiling: later runs reuse the classes. Speed only: Spark's interpreted and compiled expressions give the same
+# rows.
+INTERPRETED_SETTINGS = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+# The local input bytes up to which a one-off run is interpreted (io.paths.local_input_bytes: compressed files
+# counted 4x; an input elsewhere is not sized and keeps the compiled code).
+INTERPRETED_RUN_BYTES = 16 * 2**20
+
+
+def one_off_settings(cfg: DedupConfig) -> dict[str, str]:
+    """INTERPRETED_SETTINGS for a local input of at most INTERPRETED_RUN_BYTES without --history (a history can
+    hold many times the day's rows), nothing otherwise (logged)."""
+    if cfg.history:
+        return {}
+    size = local_input_bytes(cfg.input, INTERPRETED_RUN_BYTES)
+    if size is None or size > INTERPRETED_RUN_BYTES:
+        return {}
+    log.info("a small input in a new JVM: Spark's expressions are interpreted, not compiled (%s)",
+             ", ".join(f"{k}={v}" for k, v in INTERPRETED_SETTINGS.items()))
+    return dict(INTERPRETED_SETTINGS)
+
+
 # Pages per shuffle partition the run asks for at least. The widest shuffles carry ~150 bytes a page (the
 # pages with their signatures, by fingerprint) or ~10 rows a page (the signature bands), so this keeps a
 # partition's sort within ~40-60 MB; with fewer, larger partitions the band sort of 10^7 pages spills gigabytes
@@ -175,7 +204,7 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, p
             # the --keep earliest column orders by its type: a CSV column's is inferred (the others, and the ids,
             # are read as text)
             typed = (cfg.keep_column,) if cfg.keep_column not in (None, cfg.id_col) else ()
-            loaded = load_input(spark, cfg.input, cfg.input_format, persist, typed)
+            loaded = load_input(spark, cfg.input, cfg.input_format, persist, typed, cfg.id_col)
         except EmptyInput as empty:
             if not cfg.allow_empty:
                 raise DedupError(f"{empty}: check that the input is complete (a missing day, a wrong --input), "
@@ -190,6 +219,7 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, p
         if history is not None:  # before anything is written
             if loaded.fmt == "csv":  # a history of CSV ids typed by runs before they were read as text
                 loaded.df = raw = history.text_ids_as_stored(raw, cfg.id_col)
+                loaded.ids_checked = False  # typed ids may meet where their texts did not ("01", "1")
             history.check_id_type(cfg.id_col, raw.schema[cfg.id_col].dataType.simpleString())
         parts = raw.rdd.getNumPartitions()
         split = input_split(parts, spark.sparkContext.defaultParallelism, cfg.input_partitions,
@@ -197,7 +227,8 @@ def read_stage(spark: SparkSession, cfg: DedupConfig, history: History | None, p
                             stored=cfg.input_format == "fingerprints")
         if split:
             loaded.df = raw = raw.repartition(split, F.col(cfg.id_col))
-        check_ids(raw, cfg.id_col)
+        if not loaded.ids_checked:
+            check_ids(raw, cfg.id_col)
         counts.update(rows=loaded.rows, files=loaded.files.files, columns=len(raw.columns), partitions=split or parts)
     return loaded
 
@@ -314,16 +345,17 @@ def report_stage(spark: SparkSession, cfg: DedupConfig, out: OutputDir, raw: Dat
     return page
 
 
-def write_report_files(cfg: DedupConfig, out: OutputDir, report: Report, page: PageData, started: float) -> None:
+def write_report_files(cfg: DedupConfig, out: OutputDir, report: Report, page: PageData, started: float,
+                       drawer=None) -> None:
     """The plots, report.html and report.json, staged. total_seconds (from `started`, the run's time.time() at
     its start) is taken again once the plots are drawn (~1 s in a new driver), so that both files count them;
-    only rendering those two files and the commit come after it."""
+    only rendering those two files and the commit come after it. drawer: plot_process.PlotProcess or None."""
     if not cfg.checkpoint_dir:
         out.remove_staged("_checkpoints")
     report.duplicates_to_kept = page.duplicates_to_kept
     report.duplicate_rate_by = page.duplicate_rate_by
     report.example_pairs = page.example_pairs
-    report.plots = write_plots(report, out)
+    report.plots = write_plots(report, out, drawer)
     report.total_seconds = round(time.time() - started, 3)
     report.report_html = "report.html"
     out.write_text(out.staged("report.html"), render_html(report, page.examples, page.more_texts))

@@ -185,14 +185,24 @@ def duplicates_to_kept_png(report: Report) -> bytes:
     return _png(fig)
 
 
-def write_plots(report: Report, out) -> list[str]:
-    """Write the PNGs beside report.json (out: write.OutputDir); returns the file names written."""
+def draw_plots(report: Report) -> dict[str, bytes]:
+    """The pictures of a report, {file name: PNG}; raises ImportError without matplotlib."""
+    pictures = {"cluster_sizes.png": cluster_sizes_png(report), "pair_distances.png": pair_distances_png(report)}
+    if report.candidates.similarity_bands:
+        pictures["pair_similarity.png"] = pair_similarity_png(report)
+    if report.duplicates_to_kept and report.duplicates_to_kept.distance_histogram:
+        pictures["duplicates_to_kept.png"] = duplicates_to_kept_png(report)
+    return pictures
+
+
+def write_plots(report: Report, out, drawer=None) -> list[str]:
+    """Write the PNGs beside report.json (out: write.OutputDir); returns the file names written. drawer: a
+    plot_process.PlotProcess that draws them in a process of its own (the same functions, the same bytes);
+    where it cannot, they are drawn here."""
     try:
-        pictures = {"cluster_sizes.png": cluster_sizes_png(report), "pair_distances.png": pair_distances_png(report)}
-        if report.candidates.similarity_bands:
-            pictures["pair_similarity.png"] = pair_similarity_png(report)
-        if report.duplicates_to_kept and report.duplicates_to_kept.distance_histogram:
-            pictures["duplicates_to_kept.png"] = duplicates_to_kept_png(report)
+        pictures = drawer.draw(report) if drawer is not None else None
+        if pictures is None:
+            pictures = draw_plots(report)
     except ImportError:
         log.warning("matplotlib is not installed: report.json is written without its pictures")
         return []
