@@ -342,7 +342,27 @@ def distinct_words(rest: bytes, offsets: np.ndarray, use: np.ndarray) -> tuple[n
 def repeats_in_page(hashes: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order, again): the features in (page, hash) order, and the places in that order whose feature has the hash
     of the one before it in the same page (order[again] and order[again - 1] are the pair; the caller checks
-    that they are the same feature and drops order[again])."""
+    that they are the same feature and drops order[again]).
+
+    One sort of one 64-bit key, the page in its high bits and the hash's high bits below it (a quarter of the
+    time of sorting by two keys); page holds non-negative ints. Two features of a page whose hashes differ only in
+    the bits the key leaves out (never seen) could leave equal hashes apart: the batch is then sorted by both keys."""
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    page_bits = max(1, int(page.max()).bit_length()) if len(page) else 1
+    if page_bits >= 64:
+        return repeats_in_page_by_two_keys(hashes, page)
+    key = (page.astype(np.uint64) << np.uint64(64 - page_bits)) | (hashes >> np.uint64(page_bits))
+    order = np.argsort(key, kind="stable")  # timsort: the pages arrive in order, so the key in runs
+    ordered_key, ordered_hash = key[order], hashes[order]
+    same_key = ordered_key[1:] == ordered_key[:-1]
+    same_hash = ordered_hash[1:] == ordered_hash[:-1]
+    if (same_key & ~same_hash).any():
+        return repeats_in_page_by_two_keys(hashes, page)
+    return order, np.flatnonzero(same_key) + 1
+
+
+def repeats_in_page_by_two_keys(hashes: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """repeats_in_page sorted by page, then hash (the reference, and the way out of a key collision)."""
     order = np.lexsort((hashes, page))
     again = np.flatnonzero((hashes[order[1:]] == hashes[order[:-1]]) & (page[order[1:]] == page[order[:-1]])) + 1
     return order, again
