@@ -1,4 +1,5 @@
 """The batch split (numpy over an Arrow batch's UTF-8 bytes) gives exactly the definition's features."""
+import gc
 import sys
 import unicodedata
 
@@ -9,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_fingerprint import PIECES, specs
 
+from simhash_udf.core import fingerprint
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_arrow, fingerprint_batch
 from simhash_udf.core.signature import SignatureSpec
 from simhash_udf.core.text import INERT_HAN, normalize_chars, segmenter, tokens_auto
@@ -71,10 +73,6 @@ def test_fingerprint_arrow_equals_fingerprint_batch(texts, spec, large, skip):
 def test_fingerprint_arrow_without_the_numpy_words_equals_fingerprint_batch(texts, gc_on):
     """The way out of a hash collision between two words of a page (distinct_words gives None, never seen on real
     text): each page's words as Python strings, the same values; the garbage collector left as it was found."""
-    import gc
-
-    import simhash_udf.core.fingerprint as fingerprint
-
     spec, was = FeatureSpec(segmenter="rjieba"), gc.isenabled()
     words, fingerprint.distinct_words = fingerprint.distinct_words, lambda *args: None
     try:
