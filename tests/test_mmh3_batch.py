@@ -12,6 +12,7 @@ from simhash_udf.core.fingerprint import (
     char_ngram_fingerprints,
     distinct_words,
     fingerprints_of_distinct,
+    repeats_in_page,
     weighted_features,
 )
 from simhash_udf.core.mmh3_batch import MAX_BLOCKS, hash_joined, mmh3_64_batch, padded_buffer
@@ -97,3 +98,22 @@ def test_distinct_words_are_each_pages_split_words(rests, data):
     for i, rest in enumerate(rests):
         want = sorted(reference(w.encode("ascii")) for w in set(rest.split())) if use[i] else []
         assert sorted(hashes[page == i].tolist()) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 7), st.integers(0, 3)), max_size=60),
+       st.booleans())
+def test_repeats_in_page_finds_each_repeated_feature_of_a_page(features, low_differs):
+    """The features of each page with one of every repeated (page, hash) dropped, also when hashes differ only in
+    the low bits the one-key sort leaves out (its way out to the two-key sort): the distinct (page, hash) pairs."""
+    features.sort(key=lambda f: f[0])  # the callers' features come page by page
+    page = np.array([p for p, _, _ in features], dtype=np.int64)
+    hashes = np.array([(h << 61) | low if low_differs else (low << 59) | h for _, h, low in features],
+                      dtype=np.uint64).reshape(len(features))
+    order, again = repeats_in_page(hashes, page)
+    assert sorted(order.tolist()) == list(range(len(features)))
+    assert (hashes[order[again]] == hashes[order[again - 1]]).all() and (page[order[again]] == page[order[again - 1]]).all()
+    kept = np.delete(order, again)
+    pairs = list(zip(page[kept].tolist(), hashes[kept].tolist()))
+    assert sorted(pairs) == sorted(set(zip(page.tolist(), hashes.tolist())))
+    assert page[kept].tolist() == sorted(page[kept].tolist())  # still page by page

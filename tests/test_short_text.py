@@ -15,6 +15,7 @@ from simhash_udf.core.candidates import candidate_pairs
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_text
 from simhash_udf.core.short_text import ShortTextSpec, pair_jaccards, short_fingerprints
 from simhash_udf.core.signature import similarity
+from simhash_udf.core.text import PUNCTUATION_FOLD, fold_punctuation
 from simhash_udf.core.verified import VerifySpec
 from simhash_udf.errors import DedupError
 from simhash_udf.job.config import load_config
@@ -331,3 +332,11 @@ def test_job_finds_ascii_punctuation_reposts_and_keeps_unrelated_short_texts(spa
     assert (reposts["cluster_id"].to_numpy() == kept.loc[reposts["group"]].to_numpy()).all()
     others = got[got.variant == "other"]
     assert (others["cluster_id"] == others["id"]).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.one_of(st.sampled_from(sorted(PUNCTUATION_FOLD) + list("ab.,\"'<>[]- 中文")), st.characters()),
+               max_size=30))
+def test_fold_punctuation_is_the_translate_by_the_fold_table(text):
+    """The normalisation's punctuation fold, one str.replace per mark, is str.translate by PUNCTUATION_FOLD."""
+    assert fold_punctuation(text) == text.translate(str.maketrans(PUNCTUATION_FOLD))

@@ -1,4 +1,5 @@
 """The batch split (numpy over an Arrow batch's UTF-8 bytes) gives exactly the definition's features."""
+import gc
 import sys
 import unicodedata
 
@@ -9,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_fingerprint import PIECES, specs
 
+from simhash_udf.core import fingerprint
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_arrow, fingerprint_batch
+from simhash_udf.core.signature import SignatureSpec
 from simhash_udf.core.text import INERT_HAN, normalize_chars, segmenter, tokens_auto
 from simhash_udf.core.text_batch import FOLD_RANGES, fold_table, pages_holding_replacement_char, split_pages
 
@@ -63,6 +66,25 @@ def test_fingerprint_arrow_equals_fingerprint_batch(texts, spec, large, skip):
     ref_fps, ref_counts = fingerprint_batch(texts, spec)
     assert fps.tolist() == ref_fps.tolist()
     assert counts.tolist() == ref_counts.tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(pages, st.booleans())
+def test_fingerprint_arrow_without_the_numpy_words_equals_fingerprint_batch(texts, gc_on):
+    """The way out of a hash collision between two words of a page (distinct_words gives None, never seen on real
+    text): each page's words as Python strings, the same values; the garbage collector left as it was found."""
+    spec, was = FeatureSpec(segmenter="rjieba"), gc.isenabled()
+    words, fingerprint.distinct_words = fingerprint.distinct_words, lambda *args: None
+    try:
+        gc.enable() if gc_on else gc.disable()
+        fps, counts, sigs = fingerprint_arrow(as_array(texts, False, 0), spec, SignatureSpec())
+        assert gc.isenabled() == gc_on
+    finally:
+        fingerprint.distinct_words = words
+        gc.enable() if was else gc.disable()
+    ref_fps, ref_counts, ref_sigs = fingerprint_batch(texts, spec, SignatureSpec())
+    assert fps.tolist() == ref_fps.tolist() and counts.tolist() == ref_counts.tolist()
+    assert sigs.tolist() == ref_sigs.tolist()
 
 
 @pytest.mark.parametrize("segment", ["jieba", "rjieba"])

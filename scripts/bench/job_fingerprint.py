@@ -26,8 +26,9 @@ Two ways of running the stage, each reported as MB/s per core (MB of UTF-8 text 
   and "alone", `with_fingerprints` with the same specifications over the same pages cached in the JVM.
   With `--key-cost N` also "alone" with the longest-sentence keys (`--sentence-keys N`) beside it.
 - cold (`--cold-runs`): a whole `spark-submit jobs/dedup_job.py` per run (`benchmark.run_job_process`: a
-  new JVM and new Python workers, no warm-up, `local[2]`), the stage's seconds from its report.json; a user's
-  daily run. With `--compare DIR` the same runs of another checkout take turns with this one's.
+  new JVM and new Python workers, no warm-up, `local[2]`), the stage's seconds from its report.json, and the CPU
+  seconds of the run's Python workers (mostly the fingerprint pass) and of its JVM; a user's daily run. With
+  `--compare DIR` the same runs of another checkout take turns with this one's.
 """
 from __future__ import annotations
 
@@ -244,7 +245,8 @@ def cold_rows(path: str, work: str, megabytes: float, args) -> list[list]:
         def run() -> dict:
             r = run_job_process(os.path.join(work, f"cold{i}"), ["--input", path, *extra], code=code, submit=True)
             s = r["report"]["seconds"]
-            return {"wall": r["wall"], "read": s["read"], "fingerprint": s["fingerprint"]}
+            return {"wall": r["wall"], "read": s["read"], "fingerprint": s["fingerprint"],
+                    "cpu_workers": r.get("cpu_workers", math.nan), "cpu_jvm": r.get("cpu_jvm", math.nan)}
         return run
 
     turns = take_turns({checkout_name(c): cold(c, i) for i, c in enumerate(codes)}, args.cold_runs)
@@ -254,7 +256,8 @@ def cold_rows(path: str, work: str, megabytes: float, args) -> list[list]:
         b = best(results, "fingerprint")
         fp = sorted(r["fingerprint"] for r in results)
         rows.append([f"cold spark-submit, {name} (fingerprint s of {len(fp)} runs: "
-                     f"{', '.join(f'{s:.1f}' for s in fp)}; wall {b['wall']:.0f} s)", b["read"], b["fingerprint"],
+                     f"{', '.join(f'{s:.1f}' for s in fp)}; wall {b['wall']:.0f} s; CPU s of the whole run: Python workers "
+                     f"{b['cpu_workers']:.1f}, JVM {b['cpu_jvm']:.1f})", b["read"], b["fingerprint"],
                      megabytes / b["fingerprint"] / cores, megabytes / (b["read"] + b["fingerprint"]) / cores])
     return rows
 

@@ -14,8 +14,10 @@ A sum of exactly 0 gives bit 0. The unsigned 64-bit result is stored as int64 (t
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
@@ -26,7 +28,15 @@ import pyarrow as pa
 
 from .mmh3_batch import LOW_BYTES, PAD, hash_joined, mmh3_64_batch, padded_buffer, words_at
 from .signature import SignatureSpec, oph_signatures
-from .text import auto_set, distinct_tokens, features, features_without_stop_words, normalize_texts, segmenter_version
+from .text import (
+    RUN_SEPARATOR,
+    auto_set,
+    features,
+    features_without_stop_words,
+    normalize_texts,
+    segmenter,
+    segmenter_version,
+)
 from .text_batch import SPACE, BatchChars, page_strings, split_pages_bytes
 
 DEFINITION_VERSION = "sh64-2"  # bump whenever any step below changes what a fingerprint is
@@ -287,22 +297,48 @@ def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec(),
     han, rest, rest_offsets, slow = split_pages_bytes(texts, chars)
     valid = np.asarray(texts.is_valid())
     words = distinct_words(rest, rest_offsets, valid & ~slow)
-    if words is None:  # two different words of a page with one hash (never seen): the per-page path
-        rest_strings = page_strings(len(han), rest, rest_offsets)
-        words_of = lambda i: rest_strings[i].split()  # noqa: E731
-    else:
-        words_of = lambda i: ()  # noqa: E731
+    with gc_paused():  # the sets live until fingerprints_of_distinct has joined them
+        feature_sets = han_token_sets(han, segmenter(spec.segmenter))
+        for i in np.flatnonzero(slow & valid).tolist():
+            feature_sets[i] = auto_set(texts[i].as_py(), spec.segmenter)
+        for i in np.flatnonzero(~valid).tolist():
+            feature_sets[i] = None
+        if words is None:  # two different words of a page with one hash (never seen): the per-page path
+            rest_strings = page_strings(len(han), rest, rest_offsets)
+            for i in np.flatnonzero(valid & ~slow).tolist():
+                feature_sets[i] = feature_sets[i] | set(rest_strings[i].split())
+        result = fingerprints_of_distinct(feature_sets, signature, words)
+        del feature_sets
+    return result
 
-    def features():
-        for i in range(len(han)):
-            if not valid[i]:
-                yield None
-            elif slow[i]:
-                yield auto_set(texts[i].as_py(), spec.segmenter)
-            else:
-                yield distinct_tokens(han[i], words_of(i), spec.segmenter)
 
-    return fingerprints_of_distinct(features(), signature, words)
+def han_token_sets(han: list[str], cut) -> list[set[str] | frozenset[str]]:
+    """The distinct tokens of each page's Han runs joined by RUN_SEPARATOR (text.distinct_tokens without words):
+    one segmenter call a page with Han, its separator tokens dropped once; an empty frozenset for a page without."""
+    empty: frozenset[str] = frozenset()
+    sets: list[set[str] | frozenset[str]] = []
+    for text in han:
+        if text:
+            tokens = set(cut(text))
+            tokens.discard(RUN_SEPARATOR)
+            sets.append(tokens)
+        else:
+            sets.append(empty)
+    return sets
+
+
+@contextmanager
+def gc_paused():
+    """The cyclic garbage collector off while a batch's pages have their feature sets: a set a page, no reference
+    cycles, all freed before the end. Its collections, set off by the number of new containers, would only walk the
+    live sets, every token of each (a few per cent of the pass)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def distinct_words(rest: bytes, offsets: np.ndarray, use: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -342,7 +378,27 @@ def distinct_words(rest: bytes, offsets: np.ndarray, use: np.ndarray) -> tuple[n
 def repeats_in_page(hashes: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order, again): the features in (page, hash) order, and the places in that order whose feature has the hash
     of the one before it in the same page (order[again] and order[again - 1] are the pair; the caller checks
-    that they are the same feature and drops order[again])."""
+    that they are the same feature and drops order[again]).
+
+    One sort of one 64-bit key, the page in its high bits and the hash's high bits below it (a quarter of the
+    time of sorting by two keys); page holds non-negative ints. Two features of a page whose hashes differ only in
+    the bits the key leaves out (never seen) could leave equal hashes apart: the batch is then sorted by both keys."""
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    page_bits = max(1, int(page.max()).bit_length()) if len(page) else 1
+    if page_bits >= 64:
+        return repeats_in_page_by_two_keys(hashes, page)
+    key = (page.astype(np.uint64) << np.uint64(64 - page_bits)) | (hashes >> np.uint64(page_bits))
+    order = np.argsort(key, kind="stable")  # timsort: the pages arrive in order, so the key in runs
+    ordered_key, ordered_hash = key[order], hashes[order]
+    same_key = ordered_key[1:] == ordered_key[:-1]
+    same_hash = ordered_hash[1:] == ordered_hash[:-1]
+    if (same_key & ~same_hash).any():
+        return repeats_in_page_by_two_keys(hashes, page)
+    return order, np.flatnonzero(same_key) + 1
+
+
+def repeats_in_page_by_two_keys(hashes: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """repeats_in_page sorted by page, then hash (the reference, and the way out of a key collision)."""
     order = np.lexsort((hashes, page))
     again = np.flatnonzero((hashes[order[1:]] == hashes[order[:-1]]) & (page[order[1:]] == page[order[:-1]])) + 1
     return order, again
@@ -357,20 +413,12 @@ def fingerprints_of_distinct(feature_sets, signature: SignatureSpec | None = Non
     distinct str, None for a null text), the same values, hashed in numpy (mmh3_batch); `more`: (hashes, page)
     of more distinct features of the texts (ordered by page), none of them among the text's str features.
 
-    Each text's features are joined into one str as soon as they are made (their str objects are still in the
-    CPU's caches), and the batch's are encoded and hashed at once: no Python int and no look-up per feature. A
-    feature that holds the separator would shift the pieces; the count shows it, and the batch is then hashed
-    one feature at a time."""
-    kept, parts, lengths = [], [], []
-    for feats in feature_sets:
-        kept.append(feats)
-        if feats is None:
-            lengths.append(-1)
-            continue
-        lengths.append(len(feats))
-        if feats:
-            parts.append(FEATURE_SEPARATOR.join(feats))
-    counts = np.asarray(lengths, dtype=np.int32)
+    Each text's features are joined into one str, and the batch's are encoded and hashed at once: no Python int
+    and no look-up per feature. A feature that holds the separator would shift the pieces; the count shows it, and
+    the batch is then hashed one feature at a time."""
+    kept = list(feature_sets)
+    counts = np.fromiter((-1 if feats is None else len(feats) for feats in kept), dtype=np.int32, count=len(kept))
+    parts = [FEATURE_SEPARATOR.join(feats) for feats in kept if feats]
     hashes = hash_joined(FEATURE_SEPARATOR.join(parts)) if parts else np.zeros(0, np.uint64)
     if len(hashes) != np.maximum(counts, 0).sum():
         hashes = np.array([mmh3_64(t) for feats in kept if feats for t in feats], dtype=np.uint64)

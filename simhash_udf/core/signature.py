@@ -74,28 +74,36 @@ def directions(bins: int) -> np.ndarray:
 
 def densify(mins: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Each empty bin of a valid page takes the value of the nearest non-empty bin on its fixed side,
-    going round the end of the row (Shrivastava and Li, UAI 2014).
+    going round the end of the row (Shrivastava and Li, UAI 2014). mins: (pages x bins)."""
+    return densify_by_bin(np.ascontiguousarray(mins.T), valid).T
 
-    Only the empty bins are looked at: each finds its source by a binary search among the non-empty bins of
-    all rows, each row written twice (so going round the end is going on). A valid page has a non-empty bin,
-    so the search stays in its row. Whole-matrix passes over every bin would cost more, the more so the fewer
-    bins are empty (long pages)."""
-    n, bins = mins.shape
-    full = mins != _EMPTY
-    rows, cols = np.nonzero(~full & valid[:, None])
-    if len(rows) == 0:
-        return mins
-    filled = np.flatnonzero(np.concatenate([full, full], axis=1))  # row r's bin j at 2*bins*r + j and + bins
-    start = rows * (2 * bins) + cols
-    right = directions(bins)[cols]
-    left = ~right
-    source = np.empty(len(rows), dtype=np.int64)
-    source[right] = filled[np.searchsorted(filled, start[right])]  # first non-empty at or after j
-    source[left] = filled[np.searchsorted(filled, start[left] + bins, side="right") - 1]  # last at or before
-    out = mins.copy()
-    out[rows, cols] = mins[rows, source % bins]
-    out[~valid] = _EMPTY
-    return out
+
+def densify_by_bin(by_bin: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """densify of the (bins x pages) transpose of the minimums, in place; the rows of invalid pages made empty.
+
+    Two scans over the bins, each a vector step over all pages a bin: from the last bin to the first, twice
+    round (going round the end is going on), carrying each page's value of the last non-empty bin seen (the
+    right-hand bins take it), and the same from the first bin to the last (the left-hand bins). A few hundred
+    numpy calls a batch whatever its size; a search of each empty bin among the non-empty ones cost several
+    times as much on a batch of short pages, whose bins are mostly empty."""
+    bins, n = by_bin.shape
+    full = by_bin != _EMPTY
+    if n and not full[:, valid].all():
+        values = by_bin.copy()
+        right = directions(bins).tolist()
+        carry = np.full(n, _EMPTY, dtype=np.uint64)
+        for j in range(2 * bins - 1, -1, -1):
+            b = j % bins
+            np.copyto(carry, values[b], where=full[b])
+            if j < bins and right[b]:
+                by_bin[b] = carry
+        for j in range(2 * bins):
+            b = j % bins
+            np.copyto(carry, values[b], where=full[b])
+            if j >= bins and not right[b]:
+                by_bin[b] = carry
+    by_bin[:, ~valid] = _EMPTY
+    return by_bin
 
 
 def oph_signatures(hashes: np.ndarray, offsets: np.ndarray,
@@ -105,21 +113,27 @@ def oph_signatures(hashes: np.ndarray, offsets: np.ndarray,
     hashes: uint64 feature hashes of all pages one after another (repeats allowed: a minimum ignores them);
     offsets: int64, page d owns hashes[offsets[d]:offsets[d+1]]. A page without features is not valid (its
     row is zeros)."""
-    hashes = np.asarray(hashes, dtype=np.uint64)
     offsets = np.asarray(offsets, dtype=np.int64)
-    n, bins = len(offsets) - 1, spec.bins
+    lengths = np.diff(offsets)
+    page = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    valid = lengths > 0
+    return page_signatures(hashes, page, valid, spec), valid
+
+
+def page_signatures(hashes: np.ndarray, page: np.ndarray, valid: np.ndarray,
+                    spec: SignatureSpec = SignatureSpec()) -> np.ndarray:
+    """oph_signatures' signatures of features in any order: page[i] is the page of hashes[i]; valid: bool per
+    page, whether it has a feature. The minimums are kept bin by bin (bins x pages), as densify_by_bin scans them."""
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    n, bins = len(valid), spec.bins
     shift = np.uint64(64 - (bins.bit_length() - 1))
     g = mix64(hashes ^ SALT)
-    page = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-    mins = np.full(n * bins, _EMPTY, dtype=np.uint64)
-    np.minimum.at(mins, page * bins + (g >> shift).astype(np.int64), g & ((np.uint64(1) << shift) - np.uint64(1)))
-    mins = mins.reshape(n, bins)
-    valid = np.diff(offsets) > 0
-    mins = densify(mins, valid)
-    mask = np.uint64((1 << spec.bits) - 1)
-    out = (mins & mask).astype(spec.dtype)
+    mins = np.full(bins * n, _EMPTY, dtype=np.uint64)
+    np.minimum.at(mins, (g >> shift).astype(np.int64) * n + page, g & ((np.uint64(1) << shift) - np.uint64(1)))
+    by_bin = densify_by_bin(mins.reshape(bins, n), valid)
+    out = np.ascontiguousarray((by_bin & np.uint64((1 << spec.bits) - 1)).astype(spec.dtype).T)
     out[~valid] = 0
-    return out, valid
+    return out
 
 
 def similarity(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:

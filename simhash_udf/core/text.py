@@ -33,7 +33,7 @@ _HAN_RUNS = re.compile(f"[{HAN}]+")
 _HAN_GAP = re.compile(f"(?<=[{HAN}])\\s+(?=[{HAN}])")
 _WORDS_AND_HAN_CHARS = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
 _WORD_TOKEN = re.compile(r"[^\W_]")
-_RUN_SEPARATOR = "\n"  # segmenters split at it and return it as a token of its own
+RUN_SEPARATOR = "\n"  # segmenters split at it and return it as a token of its own
 
 # Han ideographs that normalisation leaves alone (no compatibility mapping, no case, not digits, starters
 # that never compose): a page can be cut at them and each piece normalised on its own. The compatibility
@@ -66,7 +66,16 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 PUNCTUATION_FOLD = {"。": ".", "、": ",", "“": '"', "”": '"', "‘": "'", "’": "'", "「": '"', "」": '"', "『": '"',
                     "』": '"', "《": "<", "》": ">", "〈": "<", "〉": ">", "【": "[", "】": "]", "〔": "[", "〕": "]",
                     "—": "-"}
-_PUNCTUATION_FOLD = str.maketrans(PUNCTUATION_FOLD)
+
+
+def fold_punctuation(text: str) -> str:
+    """text.translate(PUNCTUATION_FOLD), the same str: one str.replace per mark the text holds (each mark is one
+    character, and no replacement holds a mark), several times faster than a translate by dict on non-ASCII text."""
+    for mark, ascii_mark in PUNCTUATION_FOLD.items():
+        if mark in text:
+            text = text.replace(mark, ascii_mark)
+    return text
+
 # White space between a Han character and an ASCII mark (either side): "中文, 中文" or '他说 "好"' typed with
 # the spaces an English keyboard habit adds, where the Chinese original "中文，中文" has none.
 _MARKS = r",.!?;:\"'()<>\[\]\-"
@@ -81,7 +90,7 @@ def normalize_text(text: str) -> str:
     The text of character n-grams (--tokenizer char, the short-text fingerprint and shingles): a Chinese
     repost with its punctuation typed in ASCII has the same n-grams. Word features (normalize_chars) never
     hold punctuation and do not need the fold."""
-    normal = normalize_chars(_SURROGATE.sub("\ufffd", text)).translate(_PUNCTUATION_FOLD)
+    normal = fold_punctuation(normalize_chars(_SURROGATE.sub("\ufffd", text)))
     if _HAN_CHAR.search(normal):
         normal = _HAN_MARK_GAP.sub("", normal)
     return _WHITESPACE.sub(" ", normal).strip()
@@ -157,8 +166,8 @@ def tokens_auto(text: str, segment: str = "jieba", ordered: bool = True) -> list
         return _WORDS.findall(text)
     cut = segmenter(segment)
     if not ordered:
-        han = cut(_RUN_SEPARATOR.join(_HAN_RUNS.findall(text)))
-        return [t for t in han if t != _RUN_SEPARATOR] + _WORDS.findall(text)
+        han = cut(RUN_SEPARATOR.join(_HAN_RUNS.findall(text)))
+        return [t for t in han if t != RUN_SEPARATOR] + _WORDS.findall(text)
     out: list[str] = []
     for han, word in _RUNS.findall(text):
         if han:
@@ -180,13 +189,13 @@ def auto_bag(raw: str, segment: str = "jieba") -> list[str]:
     if raw.isascii():
         return raw.translate(_ASCII_FOLD).split()
     runs, pieces = han_runs_and_rest(raw)
-    words = _rest_words(_RUN_SEPARATOR.join(pieces))
+    words = _rest_words(RUN_SEPARATOR.join(pieces))
     if words is None:
         return tokens_auto(normalize_chars(raw), segment, ordered=False)
     if not runs:
         return words
-    han = segmenter(segment)(_RUN_SEPARATOR.join(runs))
-    return [t for t in han if t != _RUN_SEPARATOR] + words
+    han = segmenter(segment)(RUN_SEPARATOR.join(runs))
+    return [t for t in han if t != RUN_SEPARATOR] + words
 
 
 def auto_set(raw: str, segment: str = "jieba") -> set[str]:
@@ -195,17 +204,17 @@ def auto_set(raw: str, segment: str = "jieba") -> set[str]:
     if raw.isascii():
         return set(raw.translate(_ASCII_FOLD).split())
     runs, pieces = han_runs_and_rest(raw)
-    words = _rest_words(_RUN_SEPARATOR.join(pieces))
+    words = _rest_words(RUN_SEPARATOR.join(pieces))
     if words is None:
         return set(tokens_auto(normalize_chars(raw), segment, ordered=False))
-    return distinct_tokens(_RUN_SEPARATOR.join(runs), words, segment)
+    return distinct_tokens(RUN_SEPARATOR.join(runs), words, segment)
 
 
 def distinct_tokens(han: str, words: list[str], segment: str = "jieba") -> set[str]:
-    """The distinct tokens of a page from its Han runs joined by _RUN_SEPARATOR (segmented in one call, the
+    """The distinct tokens of a page from its Han runs joined by RUN_SEPARATOR (segmented in one call, the
     separator tokens dropped once) and its words."""
     distinct = set(segmenter(segment)(han)) if han else set()
-    distinct.discard(_RUN_SEPARATOR)
+    distinct.discard(RUN_SEPARATOR)
     distinct.update(words)
     return distinct
 

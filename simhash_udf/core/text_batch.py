@@ -128,7 +128,7 @@ class BatchChars:
     offsets: np.ndarray  # int64, page i is data[offsets[i]:offsets[i+1]]
     padded: np.ndarray  # data and 3 zero bytes (the bytes after a lead byte, even in broken UTF-8)
     lead: np.ndarray  # the first byte of every non-ASCII character
-    width: np.ndarray  # its bytes: 2 to 4
+    width: np.ndarray  # its bytes: 2 to 4 (uint8)
     is_han: np.ndarray  # bool per lead: an inert Han ideograph (text.INERT_HAN)
     other: np.ndarray  # the indices into lead of the characters that are not
     folded: np.ndarray  # their fold_table value (-1: outside the table)
@@ -157,7 +157,9 @@ def classify(texts: pa.Array) -> BatchChars:
     unknown = folded < 0
     if unknown.any():
         slow[np.searchsorted(offsets, lead[other[unknown]], side="right") - 1] = True
-    width = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
+    width = np.full(len(lead), 2, dtype=np.uint8)  # one byte each: the arrays of every non-ASCII character are long
+    width += b0 >= 0xE0
+    width += b0 >= 0xF0
     return BatchChars(data, offsets, padded, lead, width, is_han, other, folded, slow)
 
 
@@ -194,7 +196,7 @@ def split_pages_bytes(texts: pa.Array, chars: BatchChars | None = None) -> tuple
     del rest_view  # a bytearray with a live view cannot be resized, and translate needs none
     rest_bytes = rest.translate(_ascii_fold_bytes(), _CONTINUATION_BYTES)  # now every byte >= 0x80 continues one
     continuation_before = np.zeros(len(lead) + 1, dtype=np.int64)
-    np.cumsum(width - 1, out=continuation_before[1:])
+    np.cumsum(width - np.uint8(1), dtype=np.int64, out=continuation_before[1:])
     rest_offsets = offsets - _before(lead, continuation_before, offsets)
 
     # The Han runs: their bytes, and a newline in place of the first character after each run in a page.
@@ -209,8 +211,7 @@ def split_pages_bytes(texts: pa.Array, chars: BatchChars | None = None) -> tuple
     in_han[2:] |= han_start[:-2]
     in_han[han_lead[han_width == 4] + 3] = True
     ends = han_lead + han_width  # the byte after each Han character: a newline if it starts a non-Han one
-    run = np.flatnonzero(ends < size)  # the Han characters that end a run (their index in han_lead)
-    run = run[~in_han[ends[run]]]
+    run = np.flatnonzero((ends < size) & ~in_han[np.minimum(ends, size - 1)])  # the Han characters that end a run
     page = np.searchsorted(offsets, ends[run], side="right") - 1  # offsets is short: this search is cheap
     inside = ends[run] != offsets[page]  # not at the start of the next page
     run, page = run[inside], page[inside]
@@ -220,7 +221,7 @@ def split_pages_bytes(texts: pa.Array, chars: BatchChars | None = None) -> tuple
     han_bytes[newline] = NEWLINE
     in_han[newline] = True
     han_before = np.zeros(len(han_lead) + 1, dtype=np.int64)
-    np.cumsum(han_width, out=han_before[1:])
+    np.cumsum(han_width, dtype=np.int64, out=han_before[1:])
     han_offsets = _before(han_lead, han_before, offsets) + np.searchsorted(newline, offsets)
     return page_strings(n, np.compress(in_han, han_bytes), han_offsets), bytes(rest_bytes), rest_offsets, slow
 
