@@ -38,9 +38,12 @@ WANT="$(cat pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   say "installing the project and its dependencies into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip >&2
-  # --no-compile: no .pyc for the ~4,800 modules installed; Python writes those it imports, when it imports them
-  # (a clean clone's install takes about half the time; docs/performance.md)
+  # --no-compile, then compileall on both cores: pip compiles the ~4,800 modules on one. The .pyc are needed: with
+  # PYTHONDONTWRITEBYTECODE set (as on the CI machines) Python never writes them, and every Python process (a
+  # Spark worker, a spark-submit's driver) would compile what it imports from source (docs/performance.md)
   "$VENV/bin/python" -m pip install -q --no-compile -e ".[dev]" >&2 || die "pip install failed (see above)"
+  "$VENV/bin/python" -m compileall -q -j 0 "$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
+    simhash_udf jobs >/dev/null 2>&1 || say "some installed modules did not compile (they are compiled when imported)"
   echo "$WANT" > "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"

@@ -6,8 +6,10 @@
 # Creates or updates each one and prints the path of its python, one line per version, in the order asked.
 # Versions are pinned: no constraints file is needed (and none could be fetched from GitHub here). The same
 # Spark provider serves both (6.3.4 accepts apache-airflow >= 2.11 and needs only pyspark-client).
-# Installs with uv (from PyPI, unpacked into .venv-uv): with no cache about a minute for both at once, uv
-# included, where pip took 4.7 min for Airflow 3 and 8.6 min for Airflow 2 (docs/operations.md, "Airflow"); pip is the fallback.
+# Installs with uv (from PyPI, unpacked into .venv-uv): with no cache about a minute for both at once, uv included,
+# where pip took 4.7 min for Airflow 3 and 8.6 min for Airflow 2 (docs/operations.md, "Airflow"); pip is the fallback.
+# With the modules' .pyc (--compile-bytecode): every Airflow command imports thousands of modules, and with
+# PYTHONDONTWRITEBYTECODE set Python would compile them from source in each process.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 UV_PIN="uv==0.13.9"
@@ -64,7 +66,7 @@ install() {  # install Airflow major version $1 into its venv
   rm -f "$venv/.pins"
   # shellcheck disable=SC2086
   if [ -n "$UV" ] && { [ -x "$venv/bin/python" ] || UV_PYTHON_DOWNLOADS=never "$UV" venv -q -p "$PYTHON" "$venv"; } \
-      && UV_PYTHON_DOWNLOADS=never "$UV" pip install -q -p "$venv/bin/python" $pins; then
+      && UV_PYTHON_DOWNLOADS=never "$UV" pip install -q --compile-bytecode -p "$venv/bin/python" $pins; then
     :
   else
     [ -x "$venv/bin/python" ] && "$venv/bin/python" -m pip --version >/dev/null 2>&1 || { rm -rf "$venv"; "$PYTHON" -m venv "$venv"; }
