@@ -27,7 +27,7 @@ SMALL_RUN_BYTES = 128 * 2**20
 # JVM options for a large run on few cores (millions of pages): the JIT compiles a method only after 3x the usual
 # invocations. A large run's hot loops reach that at once, while many generated classes that stay lukewarm are
 # not compiled by C2, whose threads take about a quarter of a large run's JVM CPU on 2 cores (docs/performance.md).
-# And the parallel collector: G1's write barriers and concurrent threads cost a 4M run on 2 cores ~8% of its CPU.
+# And the parallel collector: G1's write barriers and concurrent threads compete with the tasks on few cores.
 # Not the default: many small runs in one JVM (the test suite's) are slower with the threshold. For spark-submit
 # pass them with --driver-java-options (and spark.executor.extraJavaOptions on a cluster); a local run started with
 # `python -m` takes them from SIMHASH_DEDUP_JAVA_OPTIONS.
