@@ -24,22 +24,24 @@ LENGTHS = st.one_of(st.integers(0, 40), st.sampled_from([63, 64, 65, 16 * MAX_BL
                                                            16 * MAX_BLOCKS + 1, 16 * MAX_BLOCKS + 17, 1000]))
 
 
-def reference(data: bytes) -> int:
-    return mmh3.hash64(data, seed=0, x64arch=True, signed=False)[0]
+def reference(data: bytes, seed: int = 0) -> int:
+    return mmh3.hash64(data, seed=seed, x64arch=True, signed=False)[0]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(LENGTHS.flatmap(lambda n: st.binary(min_size=n, max_size=n)), max_size=20), st.integers(0, 3))
-def test_mmh3_64_batch_is_mmh3(pieces, gap):
-    """Any bytes, anywhere in a buffer (pieces `gap` bytes apart, so reads are unaligned)."""
+@given(st.lists(LENGTHS.flatmap(lambda n: st.binary(min_size=n, max_size=n)), max_size=20), st.integers(0, 3),
+       st.one_of(st.just(0), st.integers(0, 2**32 - 1)), st.sampled_from([MAX_BLOCKS, 1, 40]))
+def test_mmh3_64_batch_is_mmh3(pieces, gap, seed, max_blocks):
+    """Any bytes, anywhere in a buffer (pieces `gap` bytes apart, so reads are unaligned), any seed, with the
+    pieces past max_blocks hashed one by one."""
     data, starts, ends = b"", [], []
     for p in pieces:
         data += b"\xff" * gap
         starts.append(len(data))
         data += p
         ends.append(len(data))
-    got = mmh3_64_batch(padded_buffer(data), np.array(starts, np.int64), np.array(ends, np.int64))
-    assert got.tolist() == [reference(p) for p in pieces]
+    got = mmh3_64_batch(padded_buffer(data), np.array(starts, np.int64), np.array(ends, np.int64), seed, max_blocks)
+    assert got.tolist() == [reference(p, seed) for p in pieces]
 
 
 @settings(max_examples=200, deadline=None)

@@ -40,9 +40,11 @@ def words_at(buf: np.ndarray) -> np.ndarray:
     return np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf.data, offset=0, strides=(1,))
 
 
-def mmh3_64_batch(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """uint64: mmh3_64 of the bytes buf[starts[i]:ends[i]] for every i. buf: uint8, with at least PAD zero bytes
-    after the last end (padded_buffer makes one)."""
+def mmh3_64_batch(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, seed: int = 0,
+                  max_blocks: int = MAX_BLOCKS) -> np.ndarray:
+    """uint64: mmh3_64 of the bytes buf[starts[i]:ends[i]] for every i (with `seed`, a 32-bit seed of mmh3: the
+    first 64 bits of MurmurHash3 x64-128). buf: uint8, with at least PAD zero bytes after the last end
+    (padded_buffer makes one). Pieces of more than max_blocks 16-byte blocks are hashed one by one by mmh3."""
     starts = np.asarray(starts, dtype=np.int64)
     lengths = np.asarray(ends, dtype=np.int64) - starts
     n = len(starts)
@@ -51,11 +53,11 @@ def mmh3_64_batch(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
         return out
     words = words_at(buf)
     blocks = lengths >> 4
-    long = blocks > MAX_BLOCKS
-    h1 = np.zeros(n, dtype=np.uint64)
-    h2 = np.zeros(n, dtype=np.uint64)
+    long = blocks > max_blocks
+    h1 = np.full(n, seed, dtype=np.uint64)
+    h2 = np.full(n, seed, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        for j in range(int(min(blocks.max(), MAX_BLOCKS))):
+        for j in range(int(min(blocks.max(), max_blocks))):
             at = np.flatnonzero((blocks > j) & ~long)
             pos = starts[at] + 16 * j
             k1, k2, a, b = words[pos], words[pos + 8], h1[at], h2[at]
@@ -77,7 +79,7 @@ def mmh3_64_batch(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
         h2 += h1
         out[:] = _fmix(h1) + _fmix(h2)
     for i in np.flatnonzero(long):
-        out[i] = mmh3.hash64(buf[starts[i]:starts[i] + lengths[i]].tobytes(), seed=0, x64arch=True, signed=False)[0]
+        out[i] = mmh3.hash64(buf[starts[i]:starts[i] + lengths[i]].tobytes(), seed=seed, x64arch=True, signed=False)[0]
     return out
 
 

@@ -37,7 +37,8 @@ import mmh3
 import numpy as np
 import pyarrow as pa
 
-from .text_batch import BatchChars, classify
+from .mmh3_batch import LOW_BYTES, mmh3_64_batch, padded_buffer, words_at
+from .text_batch import BatchChars, classify, classify_bytes
 
 SEED = 0x5E47  # distinct from the features' seed 0: a one-word sentence's key is not that word's feature hash
 LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines cuts at
@@ -48,6 +49,7 @@ LETTERS = re.compile(r"[^\W\d_]+")
 END_RANGES = ((0x20, 0x80), (0x80, 0x3400), (0xF900, 0x10000), (0x1F100, 0x1F200))
 LETTER_LIMIT = 0x32400
 OTHER, LETTER, END = 0, 1, 2
+MAX_SENTENCE_BLOCKS = 64  # sentence texts of up to 1 KB hashed in numpy (mmh3_batch), longer ones by mmh3
 
 
 @lru_cache(maxsize=1)
@@ -120,9 +122,9 @@ def longest_sentences(text: str, spec: SentenceKeySpec) -> list[str]:
     return [t for t, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[: spec.n]]
 
 
-def sentence_key(sentence: str) -> int:
-    """A sentence text's key (signed int64)."""
-    return mmh3.hash64(sentence, seed=SEED, x64arch=True, signed=True)[0]
+def sentence_key(sentence: str | bytes) -> int:
+    """A sentence text's key (signed int64), of the text or of its UTF-8."""
+    return mmh3.hash64(sentence, SEED, True, True)[0]
 
 
 def sentence_keys(texts, spec: SentenceKeySpec, chars: BatchChars | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -130,40 +132,68 @@ def sentence_keys(texts, spec: SentenceKeySpec, chars: BatchChars | None = None)
     keys[offsets[i]:offsets[i+1]], in the order of longest_sentences (none for a null page or one without a
     long enough sentence). chars: the batch's text_batch.classify(), when the fingerprint pass has made it.
 
-    The sentences' letters are counted for the whole batch in numpy, and the texts of all sentences of pages
-    whose characters are all in text_batch's fold table are read from one array of the batch's letters (the
-    normalised letter of each character); only a page with another character (a non-ASCII letter, a combining
-    mark) normalises its candidates one by one. Only the candidates for the n longest of each page become
-    Python strings."""
+    The sentences' letters are counted for the whole batch in numpy (_long_segments). Only a page's candidates
+    for its n longest (its sentences with at least the letters of its n-th longest) get a text, from the
+    normalised letters of those sentences alone (_candidate_letters); they are hashed (mmh3_batch) and ordered
+    by letters and text in numpy (_ordered_candidates). A page whose candidates repeat a text, or tie on
+    letters and on the first 16 bytes of their texts, goes through _chosen, one page at a time in Python."""
     if chars is None:
         if not isinstance(texts, (pa.Array, pa.ChunkedArray)):
             texts = pa.array(texts, pa.large_string())
         chars = classify(texts)
-    data, offsets = chars.data, chars.offsets
-    n_pages = len(offsets) - 1
-    segments = _long_segments(chars, spec.min_chars) if spec.enabled and len(data) else None
-    if segments is None:
+    n_pages = len(chars.offsets) - 1
+    segments = _long_segments(chars, spec.min_chars) if spec.enabled and len(chars.data) else None
+    if segments is None or len(segments[0]) == 0:
         return np.zeros(0, np.int64), np.zeros(n_pages + 1, np.int64)
     page, counts, byte_lo, byte_hi = segments
-    letters, letter_bytes = _letters(chars)
-    fast = (~chars.slow[page]).tolist()
-    text_lo, text_hi = np.searchsorted(letter_bytes, byte_lo).tolist(), np.searchsorted(letter_bytes, byte_hi).tolist()
-    byte_lo, byte_hi = byte_lo.tolist(), byte_hi.tolist()
+    first = np.flatnonzero(np.r_[True, page[1:] != page[:-1]])  # each page's first candidate
+    size = np.diff(np.r_[first, len(page)])
+    group = np.repeat(np.arange(len(first)), size)
+    read = np.flatnonzero(counts >= counts[first + np.minimum(size, spec.n) - 1][group])
+    buf, starts, ends = _candidate_letters(chars, byte_lo[read], byte_hi[read])
+    keys = mmh3_64_batch(buf, starts, ends, SEED, MAX_SENTENCE_BLOCKS).view(np.int64)
+    order, rank, unsure = _ordered_candidates(group[read], counts[read], keys, buf, starts, ends, len(first))
+    taken = order[(rank < spec.n) & ~unsure[group[read][order]]]
+    pages, page_keys = [page[read[taken]]], [keys[taken]]
+    count_list, lo_list, hi_list = counts.tolist(), byte_lo.tolist(), byte_hi.tolist()
 
-    def text_of(i: int) -> str:
-        if fast[i]:
-            return letters[text_lo[i]:text_hi[i]].decode("utf-8")
-        return normalized_utf8(data[byte_lo[i]:byte_hi[i]].tobytes())
+    def text_of(i: int) -> bytes:
+        at = int(np.searchsorted(read, i))
+        if at < len(read) and read[at] == i:
+            return buf[starts[at]:ends[at]].tobytes()
+        return normalized_utf8(chars.data[lo_list[i]:hi_list[i]].tobytes()).encode("utf-8")
 
-    per_page = np.zeros(n_pages, np.int64)
-    keys: list[int] = []
-    cuts = (np.r_[0, np.flatnonzero(page[1:] != page[:-1]) + 1, len(page)] if len(page) else np.zeros(1, np.int64)).tolist()
-    counts, first_page = counts.tolist(), page[cuts[:-1]]
-    for g, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
-        chosen = _chosen(text_of, counts, a, b, spec.n)
-        keys.extend(map(sentence_key, chosen))
-        per_page[first_page[g]] = len(chosen)
-    return np.array(keys, dtype=np.int64), np.r_[0, np.cumsum(per_page)]
+    for p in np.flatnonzero(unsure).tolist():
+        chosen = _chosen(text_of, count_list, int(first[p]), int(first[p] + size[p]), spec.n)
+        pages.append(np.full(len(chosen), page[first[p]], np.int64))
+        page_keys.append(np.array([sentence_key(t) for t in chosen], np.int64))
+    out_page, out_key = np.concatenate(pages), np.concatenate(page_keys)
+    by_page = np.argsort(out_page, kind="stable")
+    return out_key[by_page], np.r_[0, np.cumsum(np.bincount(out_page, minlength=n_pages))]
+
+
+def _ordered_candidates(group: np.ndarray, counts: np.ndarray, keys: np.ndarray, buf: np.ndarray, starts: np.ndarray,
+                        ends: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, rank, unsure) of candidates (by group: their page's group, letters, keys and texts
+    buf[starts:ends]): the candidates ordered by group, most letters and then text (its first 16 bytes: UTF-8
+    orders as code points do), each one's rank in its group in that order, and per group whether that may not
+    be _chosen's order: an empty text, two candidates of one key (a text repeated), or two of the same letters
+    whose texts start with the same 16 bytes."""
+    lengths = ends - starts
+    words = words_at(buf)
+    head = (words[starts] & LOW_BYTES[np.clip(lengths, 0, 8)]).byteswap()
+    next_head = (words[starts + 8] & LOW_BYTES[np.clip(lengths - 8, 0, 8)]).byteswap()
+    order = np.lexsort((next_head, head, -counts, group))
+    g, c, h, h2 = group[order], counts[order], head[order], next_head[order]
+    first = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    rank = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
+    unsure = np.zeros(n_groups, dtype=bool)
+    unsure[g[1:][(g[1:] == g[:-1]) & (c[1:] == c[:-1]) & (h[1:] == h[:-1]) & (h2[1:] == h2[:-1])]] = True
+    unsure[group[lengths == 0]] = True
+    by_key = np.lexsort((keys, group))
+    g, k = group[by_key], keys[by_key]
+    unsure[g[1:][(g[1:] == g[:-1]) & (k[1:] == k[:-1])]] = True
+    return order, rank, unsure
 
 
 def _long_segments(chars: BatchChars, min_chars: int):
@@ -177,13 +207,12 @@ def _long_segments(chars: BatchChars, min_chars: int):
     (tests/test_sentence_keys.py checks the ranges against the table), the others' code points are looked up."""
     table = char_classes()
     data, offsets, lead = chars.data, chars.offsets, chars.lead
-    cls = _byte_classes()[data]  # ASCII by the table, every other byte OTHER for now
+    cls = np.take(_byte_classes(), data)  # ASCII by the table, Han of three bytes by their first byte
     if len(lead):
-        han = chars.is_han & (chars.width == 3)
-        cls[lead[han]] = LETTER
-        looked_up = lead[~han]
-        if len(looked_up):
-            cls[looked_up] = table[np.minimum(_decoded(data, looked_up), LETTER_LIMIT)]
+        cls[lead[chars.other]] = np.take(table, np.minimum(chars.code, LETTER_LIMIT))
+        han4 = lead[chars.is_han & (chars.width == 4)]
+        if len(han4):
+            cls[han4] = table[np.minimum(_decoded(data, han4), LETTER_LIMIT)]
     end_lead = np.flatnonzero(cls == END)
     b0 = data[end_lead]
     after_end = end_lead + 1 + (b0 >= 0xC0) + (b0 >= 0xE0) + (b0 >= 0xF0)  # the byte after each cutting character
@@ -191,9 +220,9 @@ def _long_segments(chars: BatchChars, min_chars: int):
     bounds.sort(kind="stable")
     bounds = bounds[np.r_[True, bounds[1:] != bounds[:-1]]]
     lo, hi = bounds[:-1], bounds[1:]
-    counts = np.add.reduceat((cls == LETTER).view(np.uint8), lo, dtype=np.int64)  # bounds are distinct
+    counts = np.add.reduceat((cls == LETTER).view(np.uint8), lo, dtype=np.int32)  # bounds are distinct
     keep = counts >= min_chars
-    lo, hi, counts = lo[keep], hi[keep], counts[keep]
+    lo, hi, counts = lo[keep], hi[keep], counts[keep].astype(np.int64)
     page = np.searchsorted(offsets, lo, side="right") - 1
     byte_hi = hi
     if len(after_end):  # a sentence cut off by a character stops before it
@@ -203,11 +232,38 @@ def _long_segments(chars: BatchChars, min_chars: int):
     return page[order], counts[order], lo[order], byte_hi[order]
 
 
+def _candidate_letters(chars: BatchChars, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(buf, starts, ends): the text (`normalized`, as UTF-8) of the sentence data[lo[i]:hi[i]] of a batch is
+    buf[starts[i]:ends[i]] (buf padded for mmh3_batch). The sentences' bytes are joined (in the batch's order)
+    into a batch of their own, a sentence a page, whose letters _letters reads in numpy: the work is on the
+    candidates' bytes, a small share of the batch's. A sentence with a slow character (BatchChars.slow) is
+    normalised in Python, its text put after the others."""
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    lo_list, hi_list, data = lo.tolist(), hi.tolist(), chars.data.tobytes()
+    joined = np.frombuffer(b"".join([data[a:b] for a, b in zip(lo_list, hi_list)]), np.uint8)
+    sentences = classify_bytes(joined, np.r_[0, np.cumsum(hi - lo)])
+    letters, at = _letters(sentences)
+    bounds = np.searchsorted(at, sentences.offsets)
+    starts, ends = np.empty(len(order), np.int64), np.empty(len(order), np.int64)
+    starts[order], ends[order] = bounds[:-1], bounds[1:]
+    slow = np.flatnonzero(sentences.slow)
+    if len(slow):
+        texts = [normalized_utf8(chars.data[lo_list[i]:hi_list[i]].tobytes()).encode("utf-8") for i in slow.tolist()]
+        ends[order[slow]] = len(letters) + np.cumsum([len(t) for t in texts])
+        starts[order[slow]] = ends[order[slow]] - [len(t) for t in texts]
+        letters += b"".join(texts)
+    return padded_buffer(letters), starts, ends
+
+
 @lru_cache(maxsize=1)
 def _byte_classes() -> np.ndarray:
-    """The class of each byte value: an ASCII character's, OTHER for every byte from 0x80 on."""
+    """The class of each byte value: an ASCII character's, LETTER for the first bytes of U+3000-U+9FFF (E3-E9:
+    the Han of three bytes; the other characters they begin are BatchChars.other, looked up), OTHER for the
+    other bytes from 0x80 on."""
     out = np.full(256, OTHER, dtype=np.uint8)
     out[:128] = char_classes()[:128]
+    out[0xE3:0xEA] = LETTER
     return out
 
 
@@ -220,11 +276,11 @@ def _decoded(data: np.ndarray, lead: np.ndarray) -> np.ndarray:
         np.where(b0 < 0xF0, ((b0 & 0x0F) << 12) | (b1 << 6) | b2, ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3))
 
 
-def _chosen(text_of, counts: list[int], a: int, b: int, n: int) -> list[str]:
+def _chosen(text_of, counts: list[int], a: int, b: int, n: int) -> list[bytes]:
     """The n texts of one page's candidates a:b (most letters first; text_of(i): candidate i's text): a text's
     length is the most letters of its sentences, so the candidates are read until n texts are known and the
     next one has fewer letters than the n-th (ties are all read, then ordered by text)."""
-    best: dict[str, int] = {}
+    best: dict[bytes, int] = {}  # UTF-8 orders as code points do
     nth = -1
     for i in range(a, b):
         c = counts[i]

@@ -131,13 +131,18 @@ class BatchChars:
     width: np.ndarray  # its bytes: 2 to 4 (uint8)
     is_han: np.ndarray  # bool per lead: an inert Han ideograph (text.INERT_HAN)
     other: np.ndarray  # the indices into lead of the characters that are not
+    code: np.ndarray  # their code points
     folded: np.ndarray  # their fold_table value (-1: outside the table)
     slow: np.ndarray  # bool per page: a character outside fold_table
 
 
 def classify(texts: pa.Array) -> BatchChars:
     """The batch's bytes and its non-ASCII characters, classified (BatchChars)."""
-    data, offsets = _string_buffers(texts)
+    return classify_bytes(*_string_buffers(texts))
+
+
+def classify_bytes(data: np.ndarray, offsets: np.ndarray) -> BatchChars:
+    """classify of pages given as UTF-8 bytes (uint8) and int64 offsets from 0: page i is data[offsets[i]:offsets[i+1]]."""
     n = len(offsets) - 1
     slow = np.zeros(n, dtype=bool)
     size = len(data)
@@ -160,7 +165,7 @@ def classify(texts: pa.Array) -> BatchChars:
     width = np.full(len(lead), 2, dtype=np.uint8)  # one byte each: the arrays of every non-ASCII character are long
     width += b0 >= 0xE0
     width += b0 >= 0xF0
-    return BatchChars(data, offsets, padded, lead, width, is_han, other, folded, slow)
+    return BatchChars(data, offsets, padded, lead, width, is_han, other, cp, folded, slow)
 
 
 def split_pages(texts: pa.Array, chars: BatchChars | None = None) -> tuple[list[str], list[str], np.ndarray]:
