@@ -156,10 +156,12 @@ def sentence_keys(texts, spec: SentenceKeySpec, chars: BatchChars | None = None)
     taken = order[(rank < spec.n) & ~unsure[group[read][order]]]
     pages, page_keys = [page[read[taken]]], [keys[taken]]
     count_list, lo_list, hi_list = counts.tolist(), byte_lo.tolist(), byte_hi.tolist()
+    position = np.full(len(page), -1, np.int64)
+    position[read] = np.arange(len(read))
 
     def text_of(i: int) -> bytes:
-        at = int(np.searchsorted(read, i))
-        if at < len(read) and read[at] == i:
+        at = position[i]
+        if at >= 0:
             return buf[starts[at]:ends[at]].tobytes()
         return normalized_utf8(chars.data[lo_list[i]:hi_list[i]].tobytes()).encode("utf-8")
 
@@ -243,8 +245,7 @@ def _candidate_letters(chars: BatchChars, lo: np.ndarray, hi: np.ndarray) -> tup
     lo_list, hi_list, data = lo.tolist(), hi.tolist(), chars.data.tobytes()
     joined = np.frombuffer(b"".join([data[a:b] for a, b in zip(lo_list, hi_list)]), np.uint8)
     sentences = classify_bytes(joined, np.r_[0, np.cumsum(hi - lo)])
-    letters, at = _letters(sentences)
-    bounds = np.searchsorted(at, sentences.offsets)
+    letters, bounds = _letters(sentences)
     starts, ends = np.empty(len(order), np.int64), np.empty(len(order), np.int64)
     starts[order], ends[order] = bounds[:-1], bounds[1:]
     slow = np.flatnonzero(sentences.slow)
@@ -296,38 +297,41 @@ def _chosen(text_of, counts: list[int], a: int, b: int, n: int) -> list[bytes]:
 
 @lru_cache(maxsize=1)
 def _ascii_letters() -> tuple[np.ndarray, np.ndarray]:
-    """Per byte value: whether it is an ASCII letter, and its lower case (the byte itself for any other)."""
+    """Per byte value: whether it is an ASCII letter, and its normalised letter byte: an ASCII letter in lower
+    case, 0 for any other ASCII byte, every byte from 0x80 on as it is."""
     is_letter = np.array([c < 128 and chr(c).isalpha() for c in range(256)])
-    lower = np.array([ord(chr(c).lower()) if is_letter[c] else c for c in range(256)], dtype=np.uint8)
-    return is_letter, lower
+    out = np.array([ord(chr(c).lower()) if is_letter[c] else 0 if c < 128 else c for c in range(256)], dtype=np.uint8)
+    return is_letter, out
 
 
 def _letters(chars: BatchChars) -> tuple[bytes, np.ndarray]:
-    """(letters, at): the normalised letters of the batch's characters (their `normalized` text: an ASCII letter
-    in lower case, a Han letter as it is, a fold-table character that normalises to an ASCII letter as that
-    letter, nothing for any other) one after another, and the byte offset in the batch of each letters byte,
-    so that the text of data[lo:hi] is letters[searchsorted(at, lo):searchsorted(at, hi)]. Right for pages
-    without a slow character (BatchChars.slow) only: fold-table characters never compose with a neighbour, so
-    the normalised letters of such a sentence are its characters' one by one."""
-    is_letter, lower = _ascii_letters()
-    data, lead = chars.data, chars.lead
-    keep = is_letter[data]
-    out = lower[data]
+    """(letters, starts): the normalised letters of the batch's characters (their `normalized` text: an ASCII
+    letter in lower case, a Han letter as it is, a fold-table character that normalises to an ASCII letter as
+    that letter, nothing for any other) one after another, and where each page's begin in them (n + 1 offsets),
+    so that page i's text is letters[starts[i]:starts[i+1]]. Right for pages without a slow character
+    (BatchChars.slow) only: fold-table characters never compose with a neighbour, so the normalised letters
+    of such a page are its characters' one by one. Each byte is mapped to its letter byte (0: none) by one
+    table; the bytes of the non-Han characters are then cleared, and a fold-table letter's first byte set."""
+    is_letter, letter_byte = _ascii_letters()
+    data, lead, offsets = chars.data, chars.lead, chars.offsets
+    out = np.take(letter_byte, data)
     if len(lead):
-        han, han_width = lead[chars.is_han], chars.width[chars.is_han]
-        four = np.flatnonzero(han_width == 4)
+        four = np.flatnonzero(chars.is_han & (chars.width == 4))
         if len(four):  # inert Han beyond the BMP: letters where the table says so (unassigned ones are not)
-            letter = np.ones(len(han), dtype=bool)
-            letter[four] = char_classes()[np.minimum(_decoded(data, han[four]), LETTER_LIMIT)] == LETTER
-            han, han_width = han[letter], han_width[letter]
+            not_letter = four[char_classes()[np.minimum(_decoded(data, lead[four]), LETTER_LIMIT)] != LETTER]
+            for k in range(4):
+                out[lead[not_letter] + k] = 0
+        other, folded, width = lead[chars.other], chars.folded, chars.width[chars.other]
         for k in range(4):
-            keep[han[han_width > k] + k] = True
-        other, folded = lead[chars.other], chars.folded
+            out[other[width > k] + k] = 0
         as_letter = (folded >= 0) & is_letter[np.maximum(folded, 0)]
-        keep[other[as_letter]] = True
         out[other[as_letter]] = folded[as_letter]
-    at = np.flatnonzero(keep)
-    return out[at].tobytes(), at
+    keep = out != 0
+    per_page = np.zeros(len(offsets) - 1, np.int64)
+    filled = np.flatnonzero(offsets[1:] > offsets[:-1])
+    if len(filled):
+        per_page[filled] = np.add.reduceat(keep.view(np.uint8), offsets[filled], dtype=np.int64)
+    return out[keep].tobytes(), np.r_[0, np.cumsum(per_page)]
 
 
 def key_group_pairs(fingerprints: np.ndarray, keys: np.ndarray, max_group: int) -> tuple[np.ndarray, np.ndarray, int, int]:
