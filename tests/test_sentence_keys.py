@@ -120,6 +120,28 @@ def test_batch_keys_of_mixed_text_are_the_definitions(texts, min_chars):
         assert keys[offsets[i]:offsets[i + 1]].tolist() == want
 
 
+# Sentences that tie on letters and share the first 16 bytes of their texts (or all of them), repeated, with a
+# slow character, Han beyond the BMP, cutting characters of one to four bytes and pages that end without one:
+# the batch's order of candidates in numpy (letters, then the texts' first 16 bytes) and its way out to _chosen.
+SENTENCES = st.sampled_from(["abcdefghijklmnopqrstu", "abcdefghijklmnopqrstv", "ABCDEFGHIJKLMNOPQRSTU",
+                             "uabcdefghijklmnopqrst", "今天天气很好我们去公园散步", "ｂｃｄｅｆｇｈｉｊｋｌｍｎ", "mnopqrstuvwxy",
+                             "ééé abcdefghij", "zzzz",
+                             "\U00020000\U00020001" * 4, "1234 ab", "ⓐⓑⓒ ²³ abc", "abcabc", "ABCABC", "²³²³"])
+ENDS = st.sampled_from([".", "。", "！", "\n", "\x85", "\u2028", "…", "\U0001F100", ". ", ""])
+TIED = st.lists(st.tuples(SENTENCES, ENDS).map("".join), max_size=10).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), TIED), min_size=1, max_size=6), n=st.integers(1, 4),
+       min_chars=st.integers(1, 22))
+def test_batch_keys_of_tied_and_repeated_sentences_are_the_definitions(texts, n, min_chars):
+    spec = SentenceKeySpec(n, min_chars, 10)
+    keys, offsets = sentence_keys(pa.array(texts, pa.string()), spec)
+    for i, text in enumerate(texts):
+        want = [] if text is None else [sentence_key(s) for s in brute_longest(text, spec)]
+        assert keys[offsets[i]:offsets[i + 1]].tolist() == want
+
+
 def test_keys_ignore_punctuation_width_digits_and_case():
     zh = "今天天气很好，我们去公园散步吧。公园里有很多人在跑步和打太极拳！晚上我们一起回家"
     assert sentence_keys([zh], SPEC)[0].tolist() == sentence_keys(

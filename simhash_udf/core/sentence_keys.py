@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from .mmh3_batch import LOW_BYTES, mmh3_64_batch, padded_buffer, words_at
-from .text_batch import BatchChars, classify, classify_bytes
+from .text_batch import BatchChars, classify
 
 SEED = 0x5E47  # distinct from the features' seed 0: a one-word sentence's key is not that word's feature hash
 LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines cuts at
@@ -49,6 +49,7 @@ LETTERS = re.compile(r"[^\W\d_]+")
 END_RANGES = ((0x20, 0x80), (0x80, 0x3400), (0xF900, 0x10000), (0x1F100, 0x1F200))
 LETTER_LIMIT = 0x32400
 OTHER, LETTER, END = 0, 1, 2
+END_CODE, TEXT_MIN = 1, 0x61  # _coded: a cutting character's first byte; the least byte of a text ('a')
 MAX_SENTENCE_BLOCKS = 64  # sentence texts of up to 1 KB hashed in numpy (mmh3_batch), longer ones by mmh3
 
 
@@ -142,20 +143,21 @@ def sentence_keys(texts, spec: SentenceKeySpec, chars: BatchChars | None = None)
             texts = pa.array(texts, pa.large_string())
         chars = classify(texts)
     n_pages = len(chars.offsets) - 1
-    segments = _long_segments(chars, spec.min_chars) if spec.enabled and len(chars.data) else None
-    if segments is None or len(segments[0]) == 0:
+    if not spec.enabled or len(chars.data) == 0:
         return np.zeros(0, np.int64), np.zeros(n_pages + 1, np.int64)
-    page, counts, byte_lo, byte_hi = segments
+    code, letter = _coded(chars)
+    page, counts, byte_lo, byte_hi = _long_segments(chars, code, letter, spec.min_chars)
+    if len(page) == 0:
+        return np.zeros(0, np.int64), np.zeros(n_pages + 1, np.int64)
     first = np.flatnonzero(np.r_[True, page[1:] != page[:-1]])  # each page's first candidate
     size = np.diff(np.r_[first, len(page)])
     group = np.repeat(np.arange(len(first)), size)
     read = np.flatnonzero(counts >= counts[first + np.minimum(size, spec.n) - 1][group])
-    buf, starts, ends = _candidate_letters(chars, byte_lo[read], byte_hi[read])
+    buf, starts, ends = _candidate_letters(chars, code, byte_lo[read], byte_hi[read])
     keys = mmh3_64_batch(buf, starts, ends, SEED, MAX_SENTENCE_BLOCKS).view(np.int64)
     order, rank, unsure = _ordered_candidates(group[read], counts[read], keys, buf, starts, ends, len(first))
     taken = order[(rank < spec.n) & ~unsure[group[read][order]]]
     pages, page_keys = [page[read[taken]]], [keys[taken]]
-    count_list, lo_list, hi_list = counts.tolist(), byte_lo.tolist(), byte_hi.tolist()
     position = np.full(len(page), -1, np.int64)
     position[read] = np.arange(len(read))
 
@@ -163,15 +165,17 @@ def sentence_keys(texts, spec: SentenceKeySpec, chars: BatchChars | None = None)
         at = position[i]
         if at >= 0:
             return buf[starts[at]:ends[at]].tobytes()
-        return normalized_utf8(chars.data[lo_list[i]:hi_list[i]].tobytes()).encode("utf-8")
+        return normalized_utf8(chars.data[byte_lo[i]:byte_hi[i]].tobytes()).encode("utf-8")
 
     for p in np.flatnonzero(unsure).tolist():
-        chosen = _chosen(text_of, count_list, int(first[p]), int(first[p] + size[p]), spec.n)
+        chosen = _chosen(text_of, counts, int(first[p]), int(first[p] + size[p]), spec.n)
         pages.append(np.full(len(chosen), page[first[p]], np.int64))
         page_keys.append(np.array([sentence_key(t) for t in chosen], np.int64))
     out_page, out_key = np.concatenate(pages), np.concatenate(page_keys)
-    by_page = np.argsort(out_page, kind="stable")
-    return out_key[by_page], np.r_[0, np.cumsum(np.bincount(out_page, minlength=n_pages))]
+    if len(pages) > 1:
+        by_page = np.argsort(out_page, kind="stable")
+        out_page, out_key = out_page[by_page], out_key[by_page]
+    return out_key, np.r_[0, np.cumsum(np.bincount(out_page, minlength=n_pages))]
 
 
 def _ordered_candidates(group: np.ndarray, counts: np.ndarray, keys: np.ndarray, buf: np.ndarray, starts: np.ndarray,
@@ -185,86 +189,140 @@ def _ordered_candidates(group: np.ndarray, counts: np.ndarray, keys: np.ndarray,
     words = words_at(buf)
     head = (words[starts] & LOW_BYTES[np.clip(lengths, 0, 8)]).byteswap()
     next_head = (words[starts + 8] & LOW_BYTES[np.clip(lengths - 8, 0, 8)]).byteswap()
-    order = np.lexsort((next_head, head, -counts, group))
-    g, c, h, h2 = group[order], counts[order], head[order], next_head[order]
+    primary = (group << 32) - counts  # by group, most letters first (counts < 2^31)
+    order = np.argsort(primary, kind="stable")
+    p = primary[order]
+    tie = np.flatnonzero(p[1:] == p[:-1])
+    if len(tie):  # ties on letters ordered by text
+        at = np.unique(np.r_[tie, tie + 1])
+        sub = order[at]
+        order[at] = sub[np.lexsort((next_head[sub], head[sub], primary[sub]))]
+    g = group[order]
     first = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     rank = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
     unsure = np.zeros(n_groups, dtype=bool)
-    unsure[g[1:][(g[1:] == g[:-1]) & (c[1:] == c[:-1]) & (h[1:] == h[:-1]) & (h2[1:] == h2[:-1])]] = True
+    same = (p[1:] == p[:-1]) & (head[order][1:] == head[order][:-1]) & (next_head[order][1:] == next_head[order][:-1])
+    unsure[g[1:][same]] = True
     unsure[group[lengths == 0]] = True
-    by_key = np.lexsort((keys, group))
-    g, k = group[by_key], keys[by_key]
-    unsure[g[1:][(g[1:] == g[:-1]) & (k[1:] == k[:-1])]] = True
+    # a repeated key: equal values of key + group * odd next to each other once sorted (both groups marked, so a
+    # value two groups share by chance hides no repeat)
+    mixed = keys + group * np.int64(0x9E3779B97F4A7C15 - (1 << 64))  # wraps around
+    by_key = np.argsort(mixed, kind="stable")
+    again = np.flatnonzero(mixed[by_key][1:] == mixed[by_key][:-1])
+    unsure[group[by_key[again]]] = True
+    unsure[group[by_key[again + 1]]] = True
     return order, rank, unsure
 
 
-def _long_segments(chars: BatchChars, min_chars: int):
-    """(page, letters, byte_lo, byte_hi) of every sentence of at least min_chars letters of a batch's UTF-8
-    bytes, ordered by page and then by letters, most first; byte_hi stops before the cutting character.
-
-    Counted over bytes, not characters: a character's class sits on its first byte (continuation bytes are
-    OTHER), so sums of letters and the cuts need no array of character positions; the sentences' bounds are
-    merged from the pages' starts and the cuts (far fewer than bytes). The non-ASCII characters are the batch's
-    classified ones (text_batch.classify): Han of three bytes (U+3400-U+4DBF, U+4E00-U+9FFF) are letters
-    (tests/test_sentence_keys.py checks the ranges against the table), the others' code points are looked up."""
-    table = char_classes()
-    data, offsets, lead = chars.data, chars.offsets, chars.lead
-    cls = np.take(_byte_classes(), data)  # ASCII by the table, Han of three bytes by their first byte
+def _coded(chars: BatchChars) -> tuple[np.ndarray, np.ndarray]:
+    """(code, letter) per byte of a batch, from one table look-up and a few whole-array comparisons, then the
+    non-ASCII characters that are not Han of three bytes set by their code points (BatchChars.other):
+    code: END_CODE at the first byte of a cutting character, and otherwise the byte's part of the sentence's
+    text (`normalized`, for a sentence without a slow character): an ASCII letter in lower case, every byte of a
+    Han letter as it is, a fold-table letter's ASCII letter at its first byte, and 0 for every other byte (a
+    text is its codes >= TEXT_MIN); letter: the byte begins a letter (what a sentence's length counts)."""
+    data, lead = chars.data, chars.lead
+    code = np.take(_byte_codes(), data)
+    letter = ((data | np.uint8(0x20)) - np.uint8(0x61) < 26) | (data - np.uint8(0xE3) < 7)  # ASCII, U+3000-U+9FFF
     if len(lead):
-        cls[lead[chars.other]] = np.take(table, np.minimum(chars.code, LETTER_LIMIT))
+        other, width, folded = lead[chars.other], chars.width[chars.other], chars.folded
+        cls = np.take(char_classes(), np.minimum(chars.code, LETTER_LIMIT))
+        for k in range(1, 4):
+            code[other[width > k] + k] = 0
+        as_letter = (folded >= 0) & ((folded | 0x20) - 0x61 >= 0) & ((folded | 0x20) - 0x61 < 26)
+        code[other] = np.where(cls == END, END_CODE, np.where(as_letter, folded, 0))
+        letter[other] = cls == LETTER
         han4 = lead[chars.is_han & (chars.width == 4)]
-        if len(han4):
-            cls[han4] = table[np.minimum(_decoded(data, han4), LETTER_LIMIT)]
-    end_lead = np.flatnonzero(cls == END)
+        if len(han4):  # inert Han beyond the BMP: letters where the table says so (unassigned ones are not)
+            is_letter = char_classes()[np.minimum(_decoded(data, han4), LETTER_LIMIT)] == LETTER
+            letter[han4] = is_letter
+            for k in range(4):
+                code[han4[~is_letter] + k] = 0
+    return code, letter
+
+
+def _long_segments(chars: BatchChars, code: np.ndarray, letter: np.ndarray, min_chars: int):
+    """(page, letters, byte_lo, byte_hi) of every sentence of at least min_chars letters of a batch's UTF-8
+    bytes (code and letter: _coded), ordered by page and then by letters, most first; byte_hi stops before the
+    cutting character. Counted over bytes, not characters: a character's letter sits on its first byte, so
+    sums of letters and the cuts need no array of character positions; the sentences' bounds are merged from
+    the pages' starts and the cuts (far fewer than bytes)."""
+    data, offsets = chars.data, chars.offsets
+    end_lead = np.flatnonzero(code == END_CODE)
     b0 = data[end_lead]
     after_end = end_lead + 1 + (b0 >= 0xC0) + (b0 >= 0xE0) + (b0 >= 0xF0)  # the byte after each cutting character
     bounds = np.concatenate([offsets, after_end])
     bounds.sort(kind="stable")
     bounds = bounds[np.r_[True, bounds[1:] != bounds[:-1]]]
     lo, hi = bounds[:-1], bounds[1:]
-    counts = np.add.reduceat((cls == LETTER).view(np.uint8), lo, dtype=np.int32)  # bounds are distinct
-    keep = counts >= min_chars
-    lo, hi, counts = lo[keep], hi[keep], counts[keep].astype(np.int64)
+    long = np.flatnonzero(hi - lo >= min_chars)  # a letter is at least a byte
+    lo, hi = lo[long], hi[long]
+    before_hi, before_lo = _letters_before(letter, hi, lo)
+    counts = before_hi - before_lo
+    keep = np.flatnonzero(counts >= min_chars)
+    lo, hi, counts = lo[keep], hi[keep], counts[keep]
     page = np.searchsorted(offsets, lo, side="right") - 1
-    byte_hi = hi
-    if len(after_end):  # a sentence cut off by a character stops before it
-        at = np.minimum(np.searchsorted(after_end, hi), len(after_end) - 1)
-        byte_hi = np.where(after_end[at] == hi, end_lead[at], hi)
-    order = np.lexsort((-counts, page))
+    byte_hi = hi.copy()
+    for width in range(4, 0, -1):  # a sentence cut off by a character stops before it
+        at = np.maximum(hi - width, 0)
+        lead = data[at]
+        cut = (code[at] == END_CODE) & (1 + (lead >= 0xC0) + (lead >= 0xE0) + (lead >= 0xF0) == width)
+        byte_hi[cut] = at[cut]
+    order = np.argsort((page << 32) - counts, kind="stable")  # by page, most letters first (counts < 2^31)
     return page[order], counts[order], lo[order], byte_hi[order]
 
 
-def _candidate_letters(chars: BatchChars, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _letters_before(letter: np.ndarray, *positions: np.ndarray) -> list[np.ndarray]:
+    """For each array of positions (0 <= at <= len(letter)), int64: the number of letter bytes before each, from
+    the letters packed as bits and a running count of their bytes' bits (an eighth of the bytes)."""
+    packed = np.packbits(letter, bitorder="little")
+    running = np.zeros(len(packed) + 1, np.int64)
+    np.cumsum(np.bitwise_count(packed), out=running[1:])
+    out = []
+    for at in positions:
+        byte, bit = at >> 3, (at & 7).astype(np.uint8)
+        partial = np.take(packed, np.minimum(byte, len(packed) - 1)) & ((np.uint8(1) << bit) - np.uint8(1))
+        out.append(running[byte] + np.bitwise_count(partial))
+    return out
+
+
+def _candidate_letters(chars: BatchChars, code: np.ndarray, lo: np.ndarray,
+                       hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(buf, starts, ends): the text (`normalized`, as UTF-8) of the sentence data[lo[i]:hi[i]] of a batch is
-    buf[starts[i]:ends[i]] (buf padded for mmh3_batch). The sentences' bytes are joined (in the batch's order)
-    into a batch of their own, a sentence a page, whose letters _letters reads in numpy: the work is on the
-    candidates' bytes, a small share of the batch's. A sentence with a slow character (BatchChars.slow) is
-    normalised in Python, its text put after the others."""
+    buf[starts[i]:ends[i]] (buf padded for mmh3_batch). The sentences' codes (_coded) are joined in the batch's
+    order and their text bytes kept: the work is on the candidates' bytes, a small share of the batch's. A
+    sentence with a slow character (one outside text_batch's fold table) is normalised in Python, its text put
+    after the others."""
     order = np.argsort(lo, kind="stable")
     lo, hi = lo[order], hi[order]
-    lo_list, hi_list, data = lo.tolist(), hi.tolist(), chars.data.tobytes()
-    joined = np.frombuffer(b"".join([data[a:b] for a, b in zip(lo_list, hi_list)]), np.uint8)
-    sentences = classify_bytes(joined, np.r_[0, np.cumsum(hi - lo)])
-    letters, bounds = _letters(sentences)
+    lo_list, hi_list, codes = lo.tolist(), hi.tolist(), code.tobytes()
+    joined = np.frombuffer(b"".join([codes[a:b] for a, b in zip(lo_list, hi_list)]), np.uint8)
+    keep = joined >= TEXT_MIN
+    letters = joined[keep].tobytes()
+    per_sentence = np.add.reduceat(keep.view(np.uint8), np.r_[0, np.cumsum(hi - lo)[:-1]], dtype=np.int64)
+    bounds = np.r_[0, np.cumsum(per_sentence)]  # sentences are never empty (they hold min_chars letters)
     starts, ends = np.empty(len(order), np.int64), np.empty(len(order), np.int64)
     starts[order], ends[order] = bounds[:-1], bounds[1:]
-    slow = np.flatnonzero(sentences.slow)
+    slow_at = chars.lead[chars.other[chars.folded < 0]]
+    slow = np.flatnonzero(np.searchsorted(slow_at, hi) > np.searchsorted(slow_at, lo))
     if len(slow):
         texts = [normalized_utf8(chars.data[lo_list[i]:hi_list[i]].tobytes()).encode("utf-8") for i in slow.tolist()]
-        ends[order[slow]] = len(letters) + np.cumsum([len(t) for t in texts])
-        starts[order[slow]] = ends[order[slow]] - [len(t) for t in texts]
+        sizes = np.array([len(t) for t in texts], np.int64)
+        ends[order[slow]] = len(letters) + np.cumsum(sizes)
+        starts[order[slow]] = ends[order[slow]] - sizes
         letters += b"".join(texts)
     return padded_buffer(letters), starts, ends
 
 
 @lru_cache(maxsize=1)
-def _byte_classes() -> np.ndarray:
-    """The class of each byte value: an ASCII character's, LETTER for the first bytes of U+3000-U+9FFF (E3-E9:
-    the Han of three bytes; the other characters they begin are BatchChars.other, looked up), OTHER for the
-    other bytes from 0x80 on."""
-    out = np.full(256, OTHER, dtype=np.uint8)
-    out[:128] = char_classes()[:128]
-    out[0xE3:0xEA] = LETTER
+def _byte_codes() -> np.ndarray:
+    """_coded's code of each byte value before the non-ASCII characters are looked at: an ASCII letter in lower
+    case, END_CODE for an ASCII cutting character, 0 for any other ASCII byte, every byte from 0x80 on as it is
+    (Han letters' bytes; the others are cleared by their code points)."""
+    out = np.arange(256, dtype=np.uint8)
+    for c in range(128):
+        cls = char_classes()[c]
+        out[c] = ord(chr(c).lower()) if cls == LETTER else END_CODE if cls == END else 0
     return out
 
 
@@ -277,7 +335,7 @@ def _decoded(data: np.ndarray, lead: np.ndarray) -> np.ndarray:
         np.where(b0 < 0xF0, ((b0 & 0x0F) << 12) | (b1 << 6) | b2, ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3))
 
 
-def _chosen(text_of, counts: list[int], a: int, b: int, n: int) -> list[bytes]:
+def _chosen(text_of, counts: np.ndarray, a: int, b: int, n: int) -> list[bytes]:
     """The n texts of one page's candidates a:b (most letters first; text_of(i): candidate i's text): a text's
     length is the most letters of its sentences, so the candidates are read until n texts are known and the
     next one has fewer letters than the n-th (ties are all read, then ordered by text)."""
@@ -293,45 +351,6 @@ def _chosen(text_of, counts: list[int], a: int, b: int, n: int) -> list[bytes]:
             if len(best) == n:
                 nth = c
     return [t for t, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
-
-
-@lru_cache(maxsize=1)
-def _ascii_letters() -> tuple[np.ndarray, np.ndarray]:
-    """Per byte value: whether it is an ASCII letter, and its normalised letter byte: an ASCII letter in lower
-    case, 0 for any other ASCII byte, every byte from 0x80 on as it is."""
-    is_letter = np.array([c < 128 and chr(c).isalpha() for c in range(256)])
-    out = np.array([ord(chr(c).lower()) if is_letter[c] else 0 if c < 128 else c for c in range(256)], dtype=np.uint8)
-    return is_letter, out
-
-
-def _letters(chars: BatchChars) -> tuple[bytes, np.ndarray]:
-    """(letters, starts): the normalised letters of the batch's characters (their `normalized` text: an ASCII
-    letter in lower case, a Han letter as it is, a fold-table character that normalises to an ASCII letter as
-    that letter, nothing for any other) one after another, and where each page's begin in them (n + 1 offsets),
-    so that page i's text is letters[starts[i]:starts[i+1]]. Right for pages without a slow character
-    (BatchChars.slow) only: fold-table characters never compose with a neighbour, so the normalised letters
-    of such a page are its characters' one by one. Each byte is mapped to its letter byte (0: none) by one
-    table; the bytes of the non-Han characters are then cleared, and a fold-table letter's first byte set."""
-    is_letter, letter_byte = _ascii_letters()
-    data, lead, offsets = chars.data, chars.lead, chars.offsets
-    out = np.take(letter_byte, data)
-    if len(lead):
-        four = np.flatnonzero(chars.is_han & (chars.width == 4))
-        if len(four):  # inert Han beyond the BMP: letters where the table says so (unassigned ones are not)
-            not_letter = four[char_classes()[np.minimum(_decoded(data, lead[four]), LETTER_LIMIT)] != LETTER]
-            for k in range(4):
-                out[lead[not_letter] + k] = 0
-        other, folded, width = lead[chars.other], chars.folded, chars.width[chars.other]
-        for k in range(4):
-            out[other[width > k] + k] = 0
-        as_letter = (folded >= 0) & is_letter[np.maximum(folded, 0)]
-        out[other[as_letter]] = folded[as_letter]
-    keep = out != 0
-    per_page = np.zeros(len(offsets) - 1, np.int64)
-    filled = np.flatnonzero(offsets[1:] > offsets[:-1])
-    if len(filled):
-        per_page[filled] = np.add.reduceat(keep.view(np.uint8), offsets[filled], dtype=np.int64)
-    return out[keep].tobytes(), np.r_[0, np.cumsum(per_page)]
 
 
 def key_group_pairs(fingerprints: np.ndarray, keys: np.ndarray, max_group: int) -> tuple[np.ndarray, np.ndarray, int, int]:
