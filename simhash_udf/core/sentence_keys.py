@@ -19,9 +19,11 @@ Definition (version "sent{n}x{min_chars}"):
   length: the most letters of the sentences that have it), ties in code-point order of the text;
   each one's key: the first 64 bits of MurmurHash3 x64-128 of its text's UTF-8 (seed SEED), as a signed int64.
 
-Counted over a whole Arrow batch at once in numpy (each character classified by a table of code points, the
-letters of every sentence summed), so only the few longest sentences of a page become Python strings: the
-keys cost a small share of the fingerprint pass that computes them.
+Computed for a whole Arrow batch at once in numpy: each byte coded by one table (the non-ASCII characters
+that are not Han by their code points, from the batch's text_batch.classify), the letters of every sentence
+counted, and only the candidates for a page's n longest read as texts, hashed and ordered; a page whose
+candidates tie on letters and share the start of their texts, or repeat a text, is chosen in Python. The
+keys cost a small share of the fingerprint pass that computes them (docs/quality.md).
 
 A key shared by more than max_group pages (a licence sentence, a site's slogan) makes no group: its pairs are
 not compared (they would grow as the square of the group) and the skipped keys are counted in the report.
@@ -50,7 +52,7 @@ END_RANGES = ((0x20, 0x80), (0x80, 0x3400), (0xF900, 0x10000), (0x1F100, 0x1F200
 LETTER_LIMIT = 0x32400
 OTHER, LETTER, END = 0, 1, 2
 END_CODE, TEXT_MIN = 1, 0x61  # _coded: a cutting character's first byte; the least byte of a text ('a')
-MAX_SENTENCE_BLOCKS = 64  # sentence texts of up to 1 KB hashed in numpy (mmh3_batch), longer ones by mmh3
+MAX_SENTENCE_BLOCKS = 16  # sentence texts of up to 256 bytes hashed in numpy (mmh3_batch), longer ones by mmh3
 
 
 @lru_cache(maxsize=1)

@@ -138,11 +138,7 @@ class BatchChars:
 
 def classify(texts: pa.Array) -> BatchChars:
     """The batch's bytes and its non-ASCII characters, classified (BatchChars)."""
-    return classify_bytes(*_string_buffers(texts))
-
-
-def classify_bytes(data: np.ndarray, offsets: np.ndarray) -> BatchChars:
-    """classify of pages given as UTF-8 bytes (uint8) and int64 offsets from 0: page i is data[offsets[i]:offsets[i+1]]."""
+    data, offsets = _string_buffers(texts)
     n = len(offsets) - 1
     slow = np.zeros(n, dtype=bool)
     size = len(data)
