@@ -54,8 +54,11 @@ def mmh3_64_batch(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, seed: i
     words = words_at(buf)
     blocks = lengths >> 4
     long = blocks > max_blocks
-    h1 = np.full(n, seed, dtype=np.uint64)
-    h2 = np.full(n, seed, dtype=np.uint64)
+    h1 = np.zeros(n, dtype=np.uint64)
+    h2 = np.zeros(n, dtype=np.uint64)
+    if seed:
+        h1 += np.uint64(seed)
+        h2 += np.uint64(seed)
     with np.errstate(over="ignore"):
         for j in range(int(min(blocks.max(), max_blocks))):
             at = np.flatnonzero((blocks > j) & ~long)
