@@ -1,5 +1,6 @@
 """Longest-sentence keys and containment: the pure core against brute-force references (hypothesis), and the
 Spark search on framed copies, a comment thread, an ad and a contained-but-not-a-copy page through the stages."""
+import itertools
 import json
 import unicodedata
 
@@ -20,13 +21,17 @@ from simhash_udf.core.sentence_keys import (
     char_classes,
     key_group_pairs,
     longest_sentences,
+    page_prose,
     sentence_key,
     sentence_keys,
+    sentence_keys_and_prose,
 )
 from simhash_udf.core.signature import SignatureSpec, agreeing_bins, oph_signatures, similarity
 from simhash_udf.core.verified import (
+    FRAME_PROSE,
     RESEMBLE,
     VerifySpec,
+    adds_frame,
     contained,
     containment_estimate,
     greedy_centres,
@@ -140,6 +145,49 @@ def test_batch_keys_of_tied_and_repeated_sentences_are_the_definitions(texts, n,
     for i, text in enumerate(texts):
         want = [] if text is None else [sentence_key(s) for s in brute_longest(text, spec)]
         assert keys[offsets[i]:offsets[i + 1]].tolist() == want
+
+
+def brute_prose(text: str, min_letters: int) -> tuple[int, int, int]:
+    """page_prose one character at a time: the letters of the sentences of at least min_letters letters, and
+    the UTF-8 bytes before the first of them and after the last (the page's bytes for both without one)."""
+    sentences, start = [], 0  # (letters, first character, end) of each sentence
+    for at, c in enumerate(text + "\n"):
+        if is_end(c):
+            sentences.append((sum(is_letter(x) for x in text[start:at]), start, at))
+            start = at + 1
+    prose = [s for s in sentences if s[0] >= min_letters]
+    size = len(text.encode("utf-8"))
+    if not prose:
+        return 0, size, size
+    return (sum(s[0] for s in prose), len(text[:prose[0][1]].encode("utf-8")),
+            len(text[prose[-1][2]:].encode("utf-8")))
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), TEXT, MIXED), min_size=1, max_size=8), min_chars=st.integers(1, 12),
+       prose_min=st.integers(1, 12))
+def test_batch_prose_is_each_pages_and_leaves_the_keys_alone(texts, min_chars, prose_min):
+    """sentence_keys_and_prose: each page's page_prose is the definition (brute_prose), whatever the keys'
+    minimum, and the keys are sentence_keys' (with keys off too)."""
+    for spec in (SentenceKeySpec(3, min_chars, 10), SentenceKeySpec(0, min_chars, 10)):
+        keys, offsets, prose = sentence_keys_and_prose(pa.array(texts, pa.string()), spec, prose_min=prose_min)
+        want_keys, want_offsets = sentence_keys(texts, spec)
+        assert keys.tolist() == want_keys.tolist() and offsets.tolist() == want_offsets.tolist()
+        for i, text in enumerate(texts):
+            if text is not None:
+                assert tuple(prose[i]) == brute_prose(text, prose_min) == page_prose(text, prose_min)
+    assert sentence_keys_and_prose(texts, SPEC)[2] is None
+
+
+def test_a_frame_adds_no_prose_and_wraps_the_page():
+    """A site frame (a header, a menu and link lines above, a footer below) leaves a page's prose letters as
+    they are and adds to its lead and tail; a run of paragraphs adds prose letters."""
+    article = _article(np.random.default_rng(3), 6)
+    letters, lead, tail = page_prose(article, 40)
+    framed = f"Example site - news and more\nHome | News | About\nPopular this week\n\n{article}\n\nMore from us\n© 2020"
+    assert page_prose(framed, 40)[0] == letters and page_prose(framed, 40)[1] > lead and page_prose(framed, 40)[2] > tail
+    run = f"{_article(np.random.default_rng(4), 3)}\n\n{article}"
+    assert page_prose(run, 40)[0] > FRAME_PROSE * letters
 
 
 def test_keys_ignore_punctuation_width_digits_and_case():
@@ -268,12 +316,13 @@ def _block_pages(rng, n: int) -> list[set]:
     return pages
 
 
-def brute_contained_centres(sigs, counts, sizes, spec: VerifySpec) -> list[int]:
+def brute_contained_centres(sigs, counts, sizes, spec: VerifySpec, prose=None) -> list[int]:
     """verified_centres with containment, one pair at a time: the open unit that verifies with the most open
     units is the centre (the first in keep order among equals); a unit similar to it joins, and one only
     contained in it or holding it (the closest to the centre first, then keep order) joins when it resembles
     (verifies, or an estimated Jaccard of at least RESEMBLE) the centre and every unit joined to it by
-    containment before."""
+    containment before; with prose, a unit that is the centre in a frame or the centre without its frame
+    (brute_frame) joins without that, and is not one of the units later ones must resemble."""
 
     def verify(a, b):
         ok, by = pairs_verify(sigs[[a]], sigs[[b]], counts[[a]], counts[[b]], spec, sizes[[a]], sizes[[b]])
@@ -289,13 +338,66 @@ def brute_contained_centres(sigs, counts, sizes, spec: VerifySpec) -> list[int]:
         centre[c], by_containment = c, [c]
         for u in sorted(open_, key=lambda u: -agreeing_bins(sigs[u], sigs[c]) if verify(u, c)[1] else 0):
             ok, by = verify(u, c)
-            if u == c or not ok or (by and not all(resemble(u, m) for m in by_containment)):
+            framed = by and prose is not None and brute_frame(prose, sizes, u, c)
+            if u == c or not ok or (by and not framed and not all(resemble(u, m) for m in by_containment)):
                 continue
             centre[u] = c
-            if by:
+            if by and not framed:
                 by_containment.append(u)
         open_ = [u for u in open_ if centre[u] < 0]
     return centre
+
+
+def brute_frame(prose, sizes, a: int, b: int) -> bool:
+    """adds_frame of one pair: the larger (by characters; a when equal) has the smaller's prose letters or
+    at most FRAME_PROSE times them (the smaller having some), and more before its first prose sentence and
+    after its last."""
+    large, small = (a, b) if sizes[a] >= sizes[b] else (b, a)
+    (l_letters, l_lead, l_tail), (s_letters, s_lead, s_tail) = prose[large], prose[small]
+    known = min(*prose[large], *prose[small]) >= 0
+    return bool(known and 0 < s_letters and l_letters <= FRAME_PROSE * s_letters and l_lead > s_lead
+                and l_tail > s_tail)
+
+
+@settings(max_examples=300, deadline=None)
+@given(prose=st.lists(st.tuples(*[st.integers(-1, 4)] * 3), min_size=2, max_size=2),
+       sizes=st.lists(st.integers(1, 3), min_size=2, max_size=2))
+def test_adds_frame_is_the_definition(prose, sizes):
+    prose, sizes = np.array(prose) * np.array([100, 1, 1]), np.array(sizes)
+    prose[prose < 0] = -1
+    for a, b in ((0, 1), (1, 0)):
+        assert adds_frame(prose, sizes, np.array([a]), np.array([b]))[0] == brute_frame(prose, sizes, a, b)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 9))
+def test_contained_centres_with_prose_equal_the_definition(seed, n):
+    """With the units' prose known, verified_centres is the definition (brute_contained_centres with prose) and
+    greedy_centres gives each component what verified_centres gives it alone; every removed unit verifies with
+    its centre."""
+    rng = np.random.default_rng(seed)
+    pages, prose = [], []
+    for _ in range(n):  # paragraph blocks of one page (100 letters each) and sites' frames (no prose letters)
+        start, length = int(rng.integers(0, 3)), int(rng.integers(4, 7))
+        page = set(range(200 * start, 200 * (start + length)))
+        wraps = int(rng.integers(0, 4)) if rng.random() < 0.6 else 0  # a frame above (1), below (2), both (3)
+        if wraps:  # one of four sites' frames, 0.55 of the page: two framed copies of it have a Jaccard of 0.48
+            site = int(rng.integers(1, 5))
+            page |= set(range(10_000 * site, 10_000 * site + 110 * length))
+        pages.append(page)
+        prose.append((100 * length, 10 + 50 * (wraps & 1), 10 + 25 * (wraps & 2)))
+    prose = np.array(prose)
+    sigs = _signatures(pages)
+    counts = np.array([len(p) for p in pages])
+    sizes = counts * 6
+    centre = verified_centres(sigs, None, CONTAINED, counts=counts, sizes=sizes, prose=prose)
+    assert centre.tolist() == brute_contained_centres(sigs, counts, sizes, CONTAINED, prose)
+    assert greedy_centres(np.r_[sigs, sigs], np.array([0, n, 2 * n]), CONTAINED, np.r_[counts, counts],
+                          np.r_[sizes, sizes], np.r_[prose, prose]).tolist() == centre.tolist() + (centre + n).tolist()
+    for u, c in enumerate(centre):
+        assert centre[c] == c
+        if u != c:
+            assert pairs_verify(sigs[[u]], sigs[[c]], counts[[u]], counts[[c]], CONTAINED, sizes[[u]], sizes[[c]])[0][0]
 
 
 @settings(max_examples=80, deadline=None)
@@ -344,6 +446,29 @@ def test_two_runs_of_one_page_are_not_merged_through_it(order):
     assert centre[at["page"]] == centre[at["framed"]]
     off = verified_centres(sigs, None, VerifySpec(0.8), counts=counts, sizes=counts * 6)
     assert off.tolist() == list(range(4))  # none of them is similar to another: containment found the pairs
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(5)))[::7])
+def test_framed_copies_with_different_frames_join_and_two_runs_do_not(order):
+    """A paragraph, two copies of it in two sites' frames, and two runs of paragraphs that hold it (one adds
+    prose, one adds a title and short lines above it only): all four inside it within the bound, each two
+    sharing only the paragraph (Jaccard 0.47). Whatever the keep order, both framed copies join the paragraph
+    (without the units' prose, only one can), and the two runs are never in one cluster."""
+    block = [set(range(200 * b, 200 * b + 200)) for b in range(23)]
+    page = set().union(*block[:7])
+    frame_a, frame_b, run_a, run_b = (page.union(*block[at:at + 4]) for at in (7, 11, 15, 19))
+    # (letters, lead, tail): a frame adds short lines above and below, run_a prose, run_b short lines above
+    prose = {0: (700, 10, 10), 1: (700, 60, 40), 2: (700, 30, 70), 3: (1100, 10, 10), 4: (700, 300, 10)}
+    pages = [[page, frame_a, frame_b, run_a, run_b][i] for i in order]
+    sigs = _signatures(pages)
+    counts = np.array([len(p) for p in pages])
+    units = np.array([prose[i] for i in order])
+    at = {name: order.index(i) for i, name in enumerate(("page", "frame_a", "frame_b", "run_a", "run_b"))}
+    centre = verified_centres(sigs, None, CONTAINED, counts=counts, sizes=counts * 6, prose=units)
+    assert centre[at["frame_a"]] == centre[at["frame_b"]] == centre[at["page"]]
+    assert centre[at["run_a"]] != centre[at["run_b"]]
+    before = verified_centres(sigs, None, CONTAINED, counts=counts, sizes=counts * 6)
+    assert before[at["frame_a"]] != before[at["frame_b"]] and before[at["run_a"]] != before[at["run_b"]]
 
 
 def _article(rng, sentences: int) -> str:

@@ -53,6 +53,8 @@ LETTER_LIMIT = 0x32400
 OTHER, LETTER, END = 0, 1, 2
 END_CODE, TEXT_MIN = 1, 0x61  # _coded: a cutting character's first byte; the least byte of a text ('a')
 MAX_SENTENCE_BLOCKS = 16  # sentence texts of up to 256 bytes hashed in numpy (mmh3_batch), longer ones by mmh3
+# Letters a sentence needs to be prose (page_prose): a site frame's header, menu and link lines have fewer
+PROSE_MIN_LETTERS = 40
 
 
 @lru_cache(maxsize=1)
@@ -130,10 +132,40 @@ def sentence_key(sentence: str | bytes) -> int:
     return mmh3.hash64(sentence, SEED, True, True)[0]
 
 
+def page_prose(text: str, min_letters: int) -> tuple[int, int, int]:
+    """(letters, lead, tail) of a page's prose (one page in Python; sentence_keys_and_prose computes the same for
+    a batch): the letters of its sentences (cut as for the keys) of at least min_letters letters, and the UTF-8
+    bytes of the page before the first of them and after the last (the whole page's bytes for both when it has
+    none). A site frame (header and menu above, link lines and footer below: short lines) adds no prose letters
+    to the page it holds and adds to both its lead and its tail."""
+    letters, first, last = 0, None, None
+    at = 0
+    for piece in _end_pattern().split(text):
+        n = sum(map(len, LETTERS.findall(piece)))
+        if n >= min_letters:
+            letters += n
+            first = at if first is None else first
+            last = at + len(piece)
+        at += len(piece) + 1  # the cutting character
+    size = len(text.encode("utf-8"))
+    if first is None:
+        return 0, size, size
+    return letters, len(text[:first].encode("utf-8")), len(text[last:].encode("utf-8"))
+
+
 def sentence_keys(texts, spec: SentenceKeySpec, chars: BatchChars | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(keys int64, offsets int64) of an Arrow string array (or a list of str or None) of pages: page i owns
     keys[offsets[i]:offsets[i+1]], in the order of longest_sentences (none for a null page or one without a
-    long enough sentence). chars: the batch's text_batch.classify(), when the fingerprint pass has made it.
+    long enough sentence). chars: the batch's text_batch.classify(), when the fingerprint pass has made it."""
+    keys, offsets, _ = sentence_keys_and_prose(texts, spec, chars)
+    return keys, offsets
+
+
+def sentence_keys_and_prose(texts, spec: SentenceKeySpec, chars: BatchChars | None = None,
+                            prose_min: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """sentence_keys, and with prose_min > 0 each page's page_prose(text, prose_min) as a (pages x 3) int64
+    array (letters, lead, tail; zeros for a null page), from the same count of the sentences' letters; None
+    with prose_min 0.
 
     The sentences' letters are counted for the whole batch in numpy (_long_segments). Only a page's candidates
     for its n longest (its sentences with at least the letters of its n-th longest) get a text, from the
@@ -145,10 +177,44 @@ def sentence_keys(texts, spec: SentenceKeySpec, chars: BatchChars | None = None)
             texts = pa.array(texts, pa.large_string())
         chars = classify(texts)
     n_pages = len(chars.offsets) - 1
-    if not spec.enabled or len(chars.data) == 0:
-        return np.zeros(0, np.int64), np.zeros(n_pages + 1, np.int64)
+    no_keys = np.zeros(0, np.int64), np.zeros(n_pages + 1, np.int64)
+    if (not spec.enabled and prose_min <= 0) or len(chars.data) == 0:
+        return (*no_keys, _prose(None, prose_min, chars.offsets) if prose_min > 0 else None)
     code, letter = _coded(chars)
-    page, counts, byte_lo, byte_hi = _long_segments(chars, code, letter, spec.min_chars)
+    shortest = min(spec.min_chars, prose_min) if prose_min > 0 else spec.min_chars
+    segments = _long_segments(chars, code, letter, shortest)
+    prose = _prose(segments, prose_min, chars.offsets) if prose_min > 0 else None
+    if not spec.enabled:
+        return (*no_keys, prose)
+    if shortest < spec.min_chars:  # the keys' candidates: at least min_chars letters
+        segments = tuple(x[segments[1] >= spec.min_chars] for x in segments)
+    return (*_keys_of(chars, code, segments, spec, n_pages), prose)
+
+
+def _prose(segments, prose_min: int, offsets: np.ndarray) -> np.ndarray:
+    """(pages x 3) page_prose of a batch from its sentences of at least prose_min letters or fewer
+    (_long_segments: ordered by page; None: none), offsets: the pages' byte offsets."""
+    sizes = np.diff(offsets).astype(np.int64)
+    out = np.stack([np.zeros_like(sizes), sizes, sizes], axis=1)
+    if segments is None:
+        return out
+    page, counts, lo, hi = segments
+    keep = counts >= prose_min
+    page, counts, lo, hi = page[keep], counts[keep], lo[keep], hi[keep]
+    if not len(page):
+        return out
+    starts = np.r_[0, np.flatnonzero(page[1:] != page[:-1]) + 1]
+    p = page[starts]
+    out[p, 0] = np.add.reduceat(counts, starts)
+    out[p, 1] = np.minimum.reduceat(lo, starts) - offsets[p]
+    out[p, 2] = offsets[p + 1] - np.maximum.reduceat(hi, starts)
+    return out
+
+
+def _keys_of(chars: BatchChars, code: np.ndarray, segments, spec: SentenceKeySpec,
+             n_pages: int) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, offsets) of a batch's sentences of at least spec.min_chars letters (_long_segments; code: _coded)."""
+    page, counts, byte_lo, byte_hi = segments
     if len(page) == 0:
         return np.zeros(0, np.int64), np.zeros(n_pages + 1, np.int64)
     first = np.flatnonzero(np.r_[True, page[1:] != page[:-1]])  # each page's first candidate

@@ -224,6 +224,7 @@ def verify_band_pairs(sig_a: np.ndarray, sig_b: np.ndarray, found_in: np.ndarray
 
 
 RESEMBLE = 0.5  # estimated Jaccard two pages joined to one centre by containment need at least, if they do not verify
+FRAME_PROSE = 1.1  # a page in a frame has at most this many times the prose letters of the page (adds_frame)
 MEDOID_MAX = 256  # units of a component up to which, with containment on, the centre is its best-connected unit
 
 
@@ -239,16 +240,38 @@ def _verify_all(sigs: np.ndarray, counts, sizes, spec: VerifySpec) -> np.ndarray
     return out | out.T
 
 
-def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndarray) -> np.ndarray:
+def adds_frame(prose: np.ndarray, sizes, a, b) -> np.ndarray:
+    """Whether the larger of units a and b (by sizes, the characters) is the smaller in a site frame: the
+    smaller has prose (prose: units x (letters, lead, tail), sentence_keys.page_prose), the larger at most
+    FRAME_PROSE times its prose letters and more text both before its first prose sentence and after its
+    last. A frame is short lines above and below a page; a run of a page's paragraphs that holds one of them
+    adds prose, or adds on one side only. False where either is not known (< 0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    a_larger = np.asarray(sizes[a]) >= np.asarray(sizes[b])
+    small, large = prose[np.where(a_larger, b, a)], prose[np.where(a_larger, a, b)]
+    return ((np.minimum(small, large) >= 0).all(axis=-1) & (small[..., 0] > 0)
+            & (large[..., 0] <= FRAME_PROSE * small[..., 0]) & (large[..., 1] > small[..., 1])
+            & (large[..., 2] > small[..., 2]))
+
+
+def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndarray, prose=None) -> np.ndarray:
     """Which of `candidates` (units contained in centre c or holding it, the closest to it first) may join
     it: each in turn joins when it resembles (verifies with, or has an estimated Jaccard of at least RESEMBLE
     with) c and every candidate joined before it. Two runs of one page's paragraphs are both inside that page
     and need not resemble each other: a cluster of the page would make them duplicates of each other through
     it. A candidate is not compared with the units similar to c (those resemble c closely; comparing them too
-    lost more framed copies than it saved false pairs on the man-page corpus, docs/quality.md)."""
+    lost more framed copies than it saved false pairs on the man-page corpus, docs/quality.md). With prose
+    letters (and sizes) known, a candidate that adds a frame to c or is c without its frame (adds_frame) joins
+    without the check, and later candidates are not compared with it: a frame of menu words makes a copy's
+    word Jaccard with a commented copy of the same page 0.3-0.5, as low as two runs of paragraphs around one."""
     taken = [int(c)]
     keep = np.zeros(len(candidates), dtype=bool)
+    framed = (adds_frame(prose, sizes, candidates, np.full(len(candidates), c)) if prose is not None and sizes is not None
+              else np.zeros(len(candidates), dtype=bool))
     for x, u in enumerate(candidates):
+        if framed[x]:
+            keep[x] = True
+            continue
         t = np.array(taken)
         ok = pairs_verify(sigs[t], sigs[u], counts[t], counts[u], spec,
                           None if sizes is None else sizes[t], None if sizes is None else sizes[u])[0]
@@ -261,7 +284,7 @@ def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndar
 
 def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | None, spec: VerifySpec | None,
                      fixed: int = 0, n: int | None = None, counts: np.ndarray | None = None,
-                     sizes: np.ndarray | None = None) -> np.ndarray:
+                     sizes: np.ndarray | None = None, prose: np.ndarray | None = None) -> np.ndarray:
     """The centre (an index) of each unit of one component, units in keep order (best first).
 
     The first `fixed` units are centres given in advance (the kept pages of earlier runs' clusters, with
@@ -270,7 +293,8 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
     sigs: (units x bins) or None (no signatures: every unit verifies, as in transitive mode); short_texts:
     each unit's short text (None for a page that is not short), or None when the mode is off; n: the number
     of units when neither is given; counts: each unit's feature count (<= 0: not known), for containment
-    (None: similarity alone), sizes: its characters, for containment's size bound (None: on the counts).
+    (None: similarity alone), sizes: its characters, for containment's size bound (None: on the counts), prose:
+    its prose (units x (letters, lead, tail), sentence_keys.page_prose; < 0 or None: not known), for _agreeing.
 
     With containment (spec.containment and counts given), two rules more. The centre is not the first unit
     left but the one that verifies with the most units left (the first in keep order among equals; a
@@ -278,7 +302,8 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
     and ad copies and similar to its edited ones, while a copy (framed, or cut short) is often not within the
     bound of another copy. And a unit only contained in the centre or holding it joins when it resembles
     every unit joined to the centre by containment before it (_agreeing): pages that do not resemble each
-    other are not made duplicates of each other through a third that holds both (or that both hold)."""
+    other are not made duplicates of each other through a third that holds both (or that both hold); with
+    prose given, except a unit that is the centre in a site's frame, or the centre without it (adds_frame)."""
     n = len(sigs) if sigs is not None else len(short_texts) if short_texts is not None else n
     if spec is None or sigs is None:  # everyone joins the first centre
         centre = np.zeros(n, dtype=np.int64)
@@ -306,7 +331,7 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
             by = np.flatnonzero(by_containment)
             if len(by) > 1:  # the closest to the centre first, then keep order
                 by = by[np.argsort(-agreeing_bins(sigs[open_[by]], sigs[c]), kind="stable")]
-                near[by] = _agreeing(sigs, counts, sizes, spec, c, open_[by])
+                near[by] = _agreeing(sigs, counts, sizes, spec, c, open_[by], prose)
         both_short = is_short[open_] & is_short[c]
         if both_short.any():
             for x in np.flatnonzero(both_short):
@@ -326,14 +351,15 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
 
 
 def greedy_centres(sigs: np.ndarray, starts: np.ndarray, spec: VerifySpec, counts: np.ndarray | None = None,
-                   sizes: np.ndarray | None = None) -> np.ndarray:
+                   sizes: np.ndarray | None = None, prose: np.ndarray | None = None) -> np.ndarray:
     """verified_centres of many components at once, for components without fixed units or short texts:
     sigs (rows x bins), the rows of each component consecutive and in keep order, component c being rows
     starts[c]:starts[c + 1]. Returns each row's centre as a row index.
 
     Round by round over all components together: each component's first open row is a centre and takes its
     open rows that are verified-similar to it (>= need agreeing bins), or contained within the size bound
-    (counts: each row's feature count, None: similarity alone; sizes: its characters, for the size bound).
+    (counts: each row's feature count, None: similarity alone; sizes: its characters, for the size bound;
+    prose: its prose letters, verified_centres').
     A round costs numpy calls over the open rows, not a Python call per component; a component drops out when
     it has no open row left. Rounds: the most centres any component has (usually 1 or 2). With containment
     (spec.containment and counts given), a component of three or more rows is one verified_centres call (its
@@ -346,7 +372,8 @@ def greedy_centres(sigs: np.ndarray, starts: np.ndarray, spec: VerifySpec, count
         big = np.diff(starts) >= 3
         for a, b in zip(starts[:-1][big], starts[1:][big]):
             centre[a:b] = a + verified_centres(sigs[a:b], None, spec, 0, None, counts[a:b],
-                                               None if sizes is None else sizes[a:b])
+                                               None if sizes is None else sizes[a:b],
+                                               None if prose is None else prose[a:b])
         open_ = open_[~big[comp]]
     while len(open_):
         c = comp[open_]

@@ -22,7 +22,7 @@ from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from ..core.fingerprint import CorpusIdf, FeatureSpec, distinct_auto_features, features_of, fingerprint_arrow
-from ..core.sentence_keys import SentenceKeySpec, sentence_keys
+from ..core.sentence_keys import SentenceKeySpec, sentence_keys_and_prose
 from ..core.short_text import ShortTextSpec, short_fingerprints
 from ..core.signature import SignatureSpec, to_arrow
 from ..core.text_batch import classify, pages_holding_replacement_char
@@ -32,24 +32,28 @@ SIGNATURE_FIELDS = [StructField("signature", BinaryType(), True)]
 SHORT_FIELDS = [StructField("short_fingerprint", LongType(), True), StructField("short_text", StringType(), True)]
 SENTENCE_FIELDS = [StructField("sentence_keys", ArrayType(LongType(), True), True),
                    StructField("text_chars", IntegerType(), True)]
+PROSE_FIELDS = [StructField(c, IntegerType(), True) for c in ("prose_letters", "prose_lead", "prose_tail")]
 
 
 def fingerprint_record_batches(
     batches: Iterator[pa.RecordBatch], text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None,
     signature: SignatureSpec | None = None, replacement_flag: str | None = None,
-    sentences: SentenceKeySpec | None = None,
+    sentences: SentenceKeySpec | None = None, prose_min: int = 0,
 ) -> Iterator[pa.RecordBatch]:
     """Each batch without `text_col`, plus `fingerprint` (int64, null when the text has no features) and
     `n_features` (int32; -1 for a null text); with `signature`, `signature` (binary, from the same feature
     hashes, null with the fingerprint); with `short`, also `short_fingerprint` and `short_text` (the
     page's text), both null unless the page is short and has character n-grams; with `sentences`, also
     `sentence_keys` (array of int64: the page's longest-sentence keys, core/sentence_keys.py, read from the same
-    text) and `text_chars` (int32: its characters, containment's size bound). `replacement_flag`: a boolean
+    text) and `text_chars` (int32: its characters, containment's size bound), and with prose_min > 0 also
+    `prose_letters`, `prose_lead` and `prose_tail` (int32: sentence_keys.page_prose, for containment's clusters).
+    `replacement_flag`: a boolean
     column of the batch (no nulls) that is also set where the text holds U+FFFD."""
     for batch in batches:
         texts = batch.column(text_col)
         # the batch's characters classified once, for the features and the sentence keys
-        chars = classify(texts) if sentences is not None and sentences.enabled and distinct_auto_features(spec) else None
+        chars = (classify(texts) if sentences is not None and (sentences.enabled or prose_min > 0)
+                 and distinct_auto_features(spec) else None)
         fps, counts, *sigs = fingerprint_arrow(texts, spec, signature, chars)
         out = batch.drop_columns([text_col])
         if replacement_flag is not None:
@@ -75,26 +79,32 @@ def fingerprint_record_batches(
                 "short_text", short_texts.take(pa.array(position, mask=~valid)).cast(pa.string())
             )
         if sentences is not None:
-            keys, offsets = sentence_keys(texts, sentences, chars)
+            keys, offsets, prose = sentence_keys_and_prose(texts, sentences, chars, prose_min)
             out = out.append_column("sentence_keys", pa.ListArray.from_arrays(
                 pa.array(offsets.astype(np.int32)), pa.array(keys, pa.int64()))).append_column(
                 "text_chars", pc.utf8_length(texts).cast(pa.int32()))
+            if prose is not None:
+                null = texts.is_null().to_numpy(zero_copy_only=False)
+                for i, field in enumerate(PROSE_FIELDS):
+                    out = out.append_column(field.name, pa.array(prose[:, i].astype(np.int32), mask=null))
         yield out
 
 
 def with_fingerprints(docs: DataFrame, text_col: str, spec: FeatureSpec, short: ShortTextSpec | None = None,
                       signature: SignatureSpec | None = None, replacement_flag: str | None = None,
-                      sentences: SentenceKeySpec | None = None) -> DataFrame:
+                      sentences: SentenceKeySpec | None = None, prose_min: int = 0) -> DataFrame:
     """docs without `text_col`, plus `fingerprint` (bigint, nullable) and `n_features` (int); with
     `signature`, also `signature` (binary, nullable); with `short`
     (an enabled ShortTextSpec), also `short_fingerprint` (bigint) and `short_text` (string), null for long pages.
     `replacement_flag`: a non-null boolean column of docs, also set in this pass where the text holds U+FFFD;
-    with `sentences`, also `sentence_keys` (array<bigint>) and `text_chars` (int)."""
+    with `sentences`, also `sentence_keys` (array<bigint>) and `text_chars` (int), and with prose_min > 0 also
+    `prose_letters`, `prose_lead` and `prose_tail` (int)."""
     fields = FINGERPRINT_FIELDS + (SIGNATURE_FIELDS if signature is not None else []) + (
-        SHORT_FIELDS if short is not None else []) + (SENTENCE_FIELDS if sentences is not None else [])
+        SHORT_FIELDS if short is not None else []) + (SENTENCE_FIELDS if sentences is not None else []) + (
+        PROSE_FIELDS if sentences is not None and prose_min > 0 else [])
     schema = StructType([f for f in docs.schema.fields if f.name != text_col] + fields)
     return docs.mapInArrow(lambda batches: fingerprint_record_batches(batches, text_col, spec, short, signature,
-                                                                      replacement_flag, sentences), schema)
+                                                                      replacement_flag, sentences, prose_min), schema)
 
 MAX_FEATURES = 1_000_000
 

@@ -26,6 +26,10 @@ from .blocks import walk_groups
 from .joins import broadcast_if_small, is_small
 from .session import unique_key_aggregation
 
+# a unit's prose (sentence_keys.page_prose: a frame told from added prose in resolve), and with its feature count
+# and characters (containment and its size bound) its sizes: null where the run has none
+PROSE_COLUMNS = ("prose_letters", "prose_lead", "prose_tail")
+SIZE_COLUMNS = ("n_features", "text_chars", *PROSE_COLUMNS)
 VERIFIED_SCHEMA = StructType([
     StructField("src", LongType(), True), StructField("dst", LongType(), True),
     StructField("band", IntegerType(), True), StructField("verified", LongType(), True),
@@ -119,8 +123,9 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
     fixed = table.column("fixed").to_numpy(zero_copy_only=False)
     sig_col = table.column("signature").combine_chunks()
     sigs = from_arrow(sig_col, spec.signature) if spec is not None and sig_col.null_count == 0 else None
-    counts, chars = ((pa.compute.fill_null(table.column(c), -1).to_numpy(zero_copy_only=False)
-                      if c in table.column_names else None) for c in ("n_features", "text_chars"))
+    counts, chars, *prose = ((pa.compute.fill_null(table.column(c), -1).to_numpy(zero_copy_only=False)
+                              if c in table.column_names else None) for c in SIZE_COLUMNS)
+    prose = None if any(p is None for p in prose) else np.stack(prose, axis=1)
     has_text = table.column("short_text").is_valid().to_numpy(zero_copy_only=False)
     texts = table.column("short_text").to_pylist() if has_text.any() else [None] * len(comp)
     starts = np.r_[0, np.flatnonzero(comp[1:] != comp[:-1]) + 1, len(comp)]
@@ -134,7 +139,8 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
         sizes = np.diff(starts)[~one_call]
         centre_row[rows] = rows[greedy_centres(sigs[rows], np.r_[0, np.cumsum(sizes)], spec,
                                                None if counts is None else counts[rows],
-                                               None if chars is None else chars[rows])]
+                                               None if chars is None else chars[rows],
+                                               None if prose is None else prose[rows])]
     # a component of earlier clusters alone (history rows that share no component with this run's units)
     # answers for no unit: no call
     one_call &= np.logical_or.reduceat(~fixed, starts[:-1])
@@ -142,7 +148,7 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
         t = texts[a:b]
         centre = verified_centres(None if sigs is None else sigs[a:b], t if any(x is not None for x in t) else None,
                                   spec, int(fixed[a:b].sum()), int(b - a), None if counts is None else counts[a:b],
-                                  None if chars is None else chars[a:b])
+                                  None if chars is None else chars[a:b], None if prose is None else prose[a:b])
         centre_row[a:b] = a + centre
     units = np.flatnonzero(~fixed)
     to_centre = np.full(len(units), np.nan)
@@ -216,9 +222,9 @@ def _with_unit_windows(docs: DataFrame) -> DataFrame:
 
 
 def units_of(docs_u: DataFrame) -> DataFrame:
-    """(fingerprint, signature, short_text, best, fp_units, n_features): one row per unit (its best page's),
-    fingerprint not null; n_features (for containment) null when docs_u has none."""
-    sizes = [F.col(c) if c in docs_u.columns else F.lit(None).cast("int").alias(c) for c in ("n_features", "text_chars")]
+    """(fingerprint, signature, short_text, best, fp_units, *SIZE_COLUMNS): one row per unit (its best page's),
+    fingerprint not null; the SIZE_COLUMNS (for containment) null when docs_u has none."""
+    sizes = [F.col(c) if c in docs_u.columns else F.lit(None).cast("int").alias(c) for c in SIZE_COLUMNS]
     return docs_u.where(F.col("fingerprint").isNotNull() & (F.col("id") == F.col("unit.id"))).select(
         "fingerprint", "signature", "short_text", F.col("unit").alias("best"), "fp_units", *sizes)
 
@@ -231,8 +237,9 @@ def fingerprint_signatures(docs_u: DataFrame) -> DataFrame:
 
 
 def with_size_columns(units: DataFrame) -> DataFrame:
-    """units with n_features and text_chars (null where it has none: containment then compares nothing)."""
-    for c in ("n_features", "text_chars"):
+    """units with SIZE_COLUMNS (null where it has none: containment then compares nothing, and resolve tells
+    no frame)."""
+    for c in SIZE_COLUMNS:
         if c not in units.columns:
             units = units.withColumn(c, F.lit(None).cast("int"))
     return units
@@ -240,10 +247,10 @@ def with_size_columns(units: DataFrame) -> DataFrame:
 
 def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | None,
                       fixed: DataFrame | None = None, fixed_rows: int = -1, root_rows: int = -1) -> DataFrame:
-    """units: (fingerprint, signature, short_text, best, fp_units[, n_features, text_chars]) with best = min
-    (rank, id) of the unit's pages, fp_units the units of its fingerprint, n_features and text_chars its best
-    page's feature count and characters, for containment (units_of; without them, or null, a pair verifies by
-    similarity alone);
+    """units: (fingerprint, signature, short_text, best, fp_units[, *SIZE_COLUMNS]) with best = min (rank, id)
+    of the unit's pages, fp_units the units of its fingerprint, n_features, text_chars and the prose columns its
+    best page's feature count, characters and prose, for containment (units_of; without them, or null, a pair
+    verifies by similarity alone);
     roots: (node, root) of the components; fixed (with --history): (fingerprint, h_cluster, h_kept_date,
     signature) of the history fingerprints in the search, signature = that of their cluster's kept page;
     fixed_rows: a bound on fixed's rows if known (-1: not), for a broadcast; root_rows: roots' rows if known
@@ -291,7 +298,7 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
         cand = cand.withColumn("n_fixed", F.lit(None).cast("int"))
     cand = cand.where(wanted).select("fingerprint", "best", F.col("best.id").alias("unit_id"), "comp", "signature",
                                      "short_text", F.coalesce("n_fixed", F.lit(0)).alias("n_fixed"), "n_features",
-                                     "text_chars")
+                                     *SIZE_COLUMNS[1:])
     by_comp = Window.partitionBy("comp")
     # units of the component (whole components were kept above), and their place in keep order; only units
     # with another unit or an earlier cluster in their component get a row (single units keep their own best
@@ -303,14 +310,12 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     h_type = dict(f.dtypes)["h_cluster"] if fixed is not None else id_type
     rows = multi.select("comp", "pos", "signature", "short_text", F.lit(False).alias("fixed"), "fingerprint", "unit_id",
                         F.lit(None).cast(h_type).alias("h_cluster"), F.lit(None).cast("string").alias("h_kept_date"),
-                        F.col("n_features").cast("int").alias("n_features"),
-                        F.col("text_chars").cast("int").alias("text_chars"))
+                        *(F.col(c).cast("int").alias(c) for c in SIZE_COLUMNS))
     if fixed is not None:
         rows = rows.unionByName(f.select("comp", "pos", "signature", F.lit(None).cast("string").alias("short_text"),
                                          F.lit(True).alias("fixed"), F.lit(None).cast("long").alias("fingerprint"),
                                          F.lit(None).cast(id_type).alias("unit_id"), "h_cluster", "h_kept_date",
-                                         F.lit(None).cast("int").alias("n_features"),
-                                         F.lit(None).cast("int").alias("text_chars")))
+                                         *(F.lit(None).cast("int").alias(c) for c in SIZE_COLUMNS)))
     runs = rows.repartition("comp").sortWithinPartitions("comp", "pos")
     out_schema = StructType([runs.schema[c] for c in ("fingerprint", "unit_id")]
                             + [StructField("kept_id", runs.schema["unit_id"].dataType, True)]

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 
 from ...spark.history_search import history_rows
-from ...spark.verified import fingerprint_signatures, units_of, with_units
+from ...spark.verified import PROSE_COLUMNS, fingerprint_signatures, units_of, with_units
 from .context import StageContext
 
 
 @dataclass
 class Collapsed:
-    pages: DataFrame  # id, fingerprint, rank, signature, short_text, n_features, sentence_keys, text_chars, unit
+    pages: DataFrame  # id, fingerprint, rank, signature, short_text, n_features, sentence_keys, text_chars,
+    # prose_letters, prose_lead, prose_tail, unit
     units: DataFrame  # one row per unit (spark.verified.units_of)
     fingerprints: DataFrame  # (fingerprint, signature): one row per fingerprint, its best unit's signature; cached
     n_distinct: int  # distinct fingerprints of this run
@@ -34,7 +35,7 @@ def exact_collapse_stage(docs: DataFrame, ctx: StageContext) -> Collapsed:
         # columns the later stages read are shuffled and cached, or in a large run read again (the bad-row
         # flags were counted already, and carrying them would make this persist larger)
         docs = docs.select("id", "fingerprint", "rank", "signature", "short_text", "n_features", "sentence_keys",
-                           "text_chars")
+                           "text_chars", *PROSE_COLUMNS)
         pages, repeated = with_units(docs, ctx.persist, ctx.checkpoint, split=ctx.large)
         if repeated is not None:
             counts["repeated_fingerprints"] = repeated

@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...core.fingerprint import FeatureSpec
-from ...core.sentence_keys import SentenceKeySpec
+from ...core.sentence_keys import PROSE_MIN_LETTERS, SentenceKeySpec
 from ...errors import DedupError
 from ...spark.clusters import keep_rank
 from ...spark.fingerprint import prepared_text, with_corpus_idf, with_fingerprints
@@ -95,7 +95,10 @@ def fingerprint_stage(raw: DataFrame, cfg: DedupConfig, persist: Persist, timer:
             # the sentence keys, and the pages' characters for containment's size bound (no keys: n = 0)
             sentences = cfg.sentences or (SentenceKeySpec(0) if cfg.verify is not None and cfg.verify.containment
                                           else None)
-            docs = persist(with_fingerprints(prepared, "text", spec, short, cfg.signature, REPLACEMENT_FLAG, sentences))
+            # with containment, also the pages' prose letters: a unit that adds none to the page it holds added a frame
+            prose_min = PROSE_MIN_LETTERS if cfg.verify is not None and cfg.verify.containment else 0
+            docs = persist(with_fingerprints(prepared, "text", spec, short, cfg.signature, REPLACEMENT_FLAG, sentences,
+                                             prose_min))
         if cfg.simulate_fingerprint_bits:  # a projection of the above
             docs = docs.withColumn("fingerprint", F.col("fingerprint").bitwiseAND(
                 F.lit(simulation_mask(cfg.simulate_fingerprint_bits))))

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from ...core.blocks import plan_cost
 from ...core.verified import BANDS
 from ...spark.session import scoped_settings
+from ...spark.verified import PROSE_COLUMNS
 from ..config import DedupConfig
 from ..report_schema import (
     BandCounts,
@@ -158,8 +159,9 @@ def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: Dat
         docs = docs.withColumn("n_features", F.lit(None).cast("int"))
     if "sentence_keys" not in docs.columns:
         docs = docs.withColumn("sentence_keys", F.lit(None).cast("array<bigint>"))
-    if "text_chars" not in docs.columns:
-        docs = docs.withColumn("text_chars", F.lit(None).cast("int"))
+    for c in ("text_chars", *PROSE_COLUMNS):
+        if c not in docs.columns:
+            docs = docs.withColumn(c, F.lit(None).cast("int"))
     with scoped_settings(docs.sparkSession, CLUSTERING_SETTINGS):
         collapsed = exact_collapse_stage(docs, ctx)
         blocks = blocks_stage(collapsed, ctx)
