@@ -192,8 +192,8 @@ def sentence_keys_and_prose(texts, spec: SentenceKeySpec, chars: BatchChars | No
 
 
 def _prose(segments, prose_min: int, offsets: np.ndarray) -> np.ndarray:
-    """(pages x 3) page_prose of a batch from its sentences of at least prose_min letters or fewer
-    (_long_segments: ordered by page; None: none), offsets: the pages' byte offsets."""
+    """(pages x 3) page_prose of a batch, from its sentences of some minimum of letters up to prose_min
+    (_long_segments, ordered by page; None: none) and the pages' byte offsets."""
     sizes = np.diff(offsets).astype(np.int64)
     out = np.stack([np.zeros_like(sizes), sizes, sizes], axis=1)
     if segments is None:

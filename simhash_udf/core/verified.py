@@ -260,10 +260,11 @@ def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndar
     with) c and every candidate joined before it. Two runs of one page's paragraphs are both inside that page
     and need not resemble each other: a cluster of the page would make them duplicates of each other through
     it. A candidate is not compared with the units similar to c (those resemble c closely; comparing them too
-    lost more framed copies than it saved false pairs on the man-page corpus, docs/quality.md). With prose
-    letters (and sizes) known, a candidate that adds a frame to c or is c without its frame (adds_frame) joins
-    without the check, and later candidates are not compared with it: a frame of menu words makes a copy's
-    word Jaccard with a commented copy of the same page 0.3-0.5, as low as two runs of paragraphs around one."""
+    lost more framed copies than it saved false pairs on the man-page corpus, docs/quality.md). With the
+    units' prose (and sizes) known, a candidate that is c in a site's frame or c without its frame (adds_frame)
+    joins without the check, and later candidates are not compared with it: a frame of menu words makes a
+    copy's word Jaccard with a commented copy of the same page 0.3-0.5, as low as two runs of paragraphs
+    around one, while the runs add prose or add on one side only."""
     taken = [int(c)]
     keep = np.zeros(len(candidates), dtype=bool)
     framed = (adds_frame(prose, sizes, candidates, np.full(len(candidates), c)) if prose is not None and sizes is not None
@@ -359,7 +360,7 @@ def greedy_centres(sigs: np.ndarray, starts: np.ndarray, spec: VerifySpec, count
     Round by round over all components together: each component's first open row is a centre and takes its
     open rows that are verified-similar to it (>= need agreeing bins), or contained within the size bound
     (counts: each row's feature count, None: similarity alone; sizes: its characters, for the size bound;
-    prose: its prose letters, verified_centres').
+    prose: its prose, verified_centres').
     A round costs numpy calls over the open rows, not a Python call per component; a component drops out when
     it has no open row left. Rounds: the most centres any component has (usually 1 or 2). With containment
     (spec.containment and counts given), a component of three or more rows is one verified_centres call (its

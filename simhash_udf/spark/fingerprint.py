@@ -47,8 +47,7 @@ def fingerprint_record_batches(
     `sentence_keys` (array of int64: the page's longest-sentence keys, core/sentence_keys.py, read from the same
     text) and `text_chars` (int32: its characters, containment's size bound), and with prose_min > 0 also
     `prose_letters`, `prose_lead` and `prose_tail` (int32: sentence_keys.page_prose, for containment's clusters).
-    `replacement_flag`: a boolean
-    column of the batch (no nulls) that is also set where the text holds U+FFFD."""
+    `replacement_flag`: a boolean column of the batch (no nulls) that is also set where the text holds U+FFFD."""
     for batch in batches:
         texts = batch.column(text_col)
         # the batch's characters classified once, for the features and the sentence keys

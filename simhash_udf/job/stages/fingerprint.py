@@ -95,7 +95,7 @@ def fingerprint_stage(raw: DataFrame, cfg: DedupConfig, persist: Persist, timer:
             # the sentence keys, and the pages' characters for containment's size bound (no keys: n = 0)
             sentences = cfg.sentences or (SentenceKeySpec(0) if cfg.verify is not None and cfg.verify.containment
                                           else None)
-            # with containment, also the pages' prose letters: a unit that adds none to the page it holds added a frame
+            # with containment, also the pages' prose (letters, lead, tail): resolve tells a site frame by it
             prose_min = PROSE_MIN_LETTERS if cfg.verify is not None and cfg.verify.containment else 0
             docs = persist(with_fingerprints(prepared, "text", spec, short, cfg.signature, REPLACEMENT_FLAG, sentences,
                                              prose_min))
