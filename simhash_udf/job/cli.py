@@ -31,10 +31,10 @@ def main(argv: list[str] | None = None, script: str | None = None) -> int:
     from pyspark.sql import SparkSession
 
     from ..spark.session import relaunch_for_large_input, start_job_session
-    from .pipeline import run
 
-    if script is not None:
+    if script is not None:  # before the pipeline's imports, which a relaunched process makes again
         relaunch_for_large_input(cfg.input, [script, *(sys.argv[1:] if argv is None else argv)])
+    from .pipeline import run
 
     callers = SparkSession.getActiveSession()  # called from a notebook or a driver program: not ours to stop
     with termination.handle_sigterm():
