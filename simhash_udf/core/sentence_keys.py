@@ -181,7 +181,8 @@ def sentence_keys_and_prose(texts, spec: SentenceKeySpec, chars: BatchChars | No
     if (not spec.enabled and prose_min <= 0) or len(chars.data) == 0:
         return (*no_keys, _prose(None, prose_min, chars.offsets) if prose_min > 0 else None)
     code, letter = _coded(chars)
-    shortest = min(spec.min_chars, prose_min) if prose_min > 0 else spec.min_chars
+    # the shortest sentence that the keys or the prose read (one of them is on here)
+    shortest = min([spec.min_chars] * spec.enabled + [prose_min] * (prose_min > 0))
     segments = _long_segments(chars, code, letter, shortest)
     prose = _prose(segments, prose_min, chars.offsets) if prose_min > 0 else None
     if not spec.enabled:
