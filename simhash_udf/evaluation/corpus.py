@@ -37,6 +37,8 @@ import random
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..core.text import normalize_text
 from .copy_kinds import (
     ABSTRACT_RATIO_MIN,
@@ -48,7 +50,7 @@ from .copy_kinds import (
     with_ad_paragraph,
     with_comments,
 )
-from .quality import shingle_set, similar_pairs
+from .quality import contained_pairs, shingle_set, similar_pairs
 from .sample_corpus import (
     _EN_CONTENT,
     _en_sentence,
@@ -73,6 +75,9 @@ LONG_MIN = 500
 VARIANT_SHARE = 0.4
 HARD_NEGATIVE_SHARE = 0.1
 CONTAINED_SHARE = 0.05  # of the originals that can be: an anthology holds it; and its abstract is a page
+# A page at least 0.9 inside another of at most this many times its characters is its copy with something
+# added (the job's --max-size-ratio with containment on): the man-page truth keeps no such pair apart.
+NESTED_RATIO = 1.6
 ANTHOLOGY_PIECE = (40, 1500)  # lengths of the texts an anthology holds (a poem, a paragraph)
 _LENGTHS = ((0.35, 20, SHORT_MAX - 1), (0.15, SHORT_MAX, LONG_MIN - 1), (0.45, LONG_MIN, 5000), (0.05, 5000, 12000))
 _N_TOPICS = 400
@@ -471,7 +476,7 @@ def make_corpus(n: int, seed: int = 1, source: str = "generated",
         for kind, text, site in contained_negatives(random.Random(f"{seed}:contained:{idx}"), doc, other_piece):
             rows.append(_row(text, doc.lang, len(rows), kind, idx, host(site, doc.lang)))
     if source == "manpages":
-        rows = without_near_copies_across_clusters(rows)
+        rows = without_copies_across_clusters(rows)
     ids = random.Random(f"{seed}:ids").sample(range(1, len(rows) + 1), len(rows))
     out = [{"id": ids[i], "text": r["text"], "lang": r["lang"], "cluster": ids[r["cluster"]], "variant": r["variant"],
             "related": None if r["related"] is None else ids[r["related"]], "host": r["host"]}
@@ -513,18 +518,25 @@ def _real_piece(paragraphs: dict[str, list[str]]):
     return piece
 
 
-def without_near_copies_across_clusters(rows: list[dict], threshold: float = 0.9) -> list[dict]:
-    """Rows whose truth clusters hold no near-copies of each other (Jaccard >= threshold, the oracle's).
+def without_copies_across_clusters(rows: list[dict], threshold: float = 0.9,
+                                   max_ratio: float = NESTED_RATIO) -> list[dict]:
+    """Rows whose truth clusters hold no copies of each other: no near-copies (Jaccard >= threshold, the
+    oracle's) and no page at least `threshold` inside another of at most max_ratio times its characters.
 
     Man pages repeat themselves: a page of one paragraph is also its section and that paragraph, two sections
     can cover the same paragraphs, a boilerplate paragraph is in many pages, and a hard negative (another
     paragraph of the page) can be one of the page's sampled originals. Such rows in two truth clusters made the
-    truth wrong: a perfect clustering scored truth precision 0.78 on 1,000 pages. Of each such pair the later
-    cluster is dropped (an original with its copies, or a negative), and so is a negative whose related page
-    was dropped; `cluster` and `related` are row indexes here."""
-    a, b, _ = similar_pairs([shingle_set(r["text"]) for r in rows], threshold)
+    truth wrong: a perfect clustering scored truth precision 0.78 on 1,000 pages. A paragraph inside a run of
+    paragraphs that adds at most max_ratio - 1 of it is, to containment, what a copy with comments is (the
+    page plus added text within the bound): two truth clusters then call a copy no copy. Of each such pair the
+    later cluster is dropped (an original with its copies, or a negative), and so is a negative whose related
+    page was dropped; `cluster` and `related` are row indexes here."""
+    sets = [shingle_set(r["text"]) for r in rows]
+    a, b, _ = similar_pairs(sets, threshold)
+    c, d, _ = contained_pairs(sets, [len(r["text"]) for r in rows], threshold, max_ratio)
+    pairs = np.unique(np.sort(np.c_[np.r_[a, c], np.r_[b, d]].astype(np.int64), axis=1), axis=0)
     dropped: set[int] = set()
-    for i, j in sorted(zip(a.tolist(), b.tolist())):
+    for i, j in pairs.tolist():
         ci, cj = rows[i]["cluster"], rows[j]["cluster"]
         if ci != cj and ci not in dropped and cj not in dropped:
             dropped.add(max(ci, cj))
