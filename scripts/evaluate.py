@@ -18,8 +18,15 @@ import time
 
 import pandas as pd
 
-from simhash_udf.evaluation.outputs import build_oracle, job_labels, load_corpus, truth_labels, truth_table
-from simhash_udf.evaluation.quality import found_by_variant, negatives_joined
+from simhash_udf.evaluation.outputs import (
+    build_oracle,
+    job_labels,
+    kept_positions,
+    load_corpus,
+    truth_labels,
+    truth_table,
+)
+from simhash_udf.evaluation.quality import found_by_variant, length_bucket, negatives_joined, unlike_kept
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,12 +47,27 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(docs):,} documents; oracle: {len(oracle.pos_a):,} pairs with Jaccard >= 0.9 "
           f"(char 5-grams after normalize_text) in {oracle_s:.1f} s; total {time.perf_counter() - start:.1f} s")
     print(result.table())
+    print_removed(result.rows, oracle, kept_positions(docs, args.output))
     if args.truth:
         print_truth_tables(result.rows, truth_table(docs, args.truth), job_labels(docs, args.output), docs)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result.rows, fh, indent=1)
     return 0
+
+
+def print_removed(out: list, oracle, kept) -> None:
+    """The pages removed, and those removed for a kept page they are not like (the job's promise, per page:
+    quality.unlike_kept), by the removed page's length; appended to `out` (the JSON rows)."""
+    removed = kept != range(len(kept))
+    unlike = unlike_kept(oracle.sets, oracle.lengths, kept)
+    bucket = pd.Series([length_bucket(n) for n in oracle.lengths])
+    table = pd.DataFrame({"removed": removed, "unlike_kept": unlike}).groupby(bucket).sum()
+    table.loc["all"] = table.sum()
+    print("\nremoved pages, and those not like the page kept for them (5-gram Jaccard < 0.5, and neither 0.9 "
+          "inside the other within 1.6x its characters; should be 0)")
+    print(table.to_string())
+    out.append({"removed_unlike_kept": {k: {c: int(v) for c, v in r.items()} for k, r in table.iterrows()}})
 
 
 def print_truth_tables(out: list, truth: pd.DataFrame, labels, docs: pd.DataFrame) -> None:

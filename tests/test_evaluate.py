@@ -28,6 +28,7 @@ from simhash_udf.evaluation.quality import (
     contained_pairs,
     shingle_set,
     similar_pairs,
+    unlike_kept,
 )
 
 
@@ -108,6 +109,29 @@ def test_contained_pairs_equal_brute_force(texts, threshold, max_ratio, seed):
     assert got.keys() == expected.keys()
     for key, v in expected.items():
         assert got[key] == pytest.approx(v)
+
+
+@settings(max_examples=120, deadline=None)
+@given(corpora(), st.integers(0, 2**32))
+def test_unlike_kept_is_the_promise_per_removed_page(texts, seed):
+    """A removed page is unlike its kept page when their Jaccard is below 0.5 and neither is 0.9 inside the
+    other within 1.6 times its characters (brute force on Python sets of 5-grams)."""
+    rng = random.Random(seed)
+    texts = texts + [t + rng.choice(["", " 北京天气", "ab cd ef gh ij"]) for t in texts]
+    kept = np.array([rng.randrange(len(texts)) if rng.random() < 0.6 else i for i in range(len(texts))])
+    got = unlike_kept([shingle_set(t) for t in texts], [len(t) for t in texts], kept)
+    ref = [ref_shingles(t) for t in texts]
+    for i, k in enumerate(kept.tolist()):
+        a, b = ref[i], ref[k]
+        if k == i:
+            expected = False
+        elif not a or not b:
+            expected = bool(a) != bool(b)
+        else:
+            small, large = sorted((i, k), key=lambda x: len(texts[x]))
+            within = len(texts[large]) <= 1.6 * len(texts[small])
+            expected = ref_jaccard(a, b) < 0.5 and not (within and len(a & b) >= 0.9 * len(ref[small]))
+        assert got[i] == expected, (texts[i], texts[k])
 
 
 def test_oracle_refuses_thresholds_its_bands_do_not_cover():
@@ -391,7 +415,7 @@ def test_man_page_truth_has_no_copies_across_clusters(tmp_path):
 def test_evaluate_script_prints_kinds_and_negatives_removed(tmp_path, capsys):
     """scripts/evaluate.py --truth on a corpus and a made-up job output (clusters/ as the job writes it): the
     truth clusters score every kind 1.0 and no negative removed; merging one anthology and one abstract with
-    their page counts two."""
+    their page counts two, and two pages removed for a page they are not like."""
     import importlib.util
     import json
     import os
@@ -427,3 +451,6 @@ def test_evaluate_script_prints_kinds_and_negatives_removed(tmp_path, capsys):
     assert removed == {"abstract": 0, "anthology": 0, "hard_negative": 0}
     removed = {r["variant"]: r["removed"] for r in next(x["negatives_removed"] for x in merged if "negatives_removed" in x)}
     assert removed == {"abstract": 1, "anthology": 1, "hard_negative": 0}
+    unlike = [next(x["removed_unlike_kept"] for x in run if "removed_unlike_kept" in x)["all"] for run in (perfect, merged)]
+    assert unlike[1]["removed"] == unlike[0]["removed"] + 2  # the anthology and the abstract, not like their page
+    assert unlike[1]["unlike_kept"] == unlike[0]["unlike_kept"] + 2

@@ -51,6 +51,17 @@ def job_labels(docs: pd.DataFrame, output_dir: str) -> np.ndarray:
     return pd.factorize(merged["cluster_id"])[0]
 
 
+def kept_positions(docs: pd.DataFrame, output_dir: str) -> np.ndarray:
+    """The corpus position of the page kept for each corpus document (its own for a kept one)."""
+    clusters = read_table(os.path.join(output_dir, "clusters"), ["id", "cluster_id"])
+    merged = docs[["id"]].merge(clusters, on="id", how="left", validate="one_to_one")
+    position = pd.Series(np.arange(len(docs)), index=docs["id"].to_numpy())
+    kept = merged["cluster_id"].map(position)
+    if kept.isna().any():
+        raise SystemExit(f"{output_dir}/clusters names {int(kept.isna().sum())} kept pages that are not in the corpus")
+    return kept.to_numpy(dtype=np.int64)
+
+
 def truth_table(docs: pd.DataFrame, truth_path: str) -> pd.DataFrame:
     """id, cluster (and variant and related when the truth has them) of every corpus document, in corpus
     order."""

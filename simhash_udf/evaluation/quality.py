@@ -19,6 +19,8 @@ PAIRS_PER_BIG_CLUSTER distinct pairs are drawn (seeded) and each stands for C(n,
 giant chained cluster weighs what its pairs weigh without enumerating them. With the generator's truth:
 truth recall = truth pairs (same true cluster) that the job joined / truth pairs; truth precision = job
 pairs in one true cluster / job pairs (same weighting).
+Per removed page (the job's promise, unlike_kept): the removed pages not like the page kept for them (J < 0.5,
+and neither 0.9 inside the other within 1.6 times its characters).
 """
 from __future__ import annotations
 
@@ -193,6 +195,28 @@ def cluster_pairs(labels: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.nda
         parts_w.append(np.full(len(code), n * (n - 1) / 2 / len(code)))
     a, b = np.concatenate(parts_a), np.concatenate(parts_b)
     return np.minimum(a, b), np.maximum(a, b), np.concatenate(parts_w)
+
+
+def unlike_kept(sets: list[np.ndarray], lengths, kept: np.ndarray, false_below: float = 0.5,
+                inside: float = 0.9, max_ratio: float = 1.6) -> np.ndarray:
+    """Which pages were removed (kept[i] != i) for a kept page they do not resemble: Jaccard below
+    false_below, and neither at least `inside` inside the other within max_ratio of its characters. This is
+    the job's promise for each removed page, which the pair precision (every two pages of a cluster) is
+    stricter than: two copies of one page that add different parts are both like it, not like each other."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    out = np.zeros(len(kept), dtype=bool)
+    for i in np.flatnonzero(kept != np.arange(len(kept))).tolist():
+        k = int(kept[i])
+        a, b = sets[i], sets[k]
+        if not len(a) or not len(b):
+            out[i] = len(a) != len(b)
+            continue
+        common = _held(a, b)
+        small, large = (i, k) if lengths[i] <= lengths[k] else (k, i)
+        within = lengths[large] <= max_ratio * lengths[small]
+        out[i] = (common / (len(a) + len(b) - common) < false_below
+                  and not (within and common >= inside * len(sets[small]) - 1e-9))
+    return out
 
 
 def length_bucket(length: int) -> str:
