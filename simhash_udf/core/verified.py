@@ -255,7 +255,16 @@ def adds_frame(prose: np.ndarray, sizes, a, b) -> np.ndarray:
             & (large[..., 2] > small[..., 2]))
 
 
-def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndarray, prose=None) -> np.ndarray:
+def _resembling(sigs, counts, sizes, spec: VerifySpec, taken: np.ndarray, u: int) -> np.ndarray:
+    """Whether unit u resembles each of `taken`: verifies with it, or has an estimated Jaccard of at least
+    RESEMBLE with it."""
+    ok = pairs_verify(sigs[taken], sigs[u], counts[taken], counts[u], spec,
+                      None if sizes is None else sizes[taken], None if sizes is None else sizes[u])[0]
+    return ok | (similarity(sigs[taken], sigs[u], spec.signature.bits) >= RESEMBLE)
+
+
+def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndarray, prose=None,
+              resemble: np.ndarray | None = None) -> np.ndarray:
     """Which of `candidates` (units contained in centre c or holding it, the closest to it first) may join
     it: each in turn joins when it resembles (verifies with, or has an estimated Jaccard of at least RESEMBLE
     with) c and every candidate joined before it. Two runs of one page's paragraphs are both inside that page
@@ -265,7 +274,8 @@ def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndar
     units' prose (and sizes) known, a candidate that is c in a site's frame or c without its frame (adds_frame)
     joins without the check, and later candidates are not compared with it: a frame of menu words makes a
     copy's word Jaccard with a commented copy of the same page 0.3-0.5, as low as two runs of paragraphs
-    around one, while the runs add prose or add on one side only."""
+    around one, while the runs add prose or add on one side only. resemble: the units' _resembling matrix
+    (units x units) when it is known, so that a take simulated many times compares no signatures."""
     taken = [int(c)]
     keep = np.zeros(len(candidates), dtype=bool)
     framed = (adds_frame(prose, sizes, candidates, np.full(len(candidates), c)) if prose is not None and sizes is not None
@@ -275,9 +285,7 @@ def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndar
             keep[x] = True
             continue
         t = np.array(taken)
-        ok = pairs_verify(sigs[t], sigs[u], counts[t], counts[u], spec,
-                          None if sizes is None else sizes[t], None if sizes is None else sizes[u])[0]
-        ok |= similarity(sigs[t], sigs[u], spec.signature.bits) >= RESEMBLE
+        ok = resemble[u, t] if resemble is not None else _resembling(sigs, counts, sizes, spec, t, u)
         if ok.all():
             taken.append(int(u))
             keep[x] = True
@@ -335,9 +343,11 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
         is_short = np.array([t is not None for t in short_texts], dtype=bool)
         shingles = [shingle_set(t, spec.short_ngram) if t is not None else None for t in short_texts]
     with_containment = spec.containment and counts is not None
-    reach = None  # whether a unit's take may join another: it verifies with it, or both are short
+    reach = resemble = None  # reach: whether a unit's take may join another (it verifies with it, or both are short)
     if with_containment and n - fixed <= MEDOID_MAX:
-        reach = _verify_all(sigs, counts, sizes, spec) | (is_short[:, None] & is_short[None, :])
+        links = _verify_all(sigs, counts, sizes, spec)
+        resemble = links | (np.stack([similarity(sigs, s, spec.signature.bits) for s in sigs]) >= RESEMBLE)
+        reach = links | (is_short[:, None] & is_short[None, :])
         np.fill_diagonal(reach, False)
     centre = np.full(n, -1, dtype=np.int64)
     centre[:fixed] = np.arange(fixed)
@@ -352,7 +362,7 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
             by = np.flatnonzero(by_containment)
             if len(by) > 1:  # the closest to the centre first, then keep order
                 by = by[np.argsort(-agreeing_bins(sigs[others[by]], sigs[c]), kind="stable")]
-                near[by] = _agreeing(sigs, counts, sizes, spec, c, others[by], prose)
+                near[by] = _agreeing(sigs, counts, sizes, spec, c, others[by], prose, resemble)
         for x in np.flatnonzero(is_short[others] & is_short[c]):
             near[x] = jaccard(shingles[others[x]], shingles[c]) >= spec.short_min_jaccard
         return near
