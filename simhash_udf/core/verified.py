@@ -292,6 +292,17 @@ def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndar
     return keep
 
 
+def _reach_and_resemble(sigs, counts, sizes, is_short: np.ndarray, spec: VerifySpec) -> tuple[np.ndarray, np.ndarray]:
+    """(reach, resemble) of one component's units (units x units): reach[c, u], whether c's take may join u
+    (they verify, or both are short: their shingles decide), the bound _most_joined tries units by; resemble,
+    _resembling of every two units, for _agreeing."""
+    links = _verify_all(sigs, counts, sizes, spec)
+    resemble = links | (np.stack([similarity(sigs, s, spec.signature.bits) for s in sigs]) >= RESEMBLE)
+    reach = links | (is_short[:, None] & is_short[None, :])
+    np.fill_diagonal(reach, False)
+    return reach, resemble
+
+
 def _most_joined(open_: np.ndarray, reach: np.ndarray, joins) -> int:
     """The position in open_ of the unit whose take would join the most of the other open units (joins(c,
     others): the mask of others c's take joins), the first in keep order among equals. reach (units x units)
@@ -343,12 +354,9 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
         is_short = np.array([t is not None for t in short_texts], dtype=bool)
         shingles = [shingle_set(t, spec.short_ngram) if t is not None else None for t in short_texts]
     with_containment = spec.containment and counts is not None
-    reach = resemble = None  # reach: whether a unit's take may join another (it verifies with it, or both are short)
+    reach = resemble = None
     if with_containment and n - fixed <= MEDOID_MAX:
-        links = _verify_all(sigs, counts, sizes, spec)
-        resemble = links | (np.stack([similarity(sigs, s, spec.signature.bits) for s in sigs]) >= RESEMBLE)
-        reach = links | (is_short[:, None] & is_short[None, :])
-        np.fill_diagonal(reach, False)
+        reach, resemble = _reach_and_resemble(sigs, counts, sizes, is_short, spec)
     centre = np.full(n, -1, dtype=np.int64)
     centre[:fixed] = np.arange(fixed)
     open_ = np.arange(fixed, n)
