@@ -26,6 +26,7 @@ from simhash_udf.core.sentence_keys import (
     sentence_keys,
     sentence_keys_and_prose,
 )
+from simhash_udf.core.shingles import jaccard, shingle_set
 from simhash_udf.core.signature import SignatureSpec, agreeing_bins, oph_signatures, similarity
 from simhash_udf.core.verified import (
     FRAME_PROSE,
@@ -316,13 +317,16 @@ def _block_pages(rng, n: int) -> list[set]:
     return pages
 
 
-def brute_contained_centres(sigs, counts, sizes, spec: VerifySpec, prose=None) -> list[int]:
-    """verified_centres with containment, one pair at a time: the open unit that verifies with the most open
-    units is the centre (the first in keep order among equals); a unit similar to it joins, and one only
-    contained in it or holding it (the closest to the centre first, then keep order) joins when it resembles
-    (verifies, or an estimated Jaccard of at least RESEMBLE) the centre and every unit joined to it by
-    containment before; with prose, a unit that is the centre in a frame or the centre without its frame
-    (brute_frame) joins without that, and is not one of the units later ones must resemble."""
+def brute_contained_centres(sigs, counts, sizes, spec: VerifySpec, prose=None, texts=None, fixed=0) -> list[int]:
+    """verified_centres with containment, one pair at a time: a centre takes the open units similar to it, and
+    one only contained in it or holding it (the closest to the centre first, then keep order) when it resembles
+    (verifies, or an estimated Jaccard of at least RESEMBLE) the centre and every unit taken by containment
+    before; with prose, a unit that is the centre in a frame or the centre without its frame (brute_frame) is
+    taken without that, and is not one of the units later ones must resemble. Two short units (texts) are
+    taken or not by their shingles' Jaccard alone (a short unit the resemble rule let through is one later
+    units must resemble, whatever its shingles say). The `fixed` first units take first, in order; then the
+    centre is the open unit whose take would take the most of the other open units (the first in keep order
+    among equals)."""
 
     def verify(a, b):
         ok, by = pairs_verify(sigs[[a]], sigs[[b]], counts[[a]], counts[[b]], spec, sizes[[a]], sizes[[b]])
@@ -331,19 +335,32 @@ def brute_contained_centres(sigs, counts, sizes, spec: VerifySpec, prose=None) -
     def resemble(a, b):
         return verify(a, b)[0] or similarity(sigs[a], sigs[b], spec.signature.bits) >= RESEMBLE
 
-    centre, open_ = [-1] * len(sigs), list(range(len(sigs)))
-    while open_:
-        degree = [sum(verify(a, b)[0] for b in open_ if b != a) for a in open_]
-        c = open_[degree.index(max(degree))]
-        centre[c], by_containment = c, [c]
-        for u in sorted(open_, key=lambda u: -agreeing_bins(sigs[u], sigs[c]) if verify(u, c)[1] else 0):
+    def take(c, others) -> list[int]:
+        taken, by_containment = [], [c]
+        for u in sorted(others, key=lambda u: -agreeing_bins(sigs[u], sigs[c]) if verify(u, c)[1] else 0):
             ok, by = verify(u, c)
             framed = by and prose is not None and brute_frame(prose, sizes, u, c)
-            if u == c or not ok or (by and not framed and not all(resemble(u, m) for m in by_containment)):
-                continue
-            centre[u] = c
-            if by and not framed:
+            joins = ok and (not by or framed or all(resemble(u, m) for m in by_containment))
+            if joins and by and not framed:
                 by_containment.append(u)
+            if texts is not None and texts[u] is not None and texts[c] is not None:
+                joins = jaccard(shingle_set(texts[u], spec.short_ngram),
+                                shingle_set(texts[c], spec.short_ngram)) >= spec.short_min_jaccard
+            if joins:
+                taken.append(u)
+        return taken
+
+    centre, open_ = list(range(fixed)) + [-1] * (len(sigs) - fixed), list(range(fixed, len(sigs)))
+    for c in range(fixed):
+        for u in take(c, open_):
+            centre[u] = c
+        open_ = [u for u in open_ if centre[u] < 0]
+    while open_:
+        joined = [len(take(a, [b for b in open_ if b != a])) for a in open_]
+        c = open_[joined.index(max(joined))]
+        centre[c] = c
+        for u in take(c, [b for b in open_ if b != c]):
+            centre[u] = c
         open_ = [u for u in open_ if centre[u] < 0]
     return centre
 
@@ -429,6 +446,30 @@ def test_contained_centres_equal_the_definition_and_keep_the_promise(seed, n):
                                      sizes[[b]])[0][0] or similarity(sigs[a], sigs[b], 8) >= RESEMBLE)
 
 
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 9), fixed=st.integers(0, 2))
+def test_contained_centres_with_short_texts_and_earlier_clusters_equal_the_definition(seed, n, fixed):
+    """With short texts (two short units: their shingles decide, whatever their signatures say) and earlier
+    clusters' kept pages (the fixed first units), verified_centres is the definition; every removed unit
+    verifies with its centre (two short ones: by their shingles)."""
+    rng = np.random.default_rng(seed)
+    fixed = min(fixed, n)
+    pages = _block_pages(rng, n)
+    sigs = _signatures(pages)
+    counts = np.array([len(p) for p in pages])
+    sizes = counts * rng.integers(5, 7, n)
+    words = ["alpha beta gamma delta", "alpha beta gamma delta epsilon", "zeta eta theta iota kappa"]
+    texts = [words[int(rng.integers(0, 3))] if rng.random() < 0.5 else None for _ in range(n)]
+    centre = verified_centres(sigs, texts, CONTAINED, fixed, counts=counts, sizes=sizes)
+    assert centre.tolist() == brute_contained_centres(sigs, counts, sizes, CONTAINED, texts=texts, fixed=fixed)
+    for u, c in enumerate(centre):
+        assert centre[c] == c
+        if u != c and texts[u] is not None and texts[c] is not None:
+            assert jaccard(shingle_set(texts[u]), shingle_set(texts[c])) >= CONTAINED.short_min_jaccard
+        elif u != c:
+            assert pairs_verify(sigs[[u]], sigs[[c]], counts[[u]], counts[[c]], CONTAINED, sizes[[u]], sizes[[c]])[0][0]
+
+
 @pytest.mark.parametrize("order", [(0, 1, 2, 3), (1, 0, 3, 2), (3, 2, 1, 0), (2, 3, 0, 1)])
 def test_two_runs_of_one_page_are_not_merged_through_it(order):
     """A page of ten paragraphs, two runs of seven of them (inside the page within the bound, sharing four:
@@ -469,6 +510,26 @@ def test_framed_copies_with_different_frames_join_and_two_runs_do_not(order):
     assert centre[at["run_a"]] != centre[at["run_b"]]
     before = verified_centres(sigs, None, CONTAINED, counts=counts, sizes=counts * 6)
     assert before[at["frame_a"]] != before[at["frame_b"]] and before[at["run_a"]] != before[at["run_b"]]
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(6)))[::37])
+def test_the_centre_is_the_unit_whose_take_joins_the_most(order):
+    """A page, three pages holding it (each with another added part: inside none of the others, Jaccard 0.47)
+    and two edited copies of the first holder (similar to it and to each other). The page and that holder
+    both verify with three units, but the page's take joins one holder only (the holders do not resemble each
+    other), the holder's takes the page and both edited copies: whatever the keep order, the holder is the
+    centre of all four, and the two other holders stay alone."""
+    page = set(range(1000))
+    holders = [page | set(range(10_000 * i, 10_000 * i + 550)) for i in (1, 2, 3)]
+    edited = [holders[0] | set(range(at, at + 100)) for at in (50_000, 60_000)]
+    units = [page, *holders, *edited]
+    pages = [units[i] for i in order]
+    sigs = _signatures(pages)
+    counts = np.array([len(p) for p in pages])
+    at = [order.index(i) for i in range(6)]
+    centre = verified_centres(sigs, None, CONTAINED, counts=counts, sizes=counts * 6)
+    assert [centre[at[i]] for i in (0, 1, 4, 5)] == [at[1]] * 4
+    assert centre[at[2]] == at[2] and centre[at[3]] == at[3]
 
 
 def _article(rng, sentences: int) -> str:

@@ -16,8 +16,9 @@ Edges: a candidate pair (within k bits and accepted in its first shared table, c
 only if the two fingerprints' signatures verify; a key group then emits a spanning forest of its verified
 pairs. Clusters (`verified_centres`): inside a component, units (distinct fingerprint, signature and short
 text) in keep order; the first is a centre, every unit verified-similar to it joins it; the first unit left
-is the next centre, and so on. So every duplicate is verified-similar to the page kept for it, however the
-component was chained together, and the result depends only on the units and their order.
+is the next centre, and so on (with containment on, the centre is instead the unit left whose take would join
+the most units left: `verified_centres`). So every duplicate is verified-similar to the page kept for it,
+however the component was chained together, and the result depends only on the units and their order.
 """
 from __future__ import annotations
 
@@ -225,7 +226,7 @@ def verify_band_pairs(sig_a: np.ndarray, sig_b: np.ndarray, found_in: np.ndarray
 
 RESEMBLE = 0.5  # estimated Jaccard two pages joined to one centre by containment need at least, if they do not verify
 FRAME_PROSE = 1.1  # a page in a frame has at most this many times the prose letters of the page (adds_frame)
-MEDOID_MAX = 256  # units of a component up to which, with containment on, the centre is its best-connected unit
+MEDOID_MAX = 256  # open units of a component up to which, with containment on, the centre is the unit joining the most
 
 
 def _verify_all(sigs: np.ndarray, counts, sizes, spec: VerifySpec) -> np.ndarray:
@@ -254,7 +255,16 @@ def adds_frame(prose: np.ndarray, sizes, a, b) -> np.ndarray:
             & (large[..., 2] > small[..., 2]))
 
 
-def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndarray, prose=None) -> np.ndarray:
+def _resembling(sigs, counts, sizes, spec: VerifySpec, taken: np.ndarray, u: int) -> np.ndarray:
+    """Whether unit u resembles each of `taken`: verifies with it, or has an estimated Jaccard of at least
+    RESEMBLE with it."""
+    ok = pairs_verify(sigs[taken], sigs[u], counts[taken], counts[u], spec,
+                      None if sizes is None else sizes[taken], None if sizes is None else sizes[u])[0]
+    return ok | (similarity(sigs[taken], sigs[u], spec.signature.bits) >= RESEMBLE)
+
+
+def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndarray, prose=None,
+              resemble: np.ndarray | None = None) -> np.ndarray:
     """Which of `candidates` (units contained in centre c or holding it, the closest to it first) may join
     it: each in turn joins when it resembles (verifies with, or has an estimated Jaccard of at least RESEMBLE
     with) c and every candidate joined before it. Two runs of one page's paragraphs are both inside that page
@@ -264,7 +274,8 @@ def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndar
     units' prose (and sizes) known, a candidate that is c in a site's frame or c without its frame (adds_frame)
     joins without the check, and later candidates are not compared with it: a frame of menu words makes a
     copy's word Jaccard with a commented copy of the same page 0.3-0.5, as low as two runs of paragraphs
-    around one, while the runs add prose or add on one side only."""
+    around one, while the runs add prose or add on one side only. resemble: the units' _resembling matrix
+    (units x units) when it is known, so that a take simulated many times compares no signatures."""
     taken = [int(c)]
     keep = np.zeros(len(candidates), dtype=bool)
     framed = (adds_frame(prose, sizes, candidates, np.full(len(candidates), c)) if prose is not None and sizes is not None
@@ -274,13 +285,38 @@ def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndar
             keep[x] = True
             continue
         t = np.array(taken)
-        ok = pairs_verify(sigs[t], sigs[u], counts[t], counts[u], spec,
-                          None if sizes is None else sizes[t], None if sizes is None else sizes[u])[0]
-        ok |= similarity(sigs[t], sigs[u], spec.signature.bits) >= RESEMBLE
+        ok = resemble[u, t] if resemble is not None else _resembling(sigs, counts, sizes, spec, t, u)
         if ok.all():
             taken.append(int(u))
             keep[x] = True
     return keep
+
+
+def _reach_and_resemble(sigs, counts, sizes, is_short: np.ndarray, spec: VerifySpec) -> tuple[np.ndarray, np.ndarray]:
+    """(reach, resemble) of one component's units (units x units): reach[c, u], whether c's take may join u
+    (they verify, or both are short: their shingles decide), the bound _most_joined tries units by; resemble,
+    _resembling of every two units, for _agreeing."""
+    links = _verify_all(sigs, counts, sizes, spec)
+    resemble = links | (np.stack([similarity(sigs, s, spec.signature.bits) for s in sigs]) >= RESEMBLE)
+    reach = links | (is_short[:, None] & is_short[None, :])
+    np.fill_diagonal(reach, False)
+    return reach, resemble
+
+
+def _most_joined(open_: np.ndarray, reach: np.ndarray, joins) -> int:
+    """The position in open_ of the unit whose take would join the most of the other open units (joins(c,
+    others): the mask of others c's take joins), the first in keep order among equals. reach (units x units)
+    bounds a take from above (reach[c, u]: c may join u): units are tried by that bound, the highest first,
+    until none left could join more than the best found, so a round usually simulates one or two takes."""
+    bound = reach[np.ix_(open_, open_)].sum(axis=1)
+    best, best_at = -1, 0
+    for x in np.argsort(-bound, kind="stable"):
+        if bound[x] < best or (bound[x] == best and x > best_at):
+            continue
+        got = int(joins(int(open_[x]), np.delete(open_, x)).sum())
+        if got > best or (got == best and x < best_at):
+            best, best_at = got, int(x)
+    return best_at
 
 
 def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | None, spec: VerifySpec | None,
@@ -297,14 +333,16 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
     (None: similarity alone), sizes: its characters, for containment's size bound (None: on the counts), prose:
     its prose (units x (letters, lead, tail), sentence_keys.page_prose; < 0 or None: not known), for _agreeing.
 
-    With containment (spec.containment and counts given), two rules more. The centre is not the first unit
-    left but the one that verifies with the most units left (the first in keep order among equals; a
-    component of more than MEDOID_MAX units: the first): an original is inside each of its framed, commented
-    and ad copies and similar to its edited ones, while a copy (framed, or cut short) is often not within the
-    bound of another copy. And a unit only contained in the centre or holding it joins when it resembles
-    every unit joined to the centre by containment before it (_agreeing): pages that do not resemble each
-    other are not made duplicates of each other through a third that holds both (or that both hold); with
-    prose given, except a unit that is the centre in a site's frame, or the centre without it (adds_frame)."""
+    With containment (spec.containment and counts given), two rules more. A unit only contained in the centre
+    or holding it joins when it resembles every unit joined to the centre by containment before it (_agreeing):
+    pages that do not resemble each other are not made duplicates of each other through a third that holds both
+    (or that both hold); with prose given, except a unit that is the centre in a site's frame, or the centre
+    without it (adds_frame). And the centre is not the first unit left but the one whose take, by these rules,
+    would join the most units left (the first in keep order among equals; a component of more than MEDOID_MAX
+    units left: the first): an original is inside each of its framed, commented and ad copies and similar to its
+    edited ones, while a copy (framed, or cut short) is often not within the bound of another copy; and a unit
+    that verifies with many units that would not join it (runs of paragraphs that do not resemble each other)
+    is a worse centre than one that keeps them together."""
     n = len(sigs) if sigs is not None else len(short_texts) if short_texts is not None else n
     if spec is None or sigs is None:  # everyone joins the first centre
         centre = np.zeros(n, dtype=np.int64)
@@ -316,34 +354,38 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
         is_short = np.array([t is not None for t in short_texts], dtype=bool)
         shingles = [shingle_set(t, spec.short_ngram) if t is not None else None for t in short_texts]
     with_containment = spec.containment and counts is not None
-    links = _verify_all(sigs, counts, sizes, spec) if with_containment and n - fixed <= MEDOID_MAX else None
+    reach = resemble = None
+    if with_containment and n - fixed <= MEDOID_MAX:
+        reach, resemble = _reach_and_resemble(sigs, counts, sizes, is_short, spec)
     centre = np.full(n, -1, dtype=np.int64)
     centre[:fixed] = np.arange(fixed)
     open_ = np.arange(fixed, n)
 
-    def take(c: int) -> None:
-        nonlocal open_
-        if not len(open_):
-            return
+    def joins(c: int, others: np.ndarray) -> np.ndarray:
+        """Which of `others` the centre c takes."""
         near, by_containment = pairs_verify(
-            sigs[open_], sigs[c], None if counts is None else counts[open_], None if counts is None else counts[c],
-            spec, None if sizes is None else sizes[open_], None if sizes is None else sizes[c])
+            sigs[others], sigs[c], None if counts is None else counts[others], None if counts is None else counts[c],
+            spec, None if sizes is None else sizes[others], None if sizes is None else sizes[c])
         if with_containment:
             by = np.flatnonzero(by_containment)
             if len(by) > 1:  # the closest to the centre first, then keep order
-                by = by[np.argsort(-agreeing_bins(sigs[open_[by]], sigs[c]), kind="stable")]
-                near[by] = _agreeing(sigs, counts, sizes, spec, c, open_[by], prose)
-        both_short = is_short[open_] & is_short[c]
-        if both_short.any():
-            for x in np.flatnonzero(both_short):
-                near[x] = jaccard(shingles[open_[x]], shingles[c]) >= spec.short_min_jaccard
-        centre[open_[near]] = c
-        open_ = open_[~near]
+                by = by[np.argsort(-agreeing_bins(sigs[others[by]], sigs[c]), kind="stable")]
+                near[by] = _agreeing(sigs, counts, sizes, spec, c, others[by], prose, resemble)
+        for x in np.flatnonzero(is_short[others] & is_short[c]):
+            near[x] = jaccard(shingles[others[x]], shingles[c]) >= spec.short_min_jaccard
+        return near
+
+    def take(c: int) -> None:
+        nonlocal open_
+        if len(open_):
+            near = joins(c, open_)
+            centre[open_[near]] = c
+            open_ = open_[~near]
 
     for c in range(fixed):
         take(c)
     while len(open_):
-        first = 0 if links is None else int(np.argmax(links[np.ix_(open_, open_)].sum(axis=1)))
+        first = 0 if reach is None else _most_joined(open_, reach, joins)
         c = int(open_[first])
         centre[c] = c
         open_ = np.delete(open_, first)
@@ -364,7 +406,8 @@ def greedy_centres(sigs: np.ndarray, starts: np.ndarray, spec: VerifySpec, count
     A round costs numpy calls over the open rows, not a Python call per component; a component drops out when
     it has no open row left. Rounds: the most centres any component has (usually 1 or 2). With containment
     (spec.containment and counts given), a component of three or more rows is one verified_centres call (its
-    centre is its best-connected row); a pair is the same either way."""
+    centre is the row whose take joins the most rows); a pair is the same either way (each of the two joins the
+    other or neither does, and the first is the centre)."""
     n = len(sigs)
     comp = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
     centre = np.empty(n, dtype=np.int64)
