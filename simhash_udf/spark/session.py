@@ -362,6 +362,24 @@ def unique_key_aggregation(spark: SparkSession):
         yield
 
 
+# An action that gathers a few numbers (counts, sums, histograms) is planned without adaptive execution: its
+# shuffles then run as the stages of one Spark job. Adaptive, each shuffle is a Spark job of its own, and so is the
+# first read of each cache, with the query planned again after each (a run's statistics actions started about half
+# of its Spark jobs; docs/performance.md, "A small run"). What adaptive execution would change in such a query
+# (coalescing the few rows of partial aggregates, choosing a join) saves it nothing; the caches it reads keep the
+# plans they were persisted with, adaptive ones.
+STATISTICS_SETTINGS = {"spark.sql.adaptive.enabled": "false"}
+
+
+@contextmanager
+def statistics_action(spark: SparkSession):
+    """Plan the actions of the block without adaptive execution (STATISTICS_SETTINGS): for actions that gather a
+    few numbers from cached or read rows. Persist nothing in the block: a DataFrame persisted there would keep
+    the non-adaptive plan."""
+    with scoped_settings(spark, STATISTICS_SETTINGS):
+        yield
+
+
 def checkpoint_dir(spark: SparkSession) -> str | None:
     """The SparkContext's checkpoint directory, or None when it has none."""
     option = spark.sparkContext._jsc.sc().getCheckpointDir()

@@ -12,6 +12,7 @@ from ...core.blocks import chance_pairs
 from ...spark.bands import band_group_members
 from ...spark.blocks import group_batches
 from ...spark.candidates import group_members
+from ...spark.session import statistics_action
 from .blocks import Blocks
 from .context import StageContext
 from .exact_collapse import Collapsed
@@ -80,7 +81,7 @@ def pair_counts(members: DataFrame, band_members: DataFrame | None) -> tuple[dic
             F.lit(None).cast(dict(members.dtypes)["distance"]).alias("distance"),
             F.sum("compared").alias("compared"), F.lit(None).cast("long").alias("accepted"),
             F.sum("groups").alias("groups"), F.lit(1).alias("source")))
-    with group_batches(members.sparkSession):
+    with group_batches(members.sparkSession), statistics_action(members.sparkSession):
         stat_rows = per_distance.collect()
     table_rows = [r for r in stat_rows if r["source"] == 0]
     table = {name: sum(int(r[name] or 0) for r in table_rows) for name in ("compared", "accepted", "groups")}

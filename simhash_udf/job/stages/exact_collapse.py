@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 
 from ...spark.history_search import history_rows
+from ...spark.session import statistics_action
 from ...spark.verified import PROSE_COLUMNS, fingerprint_signatures, units_of, with_units
 from .context import StageContext
 
@@ -43,10 +44,11 @@ def exact_collapse_stage(docs: DataFrame, ctx: StageContext) -> Collapsed:
         # a narrow cache of its own: the band rows read from the wide cache of the pages took ~4x longer (2M
         # fingerprints: the map side of the band search 43 s -> 9 s, same session)
         fingerprints = ctx.persist(fingerprint_signatures(pages))
-        n_distinct = counts["distinct_fingerprints"] = fingerprints.count()
-        # the history's rows with a fingerprint (a bound on its distinct fingerprints, for the planner): a
-        # count reads one column, a distinct count would shuffle the whole history (~11 s of 30 million rows)
-        n_history = history_rows(ctx.history.rows).count() if ctx.history is not None else 0
+        with statistics_action(docs.sparkSession):
+            n_distinct = counts["distinct_fingerprints"] = fingerprints.count()
+            # the history's rows with a fingerprint (a bound on its distinct fingerprints, for the planner): a
+            # count reads one column, a distinct count would shuffle the whole history (~11 s of 30 million rows)
+            n_history = history_rows(ctx.history.rows).count() if ctx.history is not None else 0
         if ctx.history is not None:
             counts["history_rows"] = n_history
     return Collapsed(pages, units, fingerprints, n_distinct, n_history)

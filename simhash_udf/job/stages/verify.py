@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...spark.bands import band_edges
+from ...spark.session import statistics_action
 from ...spark.short_text import found_by_main_search
 from ...spark.verified import distinct_fingerprints, signatures_of, verified_edges
 from .blocks import Blocks
@@ -115,8 +116,9 @@ def edge_counts(sources: list[DataFrame]) -> tuple[list[BandCounts], int]:
     """From the rows of verify walks (edges, and statistics rows with a band), in one Spark job: for each
     source {similarity band: (verified, rejected)}, and the edges of all of them."""
     union = reduce(DataFrame.unionByName, [rows.withColumn("source", F.lit(i)) for i, rows in enumerate(sources)])
-    stats = union.groupBy("source", "band").agg(F.sum("verified").alias("v"), F.sum("rejected").alias("r"),
-                                                F.count("src").alias("edges")).collect()
+    with statistics_action(union.sparkSession):
+        stats = union.groupBy("source", "band").agg(F.sum("verified").alias("v"), F.sum("rejected").alias("r"),
+                                                    F.count("src").alias("edges")).collect()
     by_source = [{int(r["band"]): (int(r["v"]), int(r["r"])) for r in stats if r["source"] == i and r["band"] is not None}
                  for i in range(len(sources))]
     return by_source, sum(int(r["edges"]) for r in stats)
