@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from ..core.signature import SignatureSpec
 from .pair_similarity import with_pair_similarity
-from .session import statistics_action
+from .session import one_job_plans
 
 
 def keep_rank(keep: str, id_col: str, text_col: str) -> Column:
@@ -103,7 +103,7 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], 
                                     F.when(of_dups, F.col("d")).alias("d")).agg(
         F.count(F.lit(1)).alias("n"), F.sum(F.when(of_dups, F.col("kept_here"))).alias("kept_here"),
         F.sum(F.when(~of_dups, F.col("rows"))).alias("kept_pages"), F.sum("exact").alias("exact"))
-    with statistics_action(clusters.sparkSession):
+    with one_job_plans(clusters.sparkSession):
         rows = histogram.collect()
     kept_pages = sum(int(r["kept_pages"] or 0) for r in rows if r["size"] is None)
     exact = sum(int(r["exact"] or 0) for r in rows)

@@ -368,15 +368,14 @@ def unique_key_aggregation(spark: SparkSession):
 # of its Spark jobs; docs/performance.md, "A small run"). What adaptive execution would change in such a query
 # (coalescing the few rows of partial aggregates, choosing a join) saves it nothing; the caches it reads keep the
 # plans they were persisted with, adaptive ones.
-STATISTICS_SETTINGS = {"spark.sql.adaptive.enabled": "false"}
+ONE_JOB_SETTINGS = {"spark.sql.adaptive.enabled": "false"}
 
 
 @contextmanager
-def statistics_action(spark: SparkSession):
-    """Plan the actions of the block without adaptive execution (STATISTICS_SETTINGS): for actions that gather a
-    few numbers from cached or read rows. Persist nothing in the block: a DataFrame persisted there would keep
-    the non-adaptive plan."""
-    with scoped_settings(spark, STATISTICS_SETTINGS):
+def one_job_plans(spark: SparkSession):
+    """Plan the actions of the block without adaptive execution (ONE_JOB_SETTINGS): for actions that gather a
+    few numbers from cached or read rows. A DataFrame persisted in the block keeps the non-adaptive plan."""
+    with scoped_settings(spark, ONE_JOB_SETTINGS):
         yield
 
 
