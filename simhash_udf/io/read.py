@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from ..errors import DedupError
-from ..spark.session import one_job_plans, unique_key_aggregation
+from ..spark.session import unique_key_aggregation
 from .paths import COMPRESSIONS, escape_glob, has_glob, is_hidden
 from .wet import read_wet
 
@@ -540,13 +540,11 @@ def partition_rows(df: DataFrame, id_col: str | None = None) -> tuple[list[int],
     ids are unique, the only case in which the counts are used."""
     part = F.spark_partition_id()
     if id_col is None:
-        with one_job_plans(df.sparkSession):
-            return [int(r[1]) for r in df.groupBy(part).count().collect()], False
+        return [int(r[1]) for r in df.groupBy(part).count().collect()], False
     per_id = df.select(part.alias("p"), F.col(id_col).alias("i")).groupBy("i").agg(
         F.count(F.lit(1)).alias("n"), F.min("p").alias("p"))
-    with one_job_plans(df.sparkSession):
-        rows = per_id.groupBy("p").agg(F.sum("n").alias("rows"), F.max("n").alias("most"),
-                                       F.count(F.when(F.col("i").isNull(), 1)).alias("null_ids")).collect()
+    rows = per_id.groupBy("p").agg(F.sum("n").alias("rows"), F.max("n").alias("most"),
+                                   F.count(F.when(F.col("i").isNull(), 1)).alias("null_ids")).collect()
     unique = all(int(r["most"]) == 1 and not r["null_ids"] for r in rows)
     return [int(r["rows"]) for r in rows], unique
 

@@ -26,7 +26,7 @@ from ..io.read import (
 )
 from ..io.write import OutputDir
 from ..spark.joins import without_ids
-from ..spark.session import one_job_plans, scoped_settings
+from ..spark.session import scoped_settings
 from . import termination
 from .config import DedupConfig
 from .plot_process import plots_aside
@@ -293,9 +293,8 @@ def count_kept(found: Clustered, history: History | None, history_report: RunHis
         return sum(found.histogram.values())  # one kept document per cluster
     counts = found.clusters.agg(
         F.sum((~F.col("is_duplicate")).cast("long")).alias("kept"),
-        F.sum((F.col("kept_run_date") != history.run_date).cast("long")).alias("of_history"))
-    with one_job_plans(found.clusters.sparkSession):
-        counts = counts.first()
+        F.sum((F.col("kept_run_date") != history.run_date).cast("long")).alias("of_history"),
+    ).first()
     history_report.duplicates_of_earlier_runs = int(counts["of_history"] or 0)
     history_report.history_rows = found.stats.history_rows
     history_report.history_fingerprints_compared = found.stats.history_fingerprints_compared
@@ -341,8 +340,7 @@ def report_stage(spark: SparkSession, cfg: DedupConfig, out: OutputDir, raw: Dat
         more_ids = [i for e in sentence_keys.examples.values() for i in e.ids] if sentence_keys else []
         if related is not None:
             more_ids += [i for e in related.stats.examples for i in (e.id, e.related_id)]
-        with one_job_plans(spark):  # small aggregates of the written and cached rows
-            page = collect_page_data(found.clusters, raw, kept_written, cfg, duplicates, more_ids)
+        page = collect_page_data(found.clusters, raw, kept_written, cfg, duplicates, more_ids)
         counts["example_pairs"] = len(page.examples)
     return page
 

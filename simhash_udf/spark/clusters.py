@@ -7,7 +7,6 @@ from pyspark.sql import functions as F
 
 from ..core.signature import SignatureSpec
 from .pair_similarity import with_pair_similarity
-from .session import one_job_plans
 
 
 def keep_rank(keep: str, id_col: str, text_col: str) -> Column:
@@ -99,12 +98,10 @@ def cluster_shape(clusters: DataFrame) -> tuple[dict[int, int], dict[int, int], 
         F.sum("rows").alias("rows"), F.max("kept_here").alias("kept_here"), F.max("d").alias("d"),
         F.sum(F.when(F.col("f").isNotNull(), F.col("rows") - 1 + F.coalesce(F.col("same"), F.lit(0)))).alias("exact"))
     of_dups = F.col("c").isNotNull()
-    histogram = per_cluster.groupBy(F.when(of_dups, F.col("rows") + F.col("kept_here")).alias("size"),
-                                    F.when(of_dups, F.col("d")).alias("d")).agg(
+    rows = per_cluster.groupBy(F.when(of_dups, F.col("rows") + F.col("kept_here")).alias("size"),
+                               F.when(of_dups, F.col("d")).alias("d")).agg(
         F.count(F.lit(1)).alias("n"), F.sum(F.when(of_dups, F.col("kept_here"))).alias("kept_here"),
-        F.sum(F.when(~of_dups, F.col("rows"))).alias("kept_pages"), F.sum("exact").alias("exact"))
-    with one_job_plans(clusters.sparkSession):
-        rows = histogram.collect()
+        F.sum(F.when(~of_dups, F.col("rows"))).alias("kept_pages"), F.sum("exact").alias("exact")).collect()
     kept_pages = sum(int(r["kept_pages"] or 0) for r in rows if r["size"] is None)
     exact = sum(int(r["exact"] or 0) for r in rows)
     rows = [r for r in rows if r["size"] is not None]

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..errors import DedupError
-from .session import one_job_plans, unique_key_aggregation
+from .session import unique_key_aggregation
 
 
 def oriented(edges: DataFrame, a: str = "src", b: str = "dst") -> DataFrame:
@@ -50,9 +50,7 @@ def unfinished_nodes(edges: DataFrame) -> tuple[int, int]:
         F.sum("child").alias("parents"), F.max("parent").alias("is_parent")
     )
     unfinished = (F.col("parents") > 1) | ((F.col("parents") >= 1) & (F.col("is_parent") == 1))
-    with one_job_plans(edges.sparkSession):
-        row = per_node.agg(F.count(F.when(unfinished, True)).alias("unfinished"),
-                           F.sum("parents").alias("edges")).first()
+    row = per_node.agg(F.count(F.when(unfinished, True)).alias("unfinished"), F.sum("parents").alias("edges")).first()
     return int(row["unfinished"]), int(row["edges"] or 0)
 
 

@@ -20,7 +20,6 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from ..core.signature import from_arrow, similarity
 from ..core.verified import VerifySpec, containment_estimate, pairs_verify
-from .session import one_job_plans
 
 # how: 0 rejected, 1 verified by similarity, 2 verified by containment alone
 PAIR_SCHEMA = StructType([
@@ -54,12 +53,9 @@ def key_sizes(rows: DataFrame) -> DataFrame:
 def group_counts(sizes: DataFrame, max_group: int) -> KeyGroupCounts:
     """The key groups' counts in one Spark job."""
     n = F.col("n")
-    counts = sizes.agg(F.count(F.lit(1)).alias("keys"),
-                       F.count(F.when((n >= 2) & (n <= max_group), 1)).alias("groups"),
-                       F.count(F.when(n > max_group, 1)).alias("skipped"),
-                       F.sum(F.when(n > max_group, n).otherwise(0)).alias("skipped_rows"))
-    with one_job_plans(sizes.sparkSession):
-        r = counts.first()
+    r = sizes.agg(F.count(F.lit(1)).alias("keys"), F.count(F.when((n >= 2) & (n <= max_group), 1)).alias("groups"),
+                  F.count(F.when(n > max_group, 1)).alias("skipped"),
+                  F.sum(F.when(n > max_group, n).otherwise(0)).alias("skipped_rows")).first()
     return KeyGroupCounts(int(r["keys"]), int(r["groups"]), int(r["skipped"]), int(r["skipped_rows"] or 0))
 
 

@@ -362,24 +362,6 @@ def unique_key_aggregation(spark: SparkSession):
         yield
 
 
-# An action that gathers a few numbers (counts, sums, histograms) is planned without adaptive execution: its
-# shuffles then run as the stages of one Spark job. Adaptive, each shuffle is a Spark job of its own, and so is the
-# first read of each cache, with the query planned again after each (a run's statistics actions started about half
-# of its Spark jobs; docs/performance.md, "A small run"). What adaptive execution would change in such a query
-# (coalescing the few rows of partial aggregates, choosing a join) saves it nothing; the caches it reads keep the
-# plans they were persisted with, adaptive ones. A take (limit, first) reads every partition in its first job rather
-# than one, then four times as many in the next: the rows it takes from an aggregate can be in any partition.
-ONE_JOB_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.limit.initialNumPartitions": str(2**31 - 1)}
-
-
-@contextmanager
-def one_job_plans(spark: SparkSession):
-    """Plan the actions of the block without adaptive execution (ONE_JOB_SETTINGS): for actions that gather a
-    few numbers from cached or read rows. A DataFrame persisted in the block keeps the non-adaptive plan."""
-    with scoped_settings(spark, ONE_JOB_SETTINGS):
-        yield
-
-
 def checkpoint_dir(spark: SparkSession) -> str | None:
     """The SparkContext's checkpoint directory, or None when it has none."""
     option = spark.sparkContext._jsc.sc().getCheckpointDir()

@@ -24,7 +24,7 @@ from ..core.signature import from_arrow, similarity
 from ..core.verified import BANDS, VerifySpec, greedy_centres, verified_centres, verify_groups
 from .blocks import walk_groups
 from .joins import broadcast_if_small, is_small
-from .session import one_job_plans, unique_key_aggregation
+from .session import unique_key_aggregation
 
 # a unit's prose (sentence_keys.page_prose: a frame told from added prose in resolve), and with its feature count
 # and characters (containment and its size bound) its sizes: null where the run has none
@@ -197,8 +197,7 @@ def with_units(docs: DataFrame, keep: Callable[[DataFrame], DataFrame],
     fp_pages = docs.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(F.count(F.lit(1)).alias("pages"))
     with unique_key_aggregation(docs.sparkSession):  # most fingerprints are met once
         repeated = keep(fp_pages.where(F.col("pages") > 1))
-    with one_job_plans(docs.sparkSession):
-        counts = repeated.agg(F.count(F.lit(1)).alias("fingerprints"), F.sum("pages").alias("pages")).first()
+    counts = repeated.agg(F.count(F.lit(1)).alias("fingerprints"), F.sum("pages").alias("pages")).first()
     n_repeated, n_repeated_pages = int(counts["fingerprints"]), int(counts["pages"] or 0)
     if not is_small(n_repeated_pages):
         return keep(_with_unit_windows(docs)), n_repeated

@@ -10,7 +10,6 @@ from ...core.blocks import TablePlan, choose_plan, plan_tables
 from ...spark.bands import band_rows
 from ...spark.blocks import block_rows, group_batches
 from ...spark.history_search import per_fingerprint, related_band_rows, related_block_rows
-from ...spark.session import one_job_plans
 from .context import StageContext
 from .exact_collapse import Collapsed
 
@@ -69,8 +68,7 @@ def history_match(collapsed: Collapsed, plan: TablePlan, ctx: StageContext) -> H
                                                   history.band_rows))
         related_fps = related_fps.union(related_brows.select("fingerprint"))
     related_fps = persist(related_fps.distinct())
-    # the Bloom filters' batches of history rows: two longs a row
-    with group_batches(fps.sparkSession), one_job_plans(fps.sparkSession):
+    with group_batches(fps.sparkSession):  # the Bloom filters' batches of history rows: two longs a row
         n_related = related_fps.count()
     # the clusters and signatures of these alone are read from the history
     related = persist(per_fingerprint(history.rows, related_fps, n_related))

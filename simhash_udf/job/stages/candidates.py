@@ -12,7 +12,6 @@ from ...core.blocks import chance_pairs
 from ...spark.bands import band_group_members
 from ...spark.blocks import group_batches
 from ...spark.candidates import group_members
-from ...spark.session import one_job_plans
 from .blocks import Blocks
 from .context import StageContext
 from .exact_collapse import Collapsed
@@ -50,16 +49,12 @@ def candidates_stage(collapsed: Collapsed, blocks: Blocks, ctx: StageContext) ->
     specs, match = ctx.specs, blocks.history
     with ctx.timer("candidates") as counts:
         history_rows = match.block_rows if match is not None else None  # the history's rows that join the groups
-        # the walks' caches: a shuffle of packed rows into as many tasks as they choose, no join (the history's
-        # rows are a union), planned as one Spark job with the counts that fill them
-        with one_job_plans(collapsed.fingerprints.sparkSession):
-            members = ctx.persist(group_members(collapsed.fingerprints, blocks.plan, history_rows,
-                                                collapsed.n_distinct))
-            band_members = None
-            if specs.use_bands:
-                history_band_rows = match.band_rows if match is not None else None
-                band_members = ctx.persist(band_group_members(collapsed.fingerprints, specs.bands, specs.k,
-                                                              history_band_rows, collapsed.n_distinct))
+        members = ctx.persist(group_members(collapsed.fingerprints, blocks.plan, history_rows, collapsed.n_distinct))
+        band_members = None
+        if specs.use_bands:
+            history_band_rows = match.band_rows if match is not None else None
+            band_members = ctx.persist(band_group_members(collapsed.fingerprints, specs.bands, specs.k,
+                                                          history_band_rows, collapsed.n_distinct))
         table, by_distance, band = pair_counts(members, band_members)
         counts.update(key_groups=table["groups"], compared=table["compared"], accepted=table["accepted"])
         if band_members is not None:
@@ -85,7 +80,7 @@ def pair_counts(members: DataFrame, band_members: DataFrame | None) -> tuple[dic
             F.lit(None).cast(dict(members.dtypes)["distance"]).alias("distance"),
             F.sum("compared").alias("compared"), F.lit(None).cast("long").alias("accepted"),
             F.sum("groups").alias("groups"), F.lit(1).alias("source")))
-    with group_batches(members.sparkSession), one_job_plans(members.sparkSession):
+    with group_batches(members.sparkSession):
         stat_rows = per_distance.collect()
     table_rows = [r for r in stat_rows if r["source"] == 0]
     table = {name: sum(int(r[name] or 0) for r in table_rows) for name in ("compared", "accepted", "groups")}

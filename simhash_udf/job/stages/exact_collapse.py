@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 
 from ...spark.history_search import history_rows
-from ...spark.session import one_job_plans
 from ...spark.verified import PROSE_COLUMNS, fingerprint_signatures, units_of, with_units
 from .context import StageContext
 
@@ -37,20 +36,17 @@ def exact_collapse_stage(docs: DataFrame, ctx: StageContext) -> Collapsed:
         # flags were counted already, and carrying them would make this persist larger)
         docs = docs.select("id", "fingerprint", "rank", "signature", "short_text", "n_features", "sentence_keys",
                            "text_chars", *PROSE_COLUMNS)
-        # the caches: one shuffle by fingerprint and its windows, or joins to broadcasts of the repeated
-        # fingerprints' pages; planned, with the count that fills them, as one Spark job
-        with one_job_plans(docs.sparkSession):
-            pages, repeated = with_units(docs, ctx.persist, ctx.checkpoint, split=ctx.large)
-            if repeated is not None:
-                counts["repeated_fingerprints"] = repeated
-            units = units_of(pages)
-            # a narrow cache of its own: the band rows read from the wide cache of the pages took ~4x longer (2M
-            # fingerprints: the map side of the band search 43 s -> 9 s, same session)
-            fingerprints = ctx.persist(fingerprint_signatures(pages))
-            n_distinct = counts["distinct_fingerprints"] = fingerprints.count()
-            # the history's rows with a fingerprint (a bound on its distinct fingerprints, for the planner): a
-            # count reads one column, a distinct count would shuffle the whole history (~11 s of 30 million rows)
-            n_history = history_rows(ctx.history.rows).count() if ctx.history is not None else 0
+        pages, repeated = with_units(docs, ctx.persist, ctx.checkpoint, split=ctx.large)
+        if repeated is not None:
+            counts["repeated_fingerprints"] = repeated
+        units = units_of(pages)
+        # a narrow cache of its own: the band rows read from the wide cache of the pages took ~4x longer (2M
+        # fingerprints: the map side of the band search 43 s -> 9 s, same session)
+        fingerprints = ctx.persist(fingerprint_signatures(pages))
+        n_distinct = counts["distinct_fingerprints"] = fingerprints.count()
+        # the history's rows with a fingerprint (a bound on its distinct fingerprints, for the planner): a
+        # count reads one column, a distinct count would shuffle the whole history (~11 s of 30 million rows)
+        n_history = history_rows(ctx.history.rows).count() if ctx.history is not None else 0
         if ctx.history is not None:
             counts["history_rows"] = n_history
     return Collapsed(pages, units, fingerprints, n_distinct, n_history)

@@ -13,7 +13,6 @@ from ...core.sentence_keys import PROSE_MIN_LETTERS, SentenceKeySpec
 from ...errors import DedupError
 from ...spark.clusters import keep_rank
 from ...spark.fingerprint import prepared_text, with_corpus_idf, with_fingerprints
-from ...spark.session import one_job_plans
 from ..config import DedupConfig
 from .context import Persist, StageTimer
 
@@ -125,9 +124,7 @@ def fingerprint_counts(docs: DataFrame, cfg: DedupConfig) -> dict[str, int]:
         # stored fingerprints whose signature is missing: verification cannot compare them (below)
         (F.count(F.when(F.col("fingerprint").isNotNull() & F.col("signature").isNull(), F.lit(1)))
          if cfg.input_format == "fingerprints" and "signature" in docs.columns else F.lit(0)).alias("no_signature"),
-    )
-    with one_job_plans(docs.sparkSession):
-        stats = stats.first().asDict()
+    ).first().asDict()
     stats = {name: int(v or 0) for name, v in stats.items()}
     missing = stats.pop("no_signature")
     if missing and cfg.verify is not None:

@@ -13,7 +13,6 @@ from pyspark.sql import functions as F
 from ...core.related import chance_neighbours, plan_related, search_for
 from ...core.signature import SignatureSpec
 from ...spark.related import related_pairs
-from ...spark.session import one_job_plans
 from ..report_schema import RelatedExample, RelatedPlanStats, RelatedStats
 from .context import Persist, StageTimer
 
@@ -32,14 +31,12 @@ def related_stage(clusters: DataFrame, n: int, distance: int, spec: SignatureSpe
     persisted and counted: the plan is chosen from the number of kept pages."""
     with timer("related") as counts:
         kept = persist(clusters.where(~F.col("is_duplicate")).select("id", "fingerprint", "cluster_id", "signature"))
-        with one_job_plans(kept.sparkSession):
-            pages = kept.count()
+        pages = kept.count()
         plan = plan_related(pages, distance)
         pairs = persist(related_pairs(kept, n, plan, spec, search_for(pages)))
-        with one_job_plans(pairs.sparkSession):
-            by_distance = {int(r["distance"]): int(r["count"]) for r in pairs.groupBy("distance").count().collect()}
-            with_related = pairs.where(F.col("rank") == 1).count()
-            examples = related_examples(pairs)
+        by_distance = {int(r["distance"]): int(r["count"]) for r in pairs.groupBy("distance").count().collect()}
+        with_related = pairs.where(F.col("rank") == 1).count()
+        examples = related_examples(pairs)
         counts.update(pages=pages, rows=sum(by_distance.values()), pages_with_related=with_related)
     stats = RelatedStats(
         n=n, pages=pages, pages_with_related=with_related, rows=sum(by_distance.values()),

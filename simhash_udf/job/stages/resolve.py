@@ -11,7 +11,6 @@ from ...core.signature import SignatureSpec
 from ...spark.clusters import cluster_shape, resolve_clusters, with_similarity_to_kept
 from ...spark.history_search import attach_history, with_history_copies
 from ...spark.joins import broadcast_if_small
-from ...spark.session import one_job_plans
 from ...spark.star import star_clusters
 from ...spark.verified import verified_clusters
 from .blocks import Blocks
@@ -69,8 +68,7 @@ def verified_mode_clusters(pages: DataFrame, collapsed: Collapsed, blocks: Block
     if ctx.large:  # cached and counted: the split pages are not partitioned by fingerprint, and a broadcast of
         # the assignments, when few, spares them a shuffle
         assigned = ctx.persist(assigned)
-        with one_job_plans(assigned.sparkSession):
-            n_assigned = assigned.count()
+        n_assigned = assigned.count()
     return resolve_verified(pages, assigned, n_assigned, ctx.history.run_date if ctx.history is not None else None)
 
 

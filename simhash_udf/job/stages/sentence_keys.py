@@ -20,7 +20,6 @@ from ...spark.sentence_keys import (
     shared_key_pairs,
     verified_pairs,
 )
-from ...spark.session import one_job_plans
 from .context import StageContext
 from .exact_collapse import Collapsed
 
@@ -49,9 +48,8 @@ def sentence_keys_stage(collapsed: Collapsed, ctx: StageContext) -> SentencePair
         info = fingerprint_info(collapsed.pages)
         pairs = ctx.persist(verified_pairs(shared_key_pairs(rows, sizes, specs.sentences.max_group), info,
                                            specs.verify))
-        with one_job_plans(pairs.sparkSession):
-            by_how = {int(r["how"]): int(r["count"]) for r in pairs.groupBy("how").count().collect()}
-            examples = pair_examples(pairs, info)
+        by_how = {int(r["how"]): int(r["count"]) for r in pairs.groupBy("how").count().collect()}
+        examples = pair_examples(pairs, info)
         counts.update(key_groups=groups.groups, skipped_keys=groups.skipped_keys, compared=sum(by_how.values()),
                       by_similarity=by_how.get(BY_SIMILARITY, 0), by_containment=by_how.get(BY_CONTAINMENT, 0))
     edges = pairs.where(F.col("how") != REJECTED).select("src", "dst")

@@ -9,7 +9,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...spark.bands import band_edges
-from ...spark.session import one_job_plans
 from ...spark.short_text import found_by_main_search
 from ...spark.verified import distinct_fingerprints, signatures_of, verified_edges
 from .blocks import Blocks
@@ -101,8 +100,7 @@ def candidate_signatures(signatures: DataFrame, cands: Candidates, ctx: StageCon
     if cands.band_members is not None:
         columns += [cands.band_members.select("fingerprint"), cands.band_members.select("other")]
     wanted = ctx.persist(distinct_fingerprints(columns))
-    with one_job_plans(wanted.sparkSession):
-        n_wanted = counts["candidate_fingerprints"] = wanted.count()
+    n_wanted = counts["candidate_fingerprints"] = wanted.count()
     partitions = int(signatures.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     return ctx.persist(signatures_of(signatures, wanted, n_wanted).repartition(partitions, "fingerprint")
                        .sortWithinPartitions("fingerprint"))
@@ -117,9 +115,8 @@ def edge_counts(sources: list[DataFrame]) -> tuple[list[BandCounts], int]:
     """From the rows of verify walks (edges, and statistics rows with a band), in one Spark job: for each
     source {similarity band: (verified, rejected)}, and the edges of all of them."""
     union = reduce(DataFrame.unionByName, [rows.withColumn("source", F.lit(i)) for i, rows in enumerate(sources)])
-    with one_job_plans(union.sparkSession):
-        stats = union.groupBy("source", "band").agg(F.sum("verified").alias("v"), F.sum("rejected").alias("r"),
-                                                    F.count("src").alias("edges")).collect()
+    stats = union.groupBy("source", "band").agg(F.sum("verified").alias("v"), F.sum("rejected").alias("r"),
+                                                F.count("src").alias("edges")).collect()
     by_source = [{int(r["band"]): (int(r["v"]), int(r["r"])) for r in stats if r["source"] == i and r["band"] is not None}
                  for i in range(len(sources))]
     return by_source, sum(int(r["edges"]) for r in stats)
