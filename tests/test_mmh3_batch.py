@@ -11,7 +11,7 @@ from simhash_udf.core.fingerprint import (
     _fingerprints,
     char_ngram_fingerprints,
     distinct_words,
-    fingerprints_of_distinct,
+    fingerprints_of_joined,
     repeats_in_page,
     weighted_features,
 )
@@ -69,11 +69,19 @@ def test_char_ngram_fingerprints_equal_the_per_text_path(batch, n, signed):
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.sets(st.lists(CHARS, max_size=12).map("".join), max_size=15)), max_size=10))
-def test_fingerprints_of_distinct_equal_the_per_feature_path(sets):
-    """Any distinct features, those holding the separator too (the batch then takes the per-feature hashes)."""
+def test_fingerprints_of_joined_equal_the_per_feature_path(sets):
+    """Any distinct features, each text's joined by the separator; a batch with a feature holding the separator
+    (or an empty feature of its own) has no result, and the caller takes the per-page path."""
     spec = FeatureSpec(weighting="binary")
     want = _fingerprints((None if s is None else (list(s), None) for s in sets), spec, SignatureSpec())
-    got = fingerprints_of_distinct(iter(sets), SignatureSpec())
+    joined = ["" if s is None else "\n".join(s) for s in sets]
+    counts = np.array([-1 if s is None else len(s) for s in sets], dtype=np.int32)
+    got = fingerprints_of_joined(joined, counts, SignatureSpec())
+    features = [f for s in sets if s is not None for f in s]
+    if got is None:
+        assert any("\n" in f for f in features) or "" in features
+        return
+    assert not any("\n" in f for f in features)
     for a, b in zip(got, want):
         assert np.array_equal(a, b)
 

@@ -14,10 +14,8 @@ A sum of exactly 0 gives bit 0. The unsigned 64-bit result is stored as int64 (t
 """
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
@@ -37,7 +35,7 @@ from .text import (
     segmenter,
     segmenter_version,
 )
-from .text_batch import SPACE, BatchChars, page_strings, split_pages_bytes
+from .text_batch import SPACE, BatchChars, split_pages_bytes
 
 DEFINITION_VERSION = "sh64-2"  # bump whenever any step below changes what a fingerprint is
 WEIGHTINGS = ("tf", "tfidf", "binary", "tfidf-corpus")
@@ -290,55 +288,46 @@ def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec(),
     """fingerprint_batch of an Arrow string array, the same values. For the default features the pages are
     normalised and split for the whole batch at once (text_batch.split_pages_bytes; chars: the batch's
     text_batch.classify(), when made already): the words of the rest are found, made distinct and hashed in
-    numpy (distinct_words), the Han runs go to the segmenter, and only pages with characters outside its table
-    are turned into Python strings for the per-page path."""
+    numpy (distinct_words), the Han runs go to the segmenter (han_features), and only pages with characters outside
+    its table are turned into Python strings for the per-page path."""
     if not distinct_auto_features(spec):
         return fingerprint_batch(texts.to_pylist(), spec, signature)
     han, rest, rest_offsets, slow = split_pages_bytes(texts, chars)
     valid = np.asarray(texts.is_valid())
     words = distinct_words(rest, rest_offsets, valid & ~slow)
-    with gc_paused():  # the sets live until fingerprints_of_distinct has joined them
-        feature_sets = han_token_sets(han, segmenter(spec.segmenter))
-        for i in np.flatnonzero(slow & valid).tolist():
-            feature_sets[i] = auto_set(texts[i].as_py(), spec.segmenter)
-        for i in np.flatnonzero(~valid).tolist():
-            feature_sets[i] = None
-        if words is None:  # two different words of a page with one hash (never seen): the per-page path
-            rest_strings = page_strings(len(han), rest, rest_offsets)
-            for i in np.flatnonzero(valid & ~slow).tolist():
-                feature_sets[i] = feature_sets[i] | set(rest_strings[i].split())
-        result = fingerprints_of_distinct(feature_sets, signature, words)
-        del feature_sets
-    return result
+    slow_pages = np.flatnonzero(slow & valid).tolist()
+    for i in slow_pages:
+        han[i] = ""
+    joined, counts = han_features(han, segmenter(spec.segmenter))
+    for i in slow_pages:
+        features = auto_set(texts[i].as_py(), spec.segmenter)
+        joined[i], counts[i] = FEATURE_SEPARATOR.join(features), len(features)
+    counts[~valid] = -1
+    result = None if words is None else fingerprints_of_joined(joined, counts, signature, words)
+    # two different words of a page with one hash, or a feature holding the separator (never seen): per page
+    return fingerprint_batch(texts.to_pylist(), spec, signature) if result is None else result
 
 
-def han_token_sets(han: list[str], cut) -> list[set[str] | frozenset[str]]:
-    """The distinct tokens of each page's Han runs joined by RUN_SEPARATOR (text.distinct_tokens without words):
-    one segmenter call a page with Han, its separator tokens dropped once; an empty frozenset for a page without."""
-    empty: frozenset[str] = frozenset()
-    sets: list[set[str] | frozenset[str]] = []
+FEATURE_SEPARATOR = "\n"  # no auto feature holds white space: the separator of the joined features
+
+
+def han_features(han: list[str], cut) -> tuple[list[str], np.ndarray]:
+    """From each page's Han runs joined by RUN_SEPARATOR (split_pages_bytes), its distinct tokens (text.distinct_tokens
+    without words) joined by FEATURE_SEPARATOR ("" for a page without), and their numbers (int32). One segmenter call
+    a page with Han; its tokens go into a set, which is joined at once: the set and the tokens are freed while they are
+    still in the CPU's caches (building all the sets of a batch first and joining them after costs a fifth more)."""
+    joined: list[str] = []
+    counts: list[int] = []
     for text in han:
         if text:
             tokens = set(cut(text))
             tokens.discard(RUN_SEPARATOR)
-            sets.append(tokens)
+            joined.append(FEATURE_SEPARATOR.join(tokens))
+            counts.append(len(tokens))
         else:
-            sets.append(empty)
-    return sets
-
-
-@contextmanager
-def gc_paused():
-    """The cyclic garbage collector off while a batch's pages have their feature sets: a set a page, no reference
-    cycles, all freed before the end. Its collections, set off by the number of new containers, would only walk the
-    live sets, every token of each (a few per cent of the pass)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+            joined.append("")
+            counts.append(0)
+    return joined, np.array(counts, dtype=np.int32)
 
 
 def distinct_words(rest: bytes, offsets: np.ndarray, use: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -404,24 +393,20 @@ def repeats_in_page_by_two_keys(hashes: np.ndarray, page: np.ndarray) -> tuple[n
     return order, again
 
 
-FEATURE_SEPARATOR = "\n"  # no auto feature holds white space: the separator of the joined features
+def fingerprints_of_joined(joined: list[str], counts: np.ndarray, signature: SignatureSpec | None = None,
+                           more: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, ...] | None:
+    """_fingerprints of each text's distinct features with binary weights, the same values, hashed in numpy
+    (mmh3_batch): joined[i] is text i's distinct str features joined by FEATURE_SEPARATOR ("" for none), counts[i]
+    their number (-1 for a null text); `more`: (hashes, page) of more distinct features of the texts (ordered by
+    page), none of them among the text's str features.
 
-
-def fingerprints_of_distinct(feature_sets, signature: SignatureSpec | None = None,
-                             more: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
-    """_fingerprints of each text's distinct features with binary weights (a set or other collection of
-    distinct str, None for a null text), the same values, hashed in numpy (mmh3_batch); `more`: (hashes, page)
-    of more distinct features of the texts (ordered by page), none of them among the text's str features.
-
-    Each text's features are joined into one str, and the batch's are encoded and hashed at once: no Python int
-    and no look-up per feature. A feature that holds the separator would shift the pieces; the count shows it, and
-    the batch is then hashed one feature at a time."""
-    kept = list(feature_sets)
-    counts = np.fromiter((-1 if feats is None else len(feats) for feats in kept), dtype=np.int32, count=len(kept))
-    parts = [FEATURE_SEPARATOR.join(feats) for feats in kept if feats]
+    The texts' joined features are joined again, and the batch's are encoded and hashed at once: no Python int and
+    no look-up per feature. A feature that holds the separator would shift the pieces: the count shows it, and
+    then there is no result (None)."""
+    parts = [part for part in joined if part]
     hashes = hash_joined(FEATURE_SEPARATOR.join(parts)) if parts else np.zeros(0, np.uint64)
     if len(hashes) != np.maximum(counts, 0).sum():
-        hashes = np.array([mmh3_64(t) for feats in kept if feats for t in feats], dtype=np.uint64)
+        return None
     if more is not None and len(more[0]):
         page = np.concatenate([np.repeat(np.arange(len(counts)), np.maximum(counts, 0)), more[1]])
         hashes = np.concatenate([hashes, more[0]])[np.argsort(page, kind="stable")]
