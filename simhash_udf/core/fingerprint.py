@@ -333,35 +333,62 @@ def han_features(han: list[str], cut) -> tuple[list[str], np.ndarray]:
 def distinct_words(rest: bytes, offsets: np.ndarray, use: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """(hashes, page) of the distinct words of each page's rest (split_pages_bytes: ASCII, words between spaces)
     for the pages in `use`, ordered by page, never as Python strings; None when two different words of a page have
-    one hash (their bytes are compared)."""
+    one hash (distinct_pieces)."""
     buf = padded_buffer(rest)
-    size = len(rest)
-    word = buf[:size] != SPACE
-    starts_at, ends_at = word.copy(), word.copy()
-    starts_at[1:] &= ~word[:-1]
-    ends_at[:-1] &= ~word[1:]
-    pages = np.flatnonzero(offsets[1:] > offsets[:-1])  # a word never runs into the next page
-    starts_at[offsets[pages]] = word[offsets[pages]]
-    ends_at[offsets[pages + 1] - 1] = word[offsets[pages + 1] - 1]
-    starts, ends = np.flatnonzero(starts_at), np.flatnonzero(ends_at) + 1
-    page = np.searchsorted(offsets, starts, side="right") - 1
-    keep = use[page]
-    starts, ends, page = starts[keep], ends[keep], page[keep]
-    hashes = mmh3_64_batch(buf, starts, ends)
-    order, again = repeats_in_page(hashes, page)
-    a, b = order[again], order[again - 1]
-    length = ends[a] - starts[a]
-    same = length == ends[b] - starts[b]
+    for i in np.flatnonzero(~use & (offsets[1:] > offsets[:-1])).tolist():  # the pages not asked for: no words
+        buf[offsets[i]:offsets[i + 1]] = SPACE
+    word = np.zeros(len(rest) + 2, dtype=np.int8)  # a non-word byte either side
+    word[1:-1] = buf[:len(rest)] != SPACE
+    edge = np.diff(word)  # 1 where a word starts, -1 after its end
+    starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+    inner = np.unique(offsets[1:-1])  # (an empty page repeats an offset)
+    joint = inner[(word[inner] == 1) & (word[inner + 1] == 1)]  # a word never runs into the next page: cut there
+    if len(joint):
+        starts = np.insert(starts, np.searchsorted(starts, joint), joint)
+        ends = np.insert(ends, np.searchsorted(ends, joint), joint)
+    page = np.repeat(np.arange(len(offsets) - 1), np.diff(np.searchsorted(starts, offsets)))
+    return distinct_pieces(buf, starts, ends, page)
+
+
+# An odd 64-bit multiplier (2^64 / golden ratio): multiplying by it is a bijection whose high bits depend on all bits.
+_SPREAD = np.uint64(0x9E3779B97F4A7C15)
+SHORT_PIECE = 7  # bytes: a piece this short is its own 64-bit key (its bytes and its length)
+
+
+def distinct_pieces(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, page: np.ndarray,
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(hashes, page) of the distinct pieces buf[starts[i]:ends[i]] of each page (pieces ordered by page; buf with
+    PAD zero bytes after its end), ordered by page; None when two different pieces of a page have one hash.
+
+    Each piece has a 64-bit key: a piece of at most SHORT_PIECE bytes its bytes and its length (the piece itself),
+    a longer one its hash. The keys are made distinct per page (repeats_in_page, by the keys spread over their 64
+    bits), and only then are the short pieces hashed: a repeated short piece is never hashed, nor its bytes compared.
+    Two pieces with one key of which one is long are compared on their bytes."""
+    length = ends - starts
+    short = length <= SHORT_PIECE
     words = words_at(buf)
+    key = (words[starts] & LOW_BYTES[np.minimum(length, SHORT_PIECE)]) | (length.astype(np.uint64) << np.uint64(56))
+    long = np.flatnonzero(~short)
+    key[long] = mmh3_64_batch(buf, starts[long], ends[long])
+    with np.errstate(over="ignore"):
+        order, again = repeats_in_page(key * _SPREAD, page)
+    a, b = order[again], order[again - 1]
+    pair = np.flatnonzero(~short[a] | ~short[b])  # both short: the same key is the same piece
+    a, b = a[pair], b[pair]
+    size = length[a]
+    same = size == length[b]
     for k in (0, 8):
-        mask = LOW_BYTES[np.clip(length - k, 0, 8)]
+        mask = LOW_BYTES[np.clip(size - k, 0, 8)]
         same &= (words[starts[a] + k] & mask) == (words[starts[b] + k] & mask)
-    for i in np.flatnonzero(same & (length > 16)):
-        same[i] = rest[starts[a[i]]:ends[a[i]]] == rest[starts[b[i]]:ends[b[i]]]
+    for i in np.flatnonzero(same & (size > 16)):
+        same[i] = np.array_equal(buf[starts[a[i]]:ends[a[i]]], buf[starts[b[i]]:ends[b[i]]])
     if not same.all():
         return None
     order = np.delete(order, again)
-    return hashes[order], page[order]
+    hashes = key[order]
+    at = np.flatnonzero(short[order])
+    hashes[at] = mmh3_64_batch(buf, starts[order[at]], ends[order[at]])
+    return hashes, page[order]
 
 
 def repeats_in_page(hashes: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
