@@ -96,8 +96,11 @@ def weighted_bit_sums(
     total = lengths.astype(np.float64) if w is None else np.add.reduceat(np.r_[w, 0.0], offsets[:-1]) * (lengths > 0)
     ones = np.empty((n_docs, 64), dtype=np.float64)
     for p in range((f + 3) // 4):
-        nibble = ((hashes >> np.uint64(4 * p)) & np.uint64(15)).astype(np.int64)
-        hist = np.bincount(doc_base + nibble, weights=w, minlength=n_docs * 16)
+        bin_of = hashes >> np.uint64(4 * p)  # each feature's bin: its document's 16, its nibble's value (in place)
+        bin_of &= np.uint64(15)
+        bin_of = bin_of.view(np.int64)
+        bin_of += doc_base
+        hist = np.bincount(bin_of, weights=w, minlength=n_docs * 16)
         ones[:, 4 * p : 4 * p + 4] = hist.reshape(n_docs, 16) @ _NIBBLE_BITS
     return (2 * ones[:, :f] - total[:, None]).astype(np.int64)
 
