@@ -318,7 +318,7 @@ def han_features(han: list[str], cut) -> tuple[list[str], np.ndarray]:
     """From each page's Han runs joined by RUN_SEPARATOR (split_pages_bytes), its distinct tokens (text.distinct_tokens
     without words) joined by FEATURE_SEPARATOR ("" for a page without), and their numbers (int32). One segmenter call
     a page with Han; its tokens go into a set, which is joined at once: the set and the tokens are freed while they are
-    still in the CPU's caches (building all the sets of a batch first and joining them after costs a fifth more)."""
+    still in the CPU's caches (building all the sets of a batch first and joining them after costs about a quarter more)."""
     joined: list[str] = []
     counts: list[int] = []
     for text in han:
