@@ -10,8 +10,9 @@ from simhash_udf.core.fingerprint import (
     FeatureSpec,
     _fingerprints,
     char_ngram_fingerprints,
+    distinct_pieces,
     distinct_words,
-    fingerprints_of_distinct,
+    fingerprints_of_joined,
     repeats_in_page,
     weighted_features,
 )
@@ -69,11 +70,19 @@ def test_char_ngram_fingerprints_equal_the_per_text_path(batch, n, signed):
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.sets(st.lists(CHARS, max_size=12).map("".join), max_size=15)), max_size=10))
-def test_fingerprints_of_distinct_equal_the_per_feature_path(sets):
-    """Any distinct features, those holding the separator too (the batch then takes the per-feature hashes)."""
+def test_fingerprints_of_joined_equal_the_per_feature_path(sets):
+    """Any distinct features, each text's joined by the separator; a batch with a feature holding the separator
+    (or an empty feature of its own) has no result, and the caller takes the per-page path."""
     spec = FeatureSpec(weighting="binary")
     want = _fingerprints((None if s is None else (list(s), None) for s in sets), spec, SignatureSpec())
-    got = fingerprints_of_distinct(iter(sets), SignatureSpec())
+    joined = ["" if s is None else "\n".join(s) for s in sets]
+    counts = np.array([-1 if s is None else len(s) for s in sets], dtype=np.int32)
+    got = fingerprints_of_joined(joined, counts, SignatureSpec())
+    features = [f for s in sets if s is not None for f in s]
+    if got is None:
+        assert any("\n" in f for f in features) or "" in features
+        return
+    assert not any("\n" in f for f in features)
     for a, b in zip(got, want):
         assert np.array_equal(a, b)
 
@@ -89,17 +98,44 @@ def test_normalize_texts_normalise_each_text_as_alone(batch):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(["a", "b", "0", " ", "ab", "the", "x" * 17, "y" * 16, "z" * 40]), max_size=20)
-                .map("".join), min_size=1, max_size=8), st.data())
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "0", " ", "ab", "the", "seven77", "eight888", "x" * 17, "y" * 16,
+                                           "z" * 40]), max_size=20).map("".join), min_size=1, max_size=8), st.data())
 def test_distinct_words_are_each_pages_split_words(rests, data):
-    """The words of split_pages_bytes' ASCII rest (between spaces), made distinct per page in numpy, for the
-    pages asked for: each page's set of str.split() words, hashed."""
+    """The words of split_pages_bytes' ASCII rest (between spaces; a page's first word never joined to the last
+    one of the page before, empty pages between them too), made distinct per page in numpy, for the pages asked
+    for: each page's set of str.split() words, hashed, page by page."""
     use = np.array(data.draw(st.lists(st.booleans(), min_size=len(rests), max_size=len(rests))))
     offsets = np.r_[0, np.cumsum([len(r) for r in rests])].astype(np.int64)
     hashes, page = distinct_words("".join(rests).encode("ascii"), offsets, use)
+    assert page.tolist() == sorted(page.tolist())
     for i, rest in enumerate(rests):
         want = sorted(reference(w.encode("ascii")) for w in set(rest.split())) if use[i] else []
         assert sorted(hashes[page == i].tolist()) == want
+
+
+# pieces around the short keys' limit (SHORT_PIECE bytes) and the two words the long ones are compared by
+PIECES = st.one_of(st.binary(min_size=0, max_size=18), st.sampled_from([b"ab", b"abc\x00", b"abc", b"\x00abc"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(PIECES, max_size=12), min_size=1, max_size=6))
+def test_distinct_pieces_are_each_pages_distinct_byte_strings(pages):
+    """Any byte strings (zero bytes, lengths either side of SHORT_PIECE and of 8 and 16), repeated in a page and
+    across pages: each page's distinct ones, hashed, page by page."""
+    data, starts, ends, page = b"", [], [], []
+    for p, pieces in enumerate(pages):
+        for piece in pieces + pieces[:2]:  # some repeated
+            starts.append(len(data))
+            data += piece
+            ends.append(len(data))
+            page.append(p)
+    got = distinct_pieces(padded_buffer(data), np.array(starts, np.int64), np.array(ends, np.int64),
+                          np.array(page, np.int64))
+    assert got is not None
+    hashes, got_page = got
+    assert got_page.tolist() == sorted(got_page.tolist())
+    for p, pieces in enumerate(pages):
+        assert sorted(hashes[got_page == p].tolist()) == sorted(reference(x) for x in set(pieces))
 
 
 @settings(max_examples=300, deadline=None)

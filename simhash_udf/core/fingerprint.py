@@ -14,10 +14,8 @@ A sum of exactly 0 gives bit 0. The unsigned 64-bit result is stored as int64 (t
 """
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
@@ -37,7 +35,7 @@ from .text import (
     segmenter,
     segmenter_version,
 )
-from .text_batch import SPACE, BatchChars, page_strings, split_pages_bytes
+from .text_batch import SPACE, BatchChars, split_pages_bytes
 
 DEFINITION_VERSION = "sh64-2"  # bump whenever any step below changes what a fingerprint is
 WEIGHTINGS = ("tf", "tfidf", "binary", "tfidf-corpus")
@@ -98,8 +96,11 @@ def weighted_bit_sums(
     total = lengths.astype(np.float64) if w is None else np.add.reduceat(np.r_[w, 0.0], offsets[:-1]) * (lengths > 0)
     ones = np.empty((n_docs, 64), dtype=np.float64)
     for p in range((f + 3) // 4):
-        nibble = ((hashes >> np.uint64(4 * p)) & np.uint64(15)).astype(np.int64)
-        hist = np.bincount(doc_base + nibble, weights=w, minlength=n_docs * 16)
+        bin_of = hashes >> np.uint64(4 * p)  # each feature's bin: its document's 16, its nibble's value (in place)
+        bin_of &= np.uint64(15)
+        bin_of = bin_of.view(np.int64)
+        bin_of += doc_base
+        hist = np.bincount(bin_of, weights=w, minlength=n_docs * 16)
         ones[:, 4 * p : 4 * p + 4] = hist.reshape(n_docs, 16) @ _NIBBLE_BITS
     return (2 * ones[:, :f] - total[:, None]).astype(np.int64)
 
@@ -290,89 +291,107 @@ def fingerprint_arrow(texts: pa.Array, spec: FeatureSpec = FeatureSpec(),
     """fingerprint_batch of an Arrow string array, the same values. For the default features the pages are
     normalised and split for the whole batch at once (text_batch.split_pages_bytes; chars: the batch's
     text_batch.classify(), when made already): the words of the rest are found, made distinct and hashed in
-    numpy (distinct_words), the Han runs go to the segmenter, and only pages with characters outside its table
-    are turned into Python strings for the per-page path."""
+    numpy (distinct_words), the Han runs go to the segmenter (han_features), and only pages with characters outside
+    its table are turned into Python strings for the per-page path."""
     if not distinct_auto_features(spec):
         return fingerprint_batch(texts.to_pylist(), spec, signature)
     han, rest, rest_offsets, slow = split_pages_bytes(texts, chars)
     valid = np.asarray(texts.is_valid())
     words = distinct_words(rest, rest_offsets, valid & ~slow)
-    with gc_paused():  # the sets live until fingerprints_of_distinct has joined them
-        feature_sets = han_token_sets(han, segmenter(spec.segmenter))
-        for i in np.flatnonzero(slow & valid).tolist():
-            feature_sets[i] = auto_set(texts[i].as_py(), spec.segmenter)
-        for i in np.flatnonzero(~valid).tolist():
-            feature_sets[i] = None
-        if words is None:  # two different words of a page with one hash (never seen): the per-page path
-            rest_strings = page_strings(len(han), rest, rest_offsets)
-            for i in np.flatnonzero(valid & ~slow).tolist():
-                feature_sets[i] = feature_sets[i] | set(rest_strings[i].split())
-        result = fingerprints_of_distinct(feature_sets, signature, words)
-        del feature_sets
-    return result
+    slow_pages = np.flatnonzero(slow & valid).tolist()
+    for i in slow_pages:
+        han[i] = ""
+    joined, counts = han_features(han, segmenter(spec.segmenter))
+    for i in slow_pages:
+        features = auto_set(texts[i].as_py(), spec.segmenter)
+        joined[i], counts[i] = FEATURE_SEPARATOR.join(features), len(features)
+    counts[~valid] = -1
+    result = None if words is None else fingerprints_of_joined(joined, counts, signature, words)
+    # two different words of a page with one hash, or a feature holding the separator (never seen): per page
+    return fingerprint_batch(texts.to_pylist(), spec, signature) if result is None else result
 
 
-def han_token_sets(han: list[str], cut) -> list[set[str] | frozenset[str]]:
-    """The distinct tokens of each page's Han runs joined by RUN_SEPARATOR (text.distinct_tokens without words):
-    one segmenter call a page with Han, its separator tokens dropped once; an empty frozenset for a page without."""
-    empty: frozenset[str] = frozenset()
-    sets: list[set[str] | frozenset[str]] = []
+FEATURE_SEPARATOR = "\n"  # no auto feature holds white space: the separator of the joined features
+
+
+def han_features(han: list[str], cut) -> tuple[list[str], np.ndarray]:
+    """From each page's Han runs joined by RUN_SEPARATOR (split_pages_bytes), its distinct tokens (text.distinct_tokens
+    without words) joined by FEATURE_SEPARATOR ("" for a page without), and their numbers (int32). One segmenter call
+    a page with Han; its tokens go into a set, which is joined at once: the set and the tokens are freed while they are
+    still in the CPU's caches (building all the sets of a batch first and joining them after costs about a quarter more)."""
+    joined: list[str] = []
+    counts: list[int] = []
     for text in han:
         if text:
             tokens = set(cut(text))
             tokens.discard(RUN_SEPARATOR)
-            sets.append(tokens)
+            joined.append(FEATURE_SEPARATOR.join(tokens))
+            counts.append(len(tokens))
         else:
-            sets.append(empty)
-    return sets
-
-
-@contextmanager
-def gc_paused():
-    """The cyclic garbage collector off while a batch's pages have their feature sets: a set a page, no reference
-    cycles, all freed before the end. Its collections, set off by the number of new containers, would only walk the
-    live sets, every token of each (a few per cent of the pass)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+            joined.append("")
+            counts.append(0)
+    return joined, np.array(counts, dtype=np.int32)
 
 
 def distinct_words(rest: bytes, offsets: np.ndarray, use: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """(hashes, page) of the distinct words of each page's rest (split_pages_bytes: ASCII, words between spaces)
     for the pages in `use`, ordered by page, never as Python strings; None when two different words of a page have
-    one hash (their bytes are compared)."""
+    one hash (distinct_pieces)."""
     buf = padded_buffer(rest)
-    size = len(rest)
-    word = buf[:size] != SPACE
-    starts_at, ends_at = word.copy(), word.copy()
-    starts_at[1:] &= ~word[:-1]
-    ends_at[:-1] &= ~word[1:]
-    pages = np.flatnonzero(offsets[1:] > offsets[:-1])  # a word never runs into the next page
-    starts_at[offsets[pages]] = word[offsets[pages]]
-    ends_at[offsets[pages + 1] - 1] = word[offsets[pages + 1] - 1]
-    starts, ends = np.flatnonzero(starts_at), np.flatnonzero(ends_at) + 1
-    page = np.searchsorted(offsets, starts, side="right") - 1
-    keep = use[page]
-    starts, ends, page = starts[keep], ends[keep], page[keep]
-    hashes = mmh3_64_batch(buf, starts, ends)
-    order, again = repeats_in_page(hashes, page)
-    a, b = order[again], order[again - 1]
-    length = ends[a] - starts[a]
-    same = length == ends[b] - starts[b]
+    for i in np.flatnonzero(~use & (offsets[1:] > offsets[:-1])).tolist():  # the pages not asked for: no words
+        buf[offsets[i]:offsets[i + 1]] = SPACE
+    word = np.zeros(len(rest) + 2, dtype=np.int8)  # a non-word byte either side
+    word[1:-1] = buf[:len(rest)] != SPACE
+    edge = np.diff(word)  # 1 where a word starts, -1 after its end
+    starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+    inner = np.unique(offsets[1:-1])  # (an empty page repeats an offset)
+    joint = inner[(word[inner] == 1) & (word[inner + 1] == 1)]  # a word never runs into the next page: cut there
+    if len(joint):
+        starts = np.insert(starts, np.searchsorted(starts, joint), joint)
+        ends = np.insert(ends, np.searchsorted(ends, joint), joint)
+    page = np.repeat(np.arange(len(offsets) - 1), np.diff(np.searchsorted(starts, offsets)))
+    return distinct_pieces(buf, starts, ends, page)
+
+
+# An odd 64-bit multiplier (2^64 / golden ratio): multiplying by it is a bijection whose high bits depend on all bits.
+_SPREAD = np.uint64(0x9E3779B97F4A7C15)
+SHORT_PIECE = 7  # bytes: a piece this short is its own 64-bit key (its bytes and its length)
+
+
+def distinct_pieces(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, page: np.ndarray,
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(hashes, page) of the distinct pieces buf[starts[i]:ends[i]] of each page (pieces ordered by page; buf with
+    PAD zero bytes after its end), ordered by page; None when two different pieces of a page have one hash.
+
+    Each piece has a 64-bit key: a piece of at most SHORT_PIECE bytes its bytes and its length (the piece itself),
+    a longer one its hash. The keys are made distinct per page (repeats_in_page, by the keys spread over their 64
+    bits), and only then are the short pieces hashed: a repeated short piece is never hashed, nor its bytes compared.
+    Two pieces with one key of which one is long are compared on their bytes."""
+    length = ends - starts
+    short = length <= SHORT_PIECE
     words = words_at(buf)
+    key = (words[starts] & LOW_BYTES[np.minimum(length, SHORT_PIECE)]) | (length.astype(np.uint64) << np.uint64(56))
+    long = np.flatnonzero(~short)
+    key[long] = mmh3_64_batch(buf, starts[long], ends[long])
+    with np.errstate(over="ignore"):
+        order, again = repeats_in_page(key * _SPREAD, page)
+    a, b = order[again], order[again - 1]
+    pair = np.flatnonzero(~short[a] | ~short[b])  # both short: the same key is the same piece
+    a, b = a[pair], b[pair]
+    size = length[a]
+    same = size == length[b]
     for k in (0, 8):
-        mask = LOW_BYTES[np.clip(length - k, 0, 8)]
+        mask = LOW_BYTES[np.clip(size - k, 0, 8)]
         same &= (words[starts[a] + k] & mask) == (words[starts[b] + k] & mask)
-    for i in np.flatnonzero(same & (length > 16)):
-        same[i] = rest[starts[a[i]]:ends[a[i]]] == rest[starts[b[i]]:ends[b[i]]]
+    for i in np.flatnonzero(same & (size > 16)):
+        same[i] = np.array_equal(buf[starts[a[i]]:ends[a[i]]], buf[starts[b[i]]:ends[b[i]]])
     if not same.all():
         return None
     order = np.delete(order, again)
-    return hashes[order], page[order]
+    hashes = key[order]
+    at = np.flatnonzero(short[order])
+    hashes[at] = mmh3_64_batch(buf, starts[order[at]], ends[order[at]])
+    return hashes, page[order]
 
 
 def repeats_in_page(hashes: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -404,24 +423,20 @@ def repeats_in_page_by_two_keys(hashes: np.ndarray, page: np.ndarray) -> tuple[n
     return order, again
 
 
-FEATURE_SEPARATOR = "\n"  # no auto feature holds white space: the separator of the joined features
+def fingerprints_of_joined(joined: list[str], counts: np.ndarray, signature: SignatureSpec | None = None,
+                           more: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, ...] | None:
+    """_fingerprints of each text's distinct features with binary weights, the same values, hashed in numpy
+    (mmh3_batch): joined[i] is text i's distinct str features joined by FEATURE_SEPARATOR ("" for none), counts[i]
+    their number (-1 for a null text); `more`: (hashes, page) of more distinct features of the texts (ordered by
+    page), none of them among the text's str features.
 
-
-def fingerprints_of_distinct(feature_sets, signature: SignatureSpec | None = None,
-                             more: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
-    """_fingerprints of each text's distinct features with binary weights (a set or other collection of
-    distinct str, None for a null text), the same values, hashed in numpy (mmh3_batch); `more`: (hashes, page)
-    of more distinct features of the texts (ordered by page), none of them among the text's str features.
-
-    Each text's features are joined into one str, and the batch's are encoded and hashed at once: no Python int
-    and no look-up per feature. A feature that holds the separator would shift the pieces; the count shows it, and
-    the batch is then hashed one feature at a time."""
-    kept = list(feature_sets)
-    counts = np.fromiter((-1 if feats is None else len(feats) for feats in kept), dtype=np.int32, count=len(kept))
-    parts = [FEATURE_SEPARATOR.join(feats) for feats in kept if feats]
+    The texts' joined features are joined again, and the batch's are encoded and hashed at once: no Python int and
+    no look-up per feature. A feature that holds the separator would shift the pieces: the count shows it, and
+    then there is no result (None)."""
+    parts = [part for part in joined if part]
     hashes = hash_joined(FEATURE_SEPARATOR.join(parts)) if parts else np.zeros(0, np.uint64)
     if len(hashes) != np.maximum(counts, 0).sum():
-        hashes = np.array([mmh3_64(t) for feats in kept if feats for t in feats], dtype=np.uint64)
+        return None
     if more is not None and len(more[0]):
         page = np.concatenate([np.repeat(np.arange(len(counts)), np.maximum(counts, 0)), more[1]])
         hashes = np.concatenate([hashes, more[0]])[np.argsort(page, kind="stable")]

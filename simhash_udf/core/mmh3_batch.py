@@ -28,11 +28,23 @@ def _rotl(x: np.ndarray, r: int) -> np.ndarray:
 
 
 def _fmix(k: np.ndarray) -> np.ndarray:
-    k = k ^ (k >> np.uint64(33))
-    k = k * _F1
-    k = k ^ (k >> np.uint64(33))
-    k = k * _F2
-    return k ^ (k >> np.uint64(33))
+    """MurmurHash3's 64-bit finaliser, in place (k is owned by the caller and returned): one temporary array a
+    step, not two (allocating and first touching the temporaries of a batch's arrays is much of their cost)."""
+    for multiplier in (_F1, _F2, None):
+        k ^= k >> np.uint64(33)
+        if multiplier is not None:
+            k *= multiplier
+    return k
+
+
+def _mix_in_place(k: np.ndarray, first: np.uint64, r: int, second: np.uint64) -> np.ndarray:
+    """k = rotl(k * first, r) * second, in place (k owned by the caller)."""
+    k *= first
+    high = k >> np.uint64(64 - r)
+    k <<= np.uint64(r)
+    k |= high
+    k *= second
+    return k
 
 
 def words_at(buf: np.ndarray) -> np.ndarray:
@@ -71,16 +83,19 @@ def mmh3_64_batch(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, seed: i
             h1[at], h2[at] = a, b
         tail = starts + (blocks << 4)
         rest = lengths & 15
-        k1 = words[tail] & LOW_BYTES[np.minimum(rest, 8)]
-        k2 = words[tail + 8] & LOW_BYTES[np.maximum(rest - 8, 0)]
-        h2 ^= _rotl(k2 * _C2, 33) * _C1  # a zero word changes nothing: no test of the tail's length needed
-        h1 ^= _rotl(k1 * _C1, 31) * _C2
+        k1 = words[tail]  # (a new array: indexing copies)
+        k1 &= LOW_BYTES[np.minimum(rest, 8)]
+        tail += 8
+        k2 = words[tail]
+        k2 &= LOW_BYTES[np.maximum(rest - 8, 0)]
+        h2 ^= _mix_in_place(k2, _C2, 33, _C1)  # a zero word changes nothing: no test of the tail's length needed
+        h1 ^= _mix_in_place(k1, _C1, 31, _C2)
         size = lengths.astype(np.uint64)
         h1 ^= size
         h2 ^= size
         h1 += h2
         h2 += h1
-        out[:] = _fmix(h1) + _fmix(h2)
+        np.add(_fmix(h1), _fmix(h2), out=out)
     for i in np.flatnonzero(long):
         out[i] = mmh3.hash64(buf[starts[i]:starts[i] + lengths[i]].tobytes(), seed=seed, x64arch=True, signed=False)[0]
     return out

@@ -37,11 +37,17 @@ _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 def mix64(x: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser: a bijection of uint64 that spreads every input bit over the output."""
-    x = np.asarray(x, dtype=np.uint64)
+    return _mix64_in_place(np.array(x, dtype=np.uint64))
+
+
+def _mix64_in_place(x: np.ndarray) -> np.ndarray:
+    """mix64 of a uint64 array the caller owns, in place (one temporary array a step)."""
     with np.errstate(over="ignore"):
-        x = (x ^ (x >> np.uint64(30))) * _M1
-        x = (x ^ (x >> np.uint64(27))) * _M2
-        return x ^ (x >> np.uint64(31))
+        for shift, multiplier in ((30, _M1), (27, _M2), (31, None)):
+            x ^= x >> np.uint64(shift)
+            if multiplier is not None:
+                x *= multiplier
+    return x
 
 
 @dataclass(frozen=True)
@@ -127,9 +133,13 @@ def page_signatures(hashes: np.ndarray, page: np.ndarray, valid: np.ndarray,
     hashes = np.asarray(hashes, dtype=np.uint64)
     n, bins = len(valid), spec.bins
     shift = np.uint64(64 - (bins.bit_length() - 1))
-    g = mix64(hashes ^ SALT)
+    g = _mix64_in_place(hashes ^ SALT)
     mins = np.full(bins * n, _EMPTY, dtype=np.uint64)
-    np.minimum.at(mins, (g >> shift).astype(np.int64) * n + page, g & ((np.uint64(1) << shift) - np.uint64(1)))
+    cell = (g >> shift).view(np.int64)  # bin b of page p: cell b * n + p (made in place)
+    cell *= n
+    cell += page
+    g &= (np.uint64(1) << shift) - np.uint64(1)
+    np.minimum.at(mins, cell, g)
     by_bin = densify_by_bin(mins.reshape(bins, n), valid)
     out = np.ascontiguousarray((by_bin & np.uint64((1 << spec.bits) - 1)).astype(spec.dtype).T)
     out[~valid] = 0

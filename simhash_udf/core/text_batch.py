@@ -145,9 +145,13 @@ def classify(texts: pa.Array) -> BatchChars:
     padded = np.zeros(size + 3, dtype=np.uint8)
     padded[:size] = data
     lead = np.flatnonzero(data >= 0xC0)
-    b0, b1 = padded[lead], padded[lead + 1]
-    # Han in three bytes: U+3400-4DBF is E3 90 80 - E4 B6 BF, U+4E00-9FFF is E4 B8 80 - E9 BF BF.
-    is_han = ((b0 >= 0xE5) & (b0 <= 0xE9)) | ((b0 == 0xE4) & (b1 != 0xB7)) | ((b0 == 0xE3) & (b1 >= 0x90))
+    b0 = data[lead]
+    # Han in three bytes: U+3400-4DBF is E3 90 80 - E4 B6 BF, U+4E00-9FFF is E4 B8 80 - E9 BF BF (the second byte
+    # read only where the first is E3 or E4).
+    is_han = (b0 >= 0xE5) & (b0 <= 0xE9)
+    e3_e4 = np.flatnonzero((b0 == 0xE3) | (b0 == 0xE4))
+    b1 = padded[lead[e3_e4] + 1]
+    is_han[e3_e4] = np.where(b0[e3_e4] == 0xE4, b1 != 0xB7, b1 >= 0x90)
     four = np.flatnonzero(b0 >= 0xF0)
     if len(four):
         cp4 = _code_points(padded, lead[four])
@@ -178,53 +182,65 @@ def split_pages_bytes(texts: pa.Array, chars: BatchChars | None = None) -> tuple
     segmenter returns that newline as a token of its own, to be dropped); rest[i]: the page with every Han
     ideograph made a space, normalised, every non-word character a space (ASCII, ready for str.split());
     slow[i]: the page has a character outside fold_table, its han and rest are not to be used. Null pages
-    come back as empty strings (the caller knows them by the array's validity)."""
+    come back as empty strings (the caller knows them by the array's validity).
+
+    Both are made by one bytes.translate of the batch's bytes each, its non-ASCII characters marked in numpy first:
+    the rest keeps ASCII (folded) and one byte for each non-ASCII character, the Han keeps the bytes of Han
+    characters and a newline in place of the first character after each run. Where a page's pieces start in them
+    is counted from the characters before the page's first byte (binary searches over the batch's characters)."""
     c = chars or classify(texts)
-    data, offsets, padded, lead, width, is_han, other = c.data, c.offsets, c.padded, c.lead, c.width, c.is_han, c.other
+    data, offsets, lead, width, is_han, other = c.data, c.offsets, c.lead, c.width, c.is_han, c.other
     n, size, slow = len(offsets) - 1, len(data), c.slow
     if n == 0:
         return [], b"", offsets, slow
     if len(lead) == 0:  # an all-ASCII batch: folded as it is, no Han
         return [""] * n, bytes(bytearray(data).translate(_ascii_fold_bytes())), offsets, slow
-    unknown = c.folded < 0
-    folded = c.folded
+    han_lead, han_width = lead[is_han], width[is_han]
+    other_lead, other_width = lead[other], width[other]
+    han4 = han_lead[han_width == 4]  # Han beyond the BMP: four bytes, the others three
+    other3, other4 = other_lead[other_width >= 3], other_lead[other_width == 4]
 
     # The rest: ASCII bytes folded, each non-ASCII character one byte (Han: a space), continuation bytes dropped.
     rest = bytearray(data)
     rest_view = np.frombuffer(rest, dtype=np.uint8)
     rest_view[lead] = SPACE
-    rest_view[lead[other]] = np.where(unknown, SPACE, folded).astype(np.uint8)
+    rest_view[other_lead] = np.where(c.folded < 0, SPACE, c.folded).astype(np.uint8)
     del rest_view  # a bytearray with a live view cannot be resized, and translate needs none
-    rest_bytes = rest.translate(_ascii_fold_bytes(), _CONTINUATION_BYTES)  # now every byte >= 0x80 continues one
-    continuation_before = np.zeros(len(lead) + 1, dtype=np.int64)
-    np.cumsum(width - np.uint8(1), dtype=np.int64, out=continuation_before[1:])
-    rest_offsets = offsets - _before(lead, continuation_before, offsets)
-
-    # The Han runs: their bytes, and a newline in place of the first character after each run in a page.
-    han_lead = lead[is_han]
+    rest_bytes = bytes(rest.translate(_ascii_fold_bytes(), _CONTINUATION_BYTES))  # every byte >= 0x80 continues one
+    del rest
+    # a character of w bytes has w - 1 continuation bytes: 1 for each, 1 more from three bytes on, 1 more for four
+    han_before = np.searchsorted(han_lead, offsets)
+    rest_offsets = offsets - (np.searchsorted(lead, offsets) + han_before + np.searchsorted(other3, offsets)
+                              + np.searchsorted(han4, offsets) + np.searchsorted(other4, offsets))
     if len(han_lead) == 0:
-        return [""] * n, bytes(rest_bytes), rest_offsets, slow
-    han_width = width[is_han]
-    han_start = np.zeros(size, dtype=bool)
-    han_start[han_lead] = True
-    in_han = han_start.copy()  # every byte of a Han character (three, or four beyond the BMP)
-    in_han[1:] |= han_start[:-1]
-    in_han[2:] |= han_start[:-2]
-    in_han[han_lead[han_width == 4] + 3] = True
-    ends = han_lead + han_width  # the byte after each Han character: a newline if it starts a non-Han one
-    run = np.flatnonzero((ends < size) & ~in_han[np.minimum(ends, size - 1)])  # the Han characters that end a run
+        return [""] * n, rest_bytes, rest_offsets, slow
+
+    # The Han runs: the bytes of Han characters, and a newline in place of the first character after each run in a
+    # page (a Han character is followed by another one at its end byte, or ends a run).
+    ends = han_lead + han_width
+    run = np.flatnonzero(ends[:-1] != han_lead[1:])
+    run = np.r_[run, len(han_lead) - 1] if ends[-1] < size else run
     page = np.searchsorted(offsets, ends[run], side="right") - 1  # offsets is short: this search is cheap
     inside = ends[run] != offsets[page]  # not at the start of the next page
     run, page = run[inside], page[inside]
     newline = ends[run]
-    newline = newline[~_white_gap(newline, run + 1, han_lead, offsets[page + 1], data, padded)]
-    han_bytes = data.copy()
-    han_bytes[newline] = NEWLINE
-    in_han[newline] = True
-    han_before = np.zeros(len(han_lead) + 1, dtype=np.int64)
-    np.cumsum(han_width, dtype=np.int64, out=han_before[1:])
-    han_offsets = _before(han_lead, han_before, offsets) + np.searchsorted(newline, offsets)
-    return page_strings(n, np.compress(in_han, han_bytes), han_offsets), bytes(rest_bytes), rest_offsets, slow
+    newline = newline[~_white_gap(newline, run + 1, han_lead, offsets[page + 1], data, c.padded)]
+    marked = bytearray(data)
+    marked_view = np.frombuffer(marked, dtype=np.uint8)
+    for k, at in enumerate((other_lead, other_lead, other3, other4)):  # the other characters' bytes: dropped
+        marked_view[np.minimum(at + k, size - 1)] = _DROPPED  # (the minimum: a character cut short in broken UTF-8)
+    marked_view[newline] = _NEWLINE_MARK
+    del marked_view
+    han = marked.translate(_HAN_BYTES, _NOT_HAN_BYTES)
+    han_offsets = 3 * han_before + np.searchsorted(han4, offsets) + np.searchsorted(newline, offsets)
+    return page_strings(n, han, han_offsets), rest_bytes, rest_offsets, slow
+
+
+# Marks of split_pages_bytes' Han bytes, two bytes never found in UTF-8: a byte to drop, and a newline to keep (the
+# batch's own newlines are ASCII, dropped with all other ASCII bytes).
+_DROPPED, _NEWLINE_MARK = 0xFE, 0xFF
+_HAN_BYTES = bytes(range(255)) + bytes([NEWLINE])
+_NOT_HAN_BYTES = bytes(range(128)) + bytes([_DROPPED])
 
 
 @lru_cache(maxsize=1)
@@ -248,9 +264,9 @@ def _white_gap(ends: np.ndarray, nxt: np.ndarray, han_lead: np.ndarray, page_end
     UTF-8 a lead can sit inside the character before it, and then it is searched for); page_end: the end of
     each end's page; padded: data with 3 zero bytes after it (for _code_points).
 
-    The first _GAP_WINDOW bytes of every gap that starts with white space, one after the other in one array,
-    each byte looked up once (a character's continuation bytes: its lead byte decides); a longer gap white so
-    far is checked whole. Decoding every cell of a gaps x _GAP_WINDOW window would cost more than twice as much."""
+    The gaps that start with white space are read byte by byte, all of them at once, each step only those white so
+    far (a character's continuation bytes: its lead byte decides): most gaps end at their second byte (a space
+    before a word). A gap white for its first _GAP_WINDOW bytes is checked whole."""
     out = np.zeros(len(ends), dtype=bool)
     if len(ends) == 0:
         return out
@@ -272,17 +288,20 @@ def _white_gap(ends: np.ndarray, nxt: np.ndarray, han_lead: np.ndarray, page_end
     if len(candidate) == 0:
         return out
     start, stop = ends[candidate], nxt_pos[candidate]
-    seen = np.minimum(stop - start, _GAP_WINDOW)
-    gap_starts = np.zeros(len(seen), dtype=np.int64)
-    np.cumsum(seen[:-1], out=gap_starts[1:])
-    idx = np.repeat(start - gap_starts, seen) + np.arange(gap_starts[-1] + seen[-1])
-    window = data[idx]
-    white = np.where(window < 0x80, table[:128][np.minimum(window, 127)], True)
-    is_lead = np.flatnonzero(window >= 0xC0)
-    if len(is_lead):
-        code = _code_points(padded, idx[is_lead])
-        white[is_lead] = table[np.minimum(code, TABLE_SIZE - 1)] & (code < TABLE_SIZE)
-    white_so_far = np.logical_and.reduceat(white, gap_starts)
+    white_so_far = np.ones(len(candidate), dtype=bool)
+    alive = np.arange(len(candidate))  # the gaps white so far that go on
+    for k in range(1, _GAP_WINDOW):  # (byte 0 is white: the candidates)
+        alive = alive[stop[alive] - start[alive] > k]
+        if len(alive) == 0:
+            break
+        byte = data[start[alive] + k]
+        white = np.where(byte < 0x80, table[:128][np.minimum(byte, 127)], True)
+        is_lead = np.flatnonzero(byte >= 0xC0)
+        if len(is_lead):
+            code = _code_points(padded, start[alive[is_lead]] + k)
+            white[is_lead] = table[np.minimum(code, TABLE_SIZE - 1)] & (code < TABLE_SIZE)
+        white_so_far[alive[~white]] = False
+        alive = alive[white]
     long = stop - start > _GAP_WINDOW
     out[candidate[white_so_far & ~long]] = True
     for i in np.flatnonzero(white_so_far & long):  # white space longer than the window: rare, checked whole
