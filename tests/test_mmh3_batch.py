@@ -2,7 +2,7 @@
 byte string, the default fingerprints from joined feature sets, and the character n-gram fingerprints."""
 import mmh3
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_text_batch import CHARS
 
@@ -70,6 +70,7 @@ def test_char_ngram_fingerprints_equal_the_per_text_path(batch, n, signed):
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.sets(st.lists(CHARS, max_size=12).map("".join), max_size=15)), max_size=10))
+@example([{""}, {"\n"}])  # a text of one empty feature and one holding the separator: their pieces sum right
 def test_fingerprints_of_joined_equal_the_per_feature_path(sets):
     """Any distinct features, each text's joined by the separator; a batch with a feature holding the separator
     (or an empty feature of its own) has no result, and the caller takes the per-page path."""

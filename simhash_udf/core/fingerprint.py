@@ -432,7 +432,11 @@ def fingerprints_of_joined(joined: list[str], counts: np.ndarray, signature: Sig
 
     The texts' joined features are joined again, and the batch's are encoded and hashed at once: no Python int and
     no look-up per feature. A feature that holds the separator would shift the pieces: the count shows it, and
-    then there is no result (None)."""
+    then there is no result (None). Each text's joined features give at least its count of pieces, but for a text
+    whose only feature is "" (no piece): that one is refused first, so that no other text's extra piece can make
+    up for it in the batch's sum."""
+    if any(c > 0 and not part for part, c in zip(joined, counts.tolist())):
+        return None
     parts = [part for part in joined if part]
     hashes = hash_joined(FEATURE_SEPARATOR.join(parts)) if parts else np.zeros(0, np.uint64)
     if len(hashes) != np.maximum(counts, 0).sum():
