@@ -20,7 +20,7 @@ import pandas as pd
 
 from simhash_udf.evaluation.outputs import (
     build_oracle,
-    job_labels,
+    job_cluster_ids,
     kept_positions,
     load_corpus,
     truth_labels,
@@ -43,13 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     docs = load_corpus(args.input, args.id_col, args.text_col, args.lang_col)
     oracle = build_oracle(docs)
     oracle_s = time.perf_counter() - start
-    result = oracle.evaluate(job_labels(docs, args.output), truth_labels(docs, args.truth) if args.truth else None)
+    cluster_ids = job_cluster_ids(docs, args.output)  # read once: the labels and the kept pages come from it
+    labels = pd.factorize(cluster_ids)[0]
+    result = oracle.evaluate(labels, truth_labels(docs, args.truth) if args.truth else None)
     print(f"{len(docs):,} documents; oracle: {len(oracle.pos_a):,} pairs with Jaccard >= 0.9 "
           f"(char 5-grams after normalize_text) in {oracle_s:.1f} s; total {time.perf_counter() - start:.1f} s")
     print(result.table())
-    print_removed(result.rows, oracle, kept_positions(docs, args.output))
+    print_removed(result.rows, oracle, kept_positions(docs, cluster_ids))
     if args.truth:
-        print_truth_tables(result.rows, truth_table(docs, args.truth), job_labels(docs, args.output), docs)
+        print_truth_tables(result.rows, truth_table(docs, args.truth), labels, docs)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result.rows, fh, indent=1)

@@ -42,23 +42,28 @@ def load_corpus(path: str, id_col: str = "id", text_col: str = "text", lang_col:
     return df.rename(columns={id_col: "id", text_col: "text", lang_col: "lang"}).reset_index(drop=True)
 
 
-def job_labels(docs: pd.DataFrame, output_dir: str) -> np.ndarray:
-    """The job's cluster_id of every corpus document, in corpus order (every document must be there)."""
+def job_cluster_ids(docs: pd.DataFrame, output_dir: str) -> pd.Series:
+    """The job's cluster_id (the id of the page kept) of every corpus document, in corpus order (every document
+    must be there)."""
     clusters = read_table(os.path.join(output_dir, "clusters"), ["id", "cluster_id"])
     merged = docs[["id"]].merge(clusters, on="id", how="left", validate="one_to_one")
     if merged["cluster_id"].isna().any():
         raise SystemExit(f"{output_dir}/clusters lacks {int(merged['cluster_id'].isna().sum())} corpus documents")
-    return pd.factorize(merged["cluster_id"])[0]
+    return merged["cluster_id"]
 
 
-def kept_positions(docs: pd.DataFrame, output_dir: str) -> np.ndarray:
-    """The corpus position of the page kept for each corpus document (its own for a kept one)."""
-    clusters = read_table(os.path.join(output_dir, "clusters"), ["id", "cluster_id"])
-    merged = docs[["id"]].merge(clusters, on="id", how="left", validate="one_to_one")
+def job_labels(docs: pd.DataFrame, output_dir: str) -> np.ndarray:
+    """The job's cluster of every corpus document as a label, in corpus order (every document must be there)."""
+    return pd.factorize(job_cluster_ids(docs, output_dir))[0]
+
+
+def kept_positions(docs: pd.DataFrame, cluster_ids: pd.Series) -> np.ndarray:
+    """The corpus position of the page kept for each corpus document (its own for a kept one), from its
+    job_cluster_ids."""
     position = pd.Series(np.arange(len(docs)), index=docs["id"].to_numpy())
-    kept = merged["cluster_id"].map(position)
+    kept = cluster_ids.map(position)
     if kept.isna().any():
-        raise SystemExit(f"{output_dir}/clusters names {int(kept.isna().sum())} kept pages that are not in the corpus")
+        raise SystemExit(f"the job's clusters name {int(kept.isna().sum())} kept pages that are not in the corpus")
     return kept.to_numpy(dtype=np.int64)
 
 
