@@ -71,21 +71,25 @@ def corpora(draw):
     return texts
 
 
+def assert_pairs_equal(a, b, values, expected: dict) -> None:
+    """The pairs (a[i], b[i]) with their values are exactly `expected` {(i, j): value}."""
+    got = {(int(i), int(j)): float(v) for i, j, v in zip(a, b, values)}
+    assert got.keys() == expected.keys()
+    for key, v in expected.items():
+        assert got[key] == pytest.approx(v)
+
+
 @settings(max_examples=120, deadline=None)
 @given(corpora(), st.sampled_from([0.9, 0.95, 1.0]))
 def test_oracle_pairs_equal_brute_force(texts, threshold):
     sets = [shingle_set(t) for t in texts]
-    a, b, jac = similar_pairs(sets, threshold)
-    got = {(int(i), int(j)): float(v) for i, j, v in zip(a, b, jac)}
     ref_sets = [ref_shingles(t) for t in texts]
     expected = {}
     for i, j in itertools.combinations(range(len(texts)), 2):
         v = ref_jaccard(ref_sets[i], ref_sets[j])
         if v >= threshold:
             expected[(i, j)] = v
-    assert got.keys() == expected.keys()
-    for key, v in expected.items():
-        assert got[key] == pytest.approx(v)
+    assert_pairs_equal(*similar_pairs(sets, threshold), expected)
 
 
 @settings(max_examples=120, deadline=None)
@@ -97,8 +101,6 @@ def test_contained_pairs_equal_brute_force(texts, threshold, max_ratio, seed):
     texts = texts + [t[rng.randrange(len(t) + 1):] + rng.choice(["", "北京", "ab cd"]) for t in texts if t]
     sets = [shingle_set(t) for t in texts]
     sizes = [len(t) for t in texts]
-    a, b, inside = contained_pairs(sets, sizes, threshold, max_ratio)
-    got = {(int(i), int(j)): float(v) for i, j, v in zip(a, b, inside)}
     ref_sets = [ref_shingles(t) for t in texts]
     expected = {}
     for i, j in itertools.permutations(range(len(texts)), 2):
@@ -106,9 +108,7 @@ def test_contained_pairs_equal_brute_force(texts, threshold, max_ratio, seed):
             v = len(ref_sets[i] & ref_sets[j]) / len(ref_sets[i])
             if v >= threshold:
                 expected[(i, j)] = v
-    assert got.keys() == expected.keys()
-    for key, v in expected.items():
-        assert got[key] == pytest.approx(v)
+    assert_pairs_equal(*contained_pairs(sets, sizes, threshold, max_ratio), expected)
 
 
 @settings(max_examples=120, deadline=None)
