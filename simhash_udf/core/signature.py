@@ -153,6 +153,12 @@ def similarity(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
     return np.clip((agree - chance) / (1 - chance), 0.0, 1.0)
 
 
+def agreement_similarity(agree: np.ndarray, spec: SignatureSpec) -> np.ndarray:
+    """similarity of pairs whose agreeing bins (agreeing_bins) are known: the same values."""
+    chance = 2.0**-spec.bits
+    return np.clip((np.asarray(agree) / spec.bins - chance) / (1 - chance), 0.0, 1.0)
+
+
 def min_agreeing_bins(min_similarity: float, spec: SignatureSpec) -> int:
     """The number of agreeing bins at which the estimated similarity reaches min_similarity: the check is an
     integer comparison, so no rounding decides a pair."""

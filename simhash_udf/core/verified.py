@@ -29,7 +29,7 @@ import numpy as np
 from .bands import FarFilter, SignatureBands
 from .candidates import SMALL_GROUP, _small_group_pairs, bfs_forest, key_groups, pair_filter, spanning_forest_edges
 from .shingles import jaccard, shingle_set
-from .signature import SignatureSpec, agreeing_bins, min_agreeing_bins, similarity
+from .signature import SignatureSpec, agreeing_bins, agreement_similarity, min_agreeing_bins, similarity
 
 BANDS = 10  # similarity bands of the report: [0, 0.1), ..., [0.9, 1.0]
 
@@ -99,7 +99,13 @@ def pairs_verify(sig_a: np.ndarray, sig_b: np.ndarray, n_a=None, n_b=None, spec:
     """(verified, by_containment) of pairs of signatures (rows x bins, or one row against many): verified-
     similar, or (feature counts given) contained within the size bound (on size_a, size_b, the pages'
     characters, when given: `contained`); by_containment: verified only by containment."""
-    agree = agreeing_bins(sig_a, sig_b)
+    return agreement_verifies(agreeing_bins(sig_a, sig_b), n_a, n_b, spec, size_a, size_b)
+
+
+def agreement_verifies(agree: np.ndarray, n_a=None, n_b=None, spec: VerifySpec | None = None,
+                       size_a=None, size_b=None) -> tuple[np.ndarray, np.ndarray]:
+    """pairs_verify of pairs whose agreeing bins are known (agree: any shape the other arguments broadcast
+    to), so that a component's units are compared once."""
     similar = agree >= spec.need
     if n_a is None or n_b is None or not spec.containment:
         return similar, np.zeros(np.shape(similar), dtype=bool)
@@ -229,16 +235,26 @@ FRAME_PROSE = 1.1  # a page in a frame has at most this many times the prose let
 MEDOID_MAX = 256  # open units of a component up to which, with containment on, the centre is the unit joining the most
 
 
-def _verify_all(sigs: np.ndarray, counts, sizes, spec: VerifySpec) -> np.ndarray:
+def _agreement(sigs: np.ndarray) -> np.ndarray:
+    """(units x units) the agreeing bins of each two units' signatures (the diagonal: every bin)."""
+    return np.stack([agreeing_bins(sigs, s) for s in sigs]) if len(sigs) else np.zeros((0, 0), dtype=np.int64)
+
+
+def _column(values, at=None):
+    """values as a column (units x 1) for comparing every two units, or values[at]; None stays None."""
+    if values is None:
+        return None
+    values = np.asarray(values)
+    return values[:, None] if at is None else values[at]
+
+
+def _verify_all(agree: np.ndarray, counts, sizes, spec: VerifySpec) -> np.ndarray:
     """(units x units) whether each two units of one component verify (similar, or contained within the bound;
-    the diagonal false)."""
-    n = len(sigs)
-    out = np.zeros((n, n), dtype=bool)
-    for i in range(n - 1):
-        out[i, i + 1:] = pairs_verify(sigs[i + 1:], sigs[i], None if counts is None else counts[i + 1:],
-                                      None if counts is None else counts[i], spec,
-                                      None if sizes is None else sizes[i + 1:], None if sizes is None else sizes[i])[0]
-    return out | out.T
+    the diagonal false), from their agreeing bins (_agreement)."""
+    row = lambda v: None if v is None else np.asarray(v)[None, :]  # noqa: E731
+    out = agreement_verifies(agree, _column(counts), row(counts), spec, _column(sizes), row(sizes))[0].copy()
+    np.fill_diagonal(out, False)
+    return out
 
 
 def adds_frame(prose: np.ndarray, sizes, a, b) -> np.ndarray:
@@ -292,12 +308,13 @@ def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndar
     return keep
 
 
-def _reach_and_resemble(sigs, counts, sizes, is_short: np.ndarray, spec: VerifySpec) -> tuple[np.ndarray, np.ndarray]:
-    """(reach, resemble) of one component's units (units x units): reach[c, u], whether c's take may join u
-    (they verify, or both are short: their shingles decide), the bound _most_joined tries units by; resemble,
-    _resembling of every two units, for _agreeing."""
-    links = _verify_all(sigs, counts, sizes, spec)
-    resemble = links | (np.stack([similarity(sigs, s, spec.signature.bits) for s in sigs]) >= RESEMBLE)
+def _reach_and_resemble(agree: np.ndarray, counts, sizes, is_short: np.ndarray,
+                        spec: VerifySpec) -> tuple[np.ndarray, np.ndarray]:
+    """(reach, resemble) of one component's units (units x units) from their agreeing bins (_agreement):
+    reach[c, u], whether c's take may join u (they verify, or both are short: their shingles decide), the bound
+    _most_joined tries units by; resemble, _resembling of every two units, for _agreeing."""
+    links = _verify_all(agree, counts, sizes, spec)
+    resemble = links | (agreement_similarity(agree, spec.signature) >= RESEMBLE)
     reach = links | (is_short[:, None] & is_short[None, :])
     np.fill_diagonal(reach, False)
     return reach, resemble
@@ -354,22 +371,23 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
         is_short = np.array([t is not None for t in short_texts], dtype=bool)
         shingles = [shingle_set(t, spec.short_ngram) if t is not None else None for t in short_texts]
     with_containment = spec.containment and counts is not None
-    reach = resemble = None
+    reach = resemble = agree = None
     if with_containment and n - fixed <= MEDOID_MAX:
-        reach, resemble = _reach_and_resemble(sigs, counts, sizes, is_short, spec)
+        agree = _agreement(sigs)
+        reach, resemble = _reach_and_resemble(agree, counts, sizes, is_short, spec)
     centre = np.full(n, -1, dtype=np.int64)
     centre[:fixed] = np.arange(fixed)
     open_ = np.arange(fixed, n)
 
     def joins(c: int, others: np.ndarray) -> np.ndarray:
         """Which of `others` the centre c takes."""
-        near, by_containment = pairs_verify(
-            sigs[others], sigs[c], None if counts is None else counts[others], None if counts is None else counts[c],
-            spec, None if sizes is None else sizes[others], None if sizes is None else sizes[c])
+        closeness = agreeing_bins(sigs[others], sigs[c]) if agree is None else agree[others, c]
+        near, by_containment = agreement_verifies(closeness, _column(counts, others), _column(counts, c), spec,
+                                                  _column(sizes, others), _column(sizes, c))
         if with_containment:
             by = np.flatnonzero(by_containment)
             if len(by) > 1:  # the closest to the centre first, then keep order
-                by = by[np.argsort(-agreeing_bins(sigs[others[by]], sigs[c]), kind="stable")]
+                by = by[np.argsort(-closeness[by], kind="stable")]
                 near[by] = _agreeing(sigs, counts, sizes, spec, c, others[by], prose, resemble)
         for x in np.flatnonzero(is_short[others] & is_short[c]):
             near[x] = jaccard(shingles[others[x]], shingles[c]) >= spec.short_min_jaccard
