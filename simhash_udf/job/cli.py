@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None, script: str | None = None) -> int:
         return 0
     from pyspark.sql import SparkSession
 
-    from ..spark.session import relaunch_for_large_input, start_job_session
+    from ..spark.session import relaunch_for_large_input, start_job_session, stopped_by_its_jvm
 
     if script is not None:  # before the pipeline's imports, which a relaunched process makes again
         relaunch_for_large_input(cfg.input, [script, *(sys.argv[1:] if argv is None else argv)])
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None, script: str | None = None) -> int:
                 return 2
             raise
         finally:
-            if callers is None:
+            if callers is None and not stopped_by_its_jvm(spark.sparkContext.master):
                 spark.stop()
     if termination.requested():
         print("simhash-dedup: SIGTERM arrived once the output was being committed; the run completed", file=sys.stderr)
