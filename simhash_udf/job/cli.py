@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None, script: str | None = None) -> int:
         return 0
     from pyspark.sql import SparkSession
 
-    from ..spark.session import relaunch_for_large_input, start_job_session, stopped_by_its_jvm
+    from ..spark.session import relaunch_for_large_input, start_job_session, stopped_by_its_jvm, warm_up_in_background
 
     if script is not None:  # before the pipeline's imports, which a relaunched process makes again
         relaunch_for_large_input(cfg.input, [script, *(sys.argv[1:] if argv is None else argv)])
@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None, script: str | None = None) -> int:
     callers = SparkSession.getActiveSession()  # called from a notebook or a driver program: not ours to stop
     with termination.handle_sigterm():
         spark = start_job_session(cfg.input)
+        if callers is None and spark.sparkContext.master.startswith("local"):
+            warm_up_in_background(spark)  # a new JVM of this run alone: its first query's machinery on the other core
         try:
             # a session of its own: a one-off process, in a JVM started for it
             report = run(cfg, spark, new_process=callers is None)
