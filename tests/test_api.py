@@ -382,24 +382,6 @@ def test_spark_submit_on_a_large_local_input_runs_again_with_the_large_run_drive
     assert "running spark-submit again with --driver-memory 2g" in output
 
 
-def test_the_warm_up_runs_a_query_beside_the_run_and_leaves_the_session_as_it_was(spark):
-    """session.warm_up_in_background (a one-off run in local mode starts it beside its first stage): its thread ends,
-    having run its Spark jobs to success, and leaves no cache and no setting behind."""
-    from simhash_udf.spark.session import warm_up_in_background
-
-    tracker = spark.sparkContext.statusTracker()
-    before = set(tracker.getJobIdsForGroup(None))
-    settings = dict(spark.sparkContext.getConf().getAll()), spark.conf.get("spark.sql.shuffle.partitions")
-    persisted = spark.sparkContext._jsc.getPersistentRDDs().size()
-    thread = warm_up_in_background(spark)
-    thread.join(120)
-    assert not thread.is_alive()
-    started = set(tracker.getJobIdsForGroup(None)) - before
-    assert started and all(str(tracker.getJobInfo(job).status) == "SUCCEEDED" for job in started), started
-    assert (dict(spark.sparkContext.getConf().getAll()), spark.conf.get("spark.sql.shuffle.partitions")) == settings
-    assert spark.sparkContext._jsc.getPersistentRDDs().size() == persisted
-
-
 def test_under_spark_submit_in_local_mode_the_jvm_stops_the_jobs_session(monkeypatch, tmp_path):
     """The job leaves its session to spark-submit's JVM in local mode (session.stopped_by_its_jvm): that JVM's
     shutdown hook stops the SparkContext once the job's Python has ended, so the run still ends (no JVM left

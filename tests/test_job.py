@@ -97,9 +97,8 @@ def sample_run(watched_sample_run):
     return watched_sample_run[:2]
 
 
-# Spark jobs a run of 200 originals of the sample (368 pages) starts in the test session: 62 (a spark-submit run's event
-# log shows 64, the two of its warm-up query beside them, session.warm_up_in_background). A small run's time is its
-# Spark jobs, not its rows (docs/performance.md, "A small run").
+# Spark jobs a run of 200 originals of the sample (368 pages) starts: 62 in a spark-submit run (its event log) and in
+# the test session. A small run's time is its Spark jobs, not its rows (docs/performance.md, "A small run").
 SMALL_RUN_SPARK_JOBS = 62
 
 

@@ -12,10 +12,6 @@ from ..errors import DedupError
 from . import termination
 from .config import load_config
 
-# How long a run's end waits for its warm-up query (session.warm_up_in_background), which takes seconds: a session
-# stopped under a running task prints the task's Java stack trace.
-WARM_UP_WAIT_SECONDS = 60
-
 
 def main(argv: list[str] | None = None, script: str | None = None) -> int:
     """script: the spark-submit entry point being run (jobs/dedup_job.py), which may run spark-submit again with
@@ -34,7 +30,7 @@ def main(argv: list[str] | None = None, script: str | None = None) -> int:
         return 0
     from pyspark.sql import SparkSession
 
-    from ..spark.session import relaunch_for_large_input, start_job_session, stopped_by_its_jvm, warm_up_in_background
+    from ..spark.session import relaunch_for_large_input, start_job_session, stopped_by_its_jvm
 
     if script is not None:  # before the pipeline's imports, which a relaunched process makes again
         relaunch_for_large_input(cfg.input, [script, *(sys.argv[1:] if argv is None else argv)])
@@ -43,9 +39,6 @@ def main(argv: list[str] | None = None, script: str | None = None) -> int:
     callers = SparkSession.getActiveSession()  # called from a notebook or a driver program: not ours to stop
     with termination.handle_sigterm():
         spark = start_job_session(cfg.input)
-        warm_up = None
-        if callers is None and spark.sparkContext.master.startswith("local"):
-            warm_up = warm_up_in_background(spark)  # a new JVM of this run alone: its first query's machinery on the other core
         try:
             # a session of its own: a one-off process, in a JVM started for it
             report = run(cfg, spark, new_process=callers is None)
@@ -59,8 +52,6 @@ def main(argv: list[str] | None = None, script: str | None = None) -> int:
                 return 2
             raise
         finally:
-            if warm_up is not None:  # its tasks ended before the session's stop (a run that fails at once ends first)
-                warm_up.join(WARM_UP_WAIT_SECONDS)
             if callers is None and not stopped_by_its_jvm(spark.sparkContext.master):
                 spark.stop()
     if termination.requested():

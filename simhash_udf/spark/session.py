@@ -5,7 +5,6 @@ import logging
 import os
 import sys
 import tempfile
-import threading
 from contextlib import contextmanager
 
 import pyspark
@@ -47,25 +46,6 @@ def stopped_by_its_jvm(master: str) -> bool:
     makes every run wait for PySpark's accumulator server to notice its shutdown (its poll is half a second). On a
     cluster or from `python -m` the job stops its session itself."""
     return under_spark_submit() and master.startswith("local")
-
-
-def warm_up_in_background(spark: SparkSession) -> threading.Thread:
-    """Start, in a daemon thread, a tiny query with a shuffle and an aggregation on the job's own session in local
-    mode, while the job's first stage plans and reads its input. A new JVM loads and first runs the machinery every
-    query needs (planning, the scheduler, task serialization, a shuffle) on the path of the run's first query, on
-    one core; run beside it, part of that work goes to the other. Its result is not used, and its failure is
-    ignored (the run's own queries would meet the same failure and report it)."""
-    from pyspark.sql import functions as F
-
-    def warm_up() -> None:
-        try:
-            spark.range(0, 1000, 1, 2).groupBy((F.col("id") % 7).alias("key")).count().collect()
-        except Exception:  # noqa: BLE001  (a warm-up only)
-            pass
-
-    thread = threading.Thread(target=warm_up, name="simhash-dedup-warm-up", daemon=True)
-    thread.start()
-    return thread
 
 
 def _half_of_ram() -> str:
