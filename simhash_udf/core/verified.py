@@ -251,8 +251,7 @@ def _column(values, at=None):
 def _verify_all(agree: np.ndarray, counts, sizes, spec: VerifySpec) -> np.ndarray:
     """(units x units) whether each two units of one component verify (similar, or contained within the bound;
     the diagonal false), from their agreeing bins (_agreement)."""
-    row = lambda v: None if v is None else np.asarray(v)[None, :]  # noqa: E731
-    out = agreement_verifies(agree, _column(counts), row(counts), spec, _column(sizes), row(sizes))[0].copy()
+    out = agreement_verifies(agree, _column(counts), counts, spec, _column(sizes), sizes)[0].copy()
     np.fill_diagonal(out, False)
     return out
 
@@ -274,9 +273,9 @@ def adds_frame(prose: np.ndarray, sizes, a, b) -> np.ndarray:
 def _resembling(sigs, counts, sizes, spec: VerifySpec, taken: np.ndarray, u: int) -> np.ndarray:
     """Whether unit u resembles each of `taken`: verifies with it, or has an estimated Jaccard of at least
     RESEMBLE with it."""
-    ok = pairs_verify(sigs[taken], sigs[u], counts[taken], counts[u], spec,
-                      None if sizes is None else sizes[taken], None if sizes is None else sizes[u])[0]
-    return ok | (similarity(sigs[taken], sigs[u], spec.signature.bits) >= RESEMBLE)
+    agree = agreeing_bins(sigs[taken], sigs[u])
+    ok = agreement_verifies(agree, counts[taken], counts[u], spec, _column(sizes, taken), _column(sizes, u))[0]
+    return ok | (agreement_similarity(agree, spec.signature) >= RESEMBLE)
 
 
 def _agreeing(sigs, counts, sizes, spec: VerifySpec, c: int, candidates: np.ndarray, prose=None,

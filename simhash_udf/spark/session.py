@@ -41,10 +41,10 @@ def under_spark_submit() -> bool:
 
 def stopped_by_its_jvm(master: str) -> bool:
     """Whether the job's own session (on `master`) is stopped by its JVM once this process ends, so the job need not
-    stop it: under spark-submit in local mode, spark-submit's JVM runs every task, waits for this Python process, then exits,
-    and its shutdown hook stops the SparkContext (SparkContext registers that hook). Stopping it from Python as well
-    makes every run wait for PySpark's accumulator server to notice its shutdown (its poll is half a second). On a
-    cluster or from `python -m` the job stops its session itself."""
+    stop it: under spark-submit in local mode, spark-submit's JVM runs every task, waits for this Python process,
+    then exits, and its shutdown hook stops the SparkContext (SparkContext registers that hook). Stopping it from
+    Python as well makes every run wait for PySpark's accumulator server to notice its shutdown (its poll is half a
+    second). On a cluster or from `python -m` the job stops its session itself."""
     return under_spark_submit() and master.startswith("local")
 
 
