@@ -105,6 +105,9 @@ class DedupConfig:
     keep: str = option("id", "search", "which page of a cluster is kept: id (smallest id), longest, earliest:COLUMN "
                        "(with --min-containment: among the pages most of the cluster verifies with)")
     max_component_rounds: int = option(200, "search", "large-star/small-star rounds before the job gives up")
+    driver_component_edges: int = option(2_000_000, "search", "verified edges up to which the connected components "
+                                         "are found on the driver (numpy) instead of in Spark rounds; the same "
+                                         "clusters; 0 = always the Spark rounds")
     plan: int = option(0, "search", "print the plan and estimated cost of a run over this many pages (e.g. 1e9), "
                        "then exit (no Spark, no input needed)", toml=False)
     simulate_fingerprint_bits: int = option(0, "search", "benchmarks only (scripts/bench/quality.py --crawl): cut fingerprints "
@@ -268,7 +271,7 @@ class DedupConfig:
             raise bad(f"--related-distance must be in 1..{MAX_RELATED_DISTANCE} bits (got {self.related_distance})")
         if self.simulate_fingerprint_bits and not self.k < self.simulate_fingerprint_bits <= 64:
             raise bad(f"--simulate-fingerprint-bits must be 0 (off) or k+1..64 (got {self.simulate_fingerprint_bits})")
-        for name in ("shuffle_partitions", "input_partitions"):
+        for name in ("shuffle_partitions", "input_partitions", "driver_component_edges"):
             if getattr(self, name) < 0:
                 raise bad(f"--{name.replace('_', '-')} must be 0 or more (got {getattr(self, name)})")
         # Spark takes these as 32-bit ints (arrow_batch_mb in bytes): larger values failed inside Spark

@@ -273,7 +273,8 @@ class CandidateStats(Part):
     verification: Verification | None = item("how pairs are verified; null without verification")
     forest_edges: int = item("edges kept for the components (a spanning forest of each group)")
     pairs_accepted_by_distance: dict[str, int] = item("Hamming distance 0..k -> the SimHash tables' candidate pairs")
-    component_rounds: int = item("rounds of the connected-components search")
+    component_rounds: int = item("rounds of the connected-components search (large-star / small-star rounds; "
+                                  "with at most --driver-component-edges edges, the driver's hooking rounds)")
     chance_pairs_uniform: float = item("pairs within k expected among as many uniformly random fingerprints")
     signature_bands: SignatureBandStats | None = item("the signature bands' search; null when off")
     sentence_keys: SentenceKeyStats | None = item("the longest-sentence key search; left out when off",

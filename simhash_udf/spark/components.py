@@ -4,16 +4,43 @@ Nodes are fingerprints (int64) and every step is a DataFrame join or aggregation
 to the driver. Edges are kept oriented (u, v) with u > v. The loop stops when the edges form a forest of
 stars, each pointing at its component's smallest node: every child has exactly one parent and no parent
 is itself a child. Each round is checkpointed so the lineage (and the plan Spark must analyse) stays short.
+
+A graph of at most DRIVER_EDGES edges is collected instead and its components found in numpy
+(core.components; components_on_driver): the same rows, without a round's Spark jobs and checkpoint files.
 """
 from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..core.components import component_roots
 from ..errors import DedupError
 from .session import unique_key_aggregation
+
+
+# Edges up to which the components are found on the driver: 32 MB of (src, dst) pairs from the executors, a few
+# hundred MB of numpy arrays at most while they are searched, a few seconds of the driver's CPU.
+DRIVER_EDGES = 2_000_000
+ROOTS_PER_PARTITION = 500_000  # rows of the driver's (node, root) table per partition of its DataFrame
+
+
+def components_on_driver(edges: DataFrame, src: str = "src", dst: str = "dst") -> tuple[DataFrame, int, int]:
+    """connected_components' answer (node, root rows, rounds, rows) from the edges collected to the driver
+    (core.components.component_roots; rounds: its hooking rounds). An edge with a null end is dropped, as the
+    Spark rounds drop it."""
+    table = edges.where(F.col(src).isNotNull() & F.col(dst).isNotNull()).select(
+        F.col(src).cast("long").alias("src"), F.col(dst).cast("long").alias("dst")).toArrow()
+    node, root, rounds = component_roots(np.asarray(table.column("src").to_numpy()),
+                                         np.asarray(table.column("dst").to_numpy()))
+    spark = edges.sparkSession
+    roots = spark.createDataFrame(pa.table({"node": node, "root": root}), "node long, root long")
+    # createDataFrame makes a partition of every Arrow batch (spark.sql.execution.arrow.maxRecordsPerBatch rows)
+    roots = roots.coalesce(max(1, -(-len(node) // ROOTS_PER_PARTITION)))
+    return roots, rounds, len(node)
 
 
 def oriented(edges: DataFrame, a: str = "src", b: str = "dst") -> DataFrame:

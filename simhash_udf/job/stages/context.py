@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 from ...core.bands import SignatureBands
 from ...core.sentence_keys import SentenceKeySpec
 from ...core.verified import VerifySpec
+from ...spark.components import DRIVER_EDGES
 from .. import termination
 from ..config import DedupConfig
 
@@ -66,7 +67,8 @@ class SearchSpecs:
     from the number of distinct fingerprints); verify: how pairs are verified (None: every candidate pair is
     an edge); bands: the signature-band search beside the tables (used only when pairs are verified);
     cluster_mode: verified, transitive or star; max_rounds: component rounds before the job gives up;
-    sentences: the longest-sentence key search (used only when pairs are verified), None when off."""
+    sentences: the longest-sentence key search (used only when pairs are verified), None when off;
+    driver_edges: edges up to which the components are found on the driver (0: always the Spark rounds)."""
 
     k: int
     blocks: int = 0
@@ -75,10 +77,12 @@ class SearchSpecs:
     cluster_mode: str = "verified"
     max_rounds: int = 200
     sentences: SentenceKeySpec | None = None
+    driver_edges: int = DRIVER_EDGES
 
     @classmethod
     def of(cls, cfg: DedupConfig) -> "SearchSpecs":
-        return cls(cfg.k, cfg.blocks, cfg.verify, cfg.bands, cfg.cluster_mode, cfg.max_component_rounds, cfg.sentences)
+        return cls(cfg.k, cfg.blocks, cfg.verify, cfg.bands, cfg.cluster_mode, cfg.max_component_rounds, cfg.sentences,
+                   cfg.driver_component_edges)
 
     @property
     def use_sentences(self) -> bool:

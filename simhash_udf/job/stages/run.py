@@ -103,7 +103,8 @@ def run_stages(raw: DataFrame, cfg: DedupConfig, *, timer: StageTimer, persist: 
     short = short_text_stage(fp.docs, cfg, persist, timer, fp.stats["short_pages"])
     ctx = StageContext(SearchSpecs.of(cfg), timer, persist, checkpoint, history,
                        large=fp.stats["input_rows"] >= LARGE_RUN_PAGES)
-    clustered = near_duplicate_clusters(fp.docs, ctx, short.edges, short.pairs)
+    clustered = near_duplicate_clusters(fp.docs, ctx, short.edges, short.pairs,
+                                        short.report.verified_pairs if short.edges is not None else None)
     search = clustered.stats.candidates.pair_search = pair_search(clustered.stats, short.report)
     log.info("%s", search.summary())
     related = related_stage(clustered.clusters, cfg.related, cfg.related_distance, cfg.signature, persist,
@@ -138,11 +139,12 @@ def pair_search(stats: "NearDuplicateStats", short: ShortTextStats) -> PairSearc
 
 
 def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: DataFrame | None = None,
-                            short_pairs: DataFrame | None = None) -> Clustered:
+                            short_pairs: DataFrame | None = None, short_edge_count: int | None = None) -> Clustered:
     """Stages 3-7 on (id, fingerprint, rank[, signature][, short_text]) rows, under CLUSTERING_SETTINGS: exact
     collapse, blocks, candidates, verify, components, resolve. Without a signature column every candidate
     pair is an edge (as with ctx.specs.verify None). short_edges: the short-text stage's verified pairs,
-    more edges of the components; short_pairs: its candidate pairs (the report counts those found here too).
+    more edges of the components; short_pairs: its candidate pairs (the report counts those found here too);
+    short_edge_count: the rows of short_edges (None: not known, counted when the components stage needs it).
 
     Returns the clusters (id, fingerprint, cluster_id, is_duplicate, signature), the cluster-size histogram
     {size: clusters} and the pair statistics. With a history (ctx.history), its fingerprints that share a key
@@ -168,8 +170,10 @@ def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: Dat
         cands = candidates_stage(collapsed, blocks, ctx)
         sentences = sentence_keys_stage(collapsed, ctx)
         more_edges = [e for e in (short_edges, sentences.edges if sentences is not None else None) if e is not None]
+        more_count = None if short_edges is not None and short_edge_count is None else (short_edge_count or 0) + (
+            sentences.verified_by_similarity + sentences.verified_by_containment if sentences is not None else 0)
         verified = verify_stage(blocks, cands, reduce(DataFrame.unionByName, more_edges) if more_edges else None, ctx,
-                                short_pairs, sentences.pairs if sentences is not None else None)
+                                short_pairs, sentences.pairs if sentences is not None else None, more_count)
         comps = components_stage(verified, ctx)
         resolved = resolve_stage(collapsed, blocks, comps, ctx)
     stats = near_duplicate_stats(ctx, collapsed, blocks, cands, verified, comps, resolved, sentences)

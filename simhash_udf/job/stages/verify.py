@@ -29,15 +29,18 @@ class Verified:
     band_verified: int  # of them verified
     short_found_by_main_search: int = 0  # the short-text candidate pairs that the tables or the bands found too
     sentence_found_by_other_sources: int = 0  # the sentence-key pairs that the tables, the bands or short text found
+    edge_count: int | None = None  # rows of edges, at most (None: not counted; the short-text edges not given)
 
 
 def verify_stage(blocks: Blocks, cands: Candidates, short_edges: DataFrame | None, ctx: StageContext,
-                 short_pairs: DataFrame | None = None, sentence_pairs: DataFrame | None = None) -> Verified:
+                 short_pairs: DataFrame | None = None, sentence_pairs: DataFrame | None = None,
+                 short_edge_count: int | None = None) -> Verified:
     """Stage 5b: the candidates' pairs verified (every one an edge when ctx.specs.verify is None), the
     verified forests with the short-text stage's and the sentence keys' edges (short_edges) as the components'
     input. short_pairs: the short-text stage's candidate pairs, of which those the main search found as well are
     counted; sentence_pairs: the sentence-key search's (src, dst), of which those any other source found are
-    counted (the report's sums count such a pair under each source that found it)."""
+    counted (the report's sums count such a pair under each source that found it); short_edge_count: the rows of
+    short_edges, at most (None: not known)."""
     specs = ctx.specs
     with ctx.timer("verify") as counts:
         signatures = blocks.search_signatures
@@ -72,8 +75,9 @@ def verify_stage(blocks: Blocks, cands: Candidates, short_edges: DataFrame | Non
         if sentence_pairs is not None:
             also_sentences = sentence_pairs_found_elsewhere(sentence_pairs, short_pairs, band_signatures, specs.k, bands)
             counts["sentence_pairs_found_elsewhere"] = also_sentences
+    edge_count = n_edges if short_edges is None else None if short_edge_count is None else n_edges + short_edge_count
     return Verified(edges, by_band, n_verified, n_rejected, n_edges, band_accepted, band_verified, also_short,
-                    also_sentences)
+                    also_sentences, edge_count)
 
 
 def sentence_pairs_found_elsewhere(sentence_pairs: DataFrame, short_pairs: DataFrame | None,
