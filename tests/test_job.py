@@ -97,9 +97,9 @@ def sample_run(watched_sample_run):
     return watched_sample_run[:2]
 
 
-# Spark jobs a run of 200 originals of the sample (368 pages) starts: 62 in a spark-submit run (its event log) and in
+# Spark jobs a run of 200 originals of the sample (368 pages) starts: 50 in a spark-submit run (its event log) and in
 # the test session. A small run's time is its Spark jobs, not its rows (docs/performance.md, "A small run").
-SMALL_RUN_SPARK_JOBS = 62
+SMALL_RUN_SPARK_JOBS = 50
 
 
 def test_a_small_run_starts_no_more_spark_jobs_than_today(spark, tmp_path):
@@ -114,6 +114,25 @@ def test_a_small_run_starts_no_more_spark_jobs_than_today(spark, tmp_path):
     run_job(spark, "--input", path, "--output", tmp_path / "out")
     started = set(tracker.getJobIdsForGroup(None)) - before
     assert 20 < len(started) <= SMALL_RUN_SPARK_JOBS, len(started)
+
+
+def test_components_in_spark_rounds_give_the_same_output(spark, watched_sample_run, sample, tmp_path):
+    """The sample's components are found on the driver (its log says so); with --driver-component-edges 0 they are
+    found in large-star / small-star rounds instead, and the run writes the same clusters, kept and related rows and
+    the same report counters but the rounds."""
+    out, report, lines, _ = watched_sample_run
+    assert any("stage components: done" in line and "on the driver" in line for line in lines)
+    other = str(tmp_path / "out")
+    again = run_job(spark, "--input", sample, "--output", other, "--arrow-batch-size", 20, "--related", RELATED_N,
+                    "--driver-component-edges", 0)
+    assert again["config"]["driver_component_edges"] == 0
+    timing = {"seconds", "total_seconds", "started_at", "output", "config", "candidates"}
+    assert {k: v for k, v in again.items() if k not in timing} == {k: v for k, v in report.items() if k not in timing}
+    assert {**again["candidates"], "component_rounds": 0} == {**report["candidates"], "component_rounds": 0}
+    for part, key in (("clusters", "id"), ("kept", "id"), ("related", ["id", "rank"])):
+        first, second = (pd.read_parquet(os.path.join(d, part)).sort_values(key).reset_index(drop=True)
+                         for d in (out, other))
+        pd.testing.assert_frame_equal(first, second)
 
 
 def test_a_one_off_run_gives_the_same_output(spark, sample_run, sample, tmp_path):
