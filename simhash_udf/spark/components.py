@@ -21,7 +21,6 @@ from ..core.components import component_roots
 from ..errors import DedupError
 from .session import unique_key_aggregation
 
-
 # Edges up to which the components are found on the driver: 32 MB of (src, dst) pairs from the executors, a few
 # hundred MB of numpy arrays at most while they are searched, a few seconds of the driver's CPU.
 DRIVER_EDGES = 2_000_000
