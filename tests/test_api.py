@@ -28,6 +28,7 @@ from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_batch
 from simhash_udf.core.signature import SignatureSpec
 from simhash_udf.evaluation.sample_corpus import make_sample_corpus
 from simhash_udf.job.cli import main
+from simhash_udf.job.config import DedupConfig
 from simhash_udf.job.report_schema import check
 from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS, _set_checkpoint_dir, checkpoint_dir
 
@@ -115,20 +116,24 @@ def test_near_duplicates_takes_columns_from_its_config_and_ignores_other_fingerp
     found.unpersist()
 
 
-def test_near_duplicates_leaves_the_session_as_it_was(spark):
+@pytest.mark.parametrize("driver_component_edges", [0, DedupConfig().driver_component_edges])
+def test_near_duplicates_leaves_the_session_as_it_was(spark, driver_component_edges):
+    """The same clusters with the components found in Spark rounds (0) or on the driver (the default), and the
+    session as it was afterwards: the rounds' local checkpoints are freed with the rest."""
     before = {k: spark.conf.get(k, None) for k in SESSION_SETTINGS}
     text = "一段足够长的中文文本，用来测试近似重复的检测是否正确。" * 3
     df = spark.createDataFrame([(1, text), (2, text + "!"), (3, "something else entirely, in English")],
                                "id long, text string")
     cached_rdds = set(spark.sparkContext._jsc.getPersistentRDDs().keySet())
-    result = near_duplicates(df, shuffle_partitions=2, arrow_batch_size=7)
+    result = near_duplicates(df, shuffle_partitions=2, arrow_batch_size=7,
+                             driver_component_edges=driver_component_edges)
     rows = {r.id: (r.cluster_id, r.is_duplicate) for r in result.clusters.collect()}
     assert rows == {1: (1, False), 2: (1, True), 3: (3, False)}
     assert sorted(r.id for r in result.kept.collect()) == [1, 3]
     assert result.report["duplicates"] == 1 and result.report["input_rows"] == 3
     # the job's report, less its job-only fields
     assert check(result.report, api=True) == [] and list(result.report)[-2:] == ["seconds", "shuffle_partitions"]
-    assert result.checkpoints  # the component rounds' local checkpoints (persisted RDDs) ...
+    assert bool(result.checkpoints) == (driver_component_edges == 0)  # the rounds' local checkpoints (persisted) ...
     result.unpersist()
     assert set(spark.sparkContext._jsc.getPersistentRDDs().keySet()) <= cached_rdds  # ... are freed with the rest
     assert {k: spark.conf.get(k, None) for k in SESSION_SETTINGS} == before
