@@ -52,6 +52,14 @@ def components_of(nodes, edges) -> dict:
     return {n: uf.find(n) for n in nodes}
 
 
+def roots_of(edges) -> dict:
+    """node -> smallest node of its component, for every node of the edges that is not that smallest node (the
+    connected-components search's rows)."""
+    edges = list(edges)
+    comp = components_of({n for e in edges for n in e}, edges)
+    return {n: r for n, r in comp.items() if n != r}
+
+
 def within_k_pairs(fps, k):
     """All index pairs (i < j) with popcount(fps[i] ^ fps[j]) <= k, by brute force over every pair."""
     arr = np.asarray(fps, dtype=np.int64).view(np.uint64)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference import components_of
+from reference import roots_of as expected_roots
 
 from simhash_udf.spark.components import connected_components
 
@@ -20,12 +20,6 @@ def cc(spark, tmp_path_factory):
         return got, rounds
 
     return run
-
-
-def expected_roots(edges):
-    nodes = {n for e in edges for n in e}
-    comp = components_of(nodes, edges)
-    return {n: r for n, r in comp.items() if n != r}
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -4,20 +4,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import components_of
+from reference import roots_of as roots_by_union_find
 
 from simhash_udf.core.components import component_roots
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 
 
-def roots_by_union_find(edges):
-    edges = [(a, b) for a, b in edges if a != b]
-    comp = components_of({n for e in edges for n in e}, edges)
-    return {n: r for n, r in comp.items() if n != r}
-
-
-def roots_of(edges):
+def found_roots(edges):
     src = np.array([a for a, _ in edges], dtype=np.int64)
     dst = np.array([b for _, b in edges], dtype=np.int64)
     node, root, rounds = component_roots(src, dst)
@@ -28,7 +22,7 @@ def roots_of(edges):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(-40, 40), st.integers(-40, 40)), max_size=120))
 def test_small_ids_match_union_find(edges):
-    assert roots_of(edges)[0] == roots_by_union_find(edges)
+    assert found_roots(edges)[0] == roots_by_union_find(edges)
 
 
 @settings(max_examples=100, deadline=None)
@@ -39,7 +33,7 @@ def test_any_int64_ids_match_union_find(edges, data):
         extra = data.draw(st.lists(st.tuples(st.sampled_from([n for e in edges for n in e]),
                                              st.sampled_from([n for e in edges for n in e])), max_size=40))
         edges = edges + extra
-    assert roots_of(edges)[0] == roots_by_union_find(edges)
+    assert found_roots(edges)[0] == roots_by_union_find(edges)
 
 
 def test_no_edges():
@@ -62,6 +56,6 @@ def test_bad_shapes_converge_in_few_rounds(shape):
     else:  # a path in id order with a tooth of larger ids on every node
         order = np.sort(labels)
         src, dst = np.r_[order[: n // 2 - 1], order[: n // 2]], np.r_[order[1: n // 2], order[n // 2:]]
-    got, rounds = roots_of(list(zip(src.tolist(), dst.tolist())))
+    got, rounds = found_roots(list(zip(src.tolist(), dst.tolist())))
     assert got == roots_by_union_find(zip(src.tolist(), dst.tolist()))
     assert rounds <= 2 * int(np.ceil(np.log2(n)))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -33,8 +32,7 @@ def components_on_driver(edges: DataFrame, src: str = "src", dst: str = "dst") -
     Spark rounds drop it."""
     table = edges.where(F.col(src).isNotNull() & F.col(dst).isNotNull()).select(
         F.col(src).cast("long").alias("src"), F.col(dst).cast("long").alias("dst")).toArrow()
-    node, root, rounds = component_roots(np.asarray(table.column("src").to_numpy()),
-                                         np.asarray(table.column("dst").to_numpy()))
+    node, root, rounds = component_roots(table.column("src").to_numpy(), table.column("dst").to_numpy())
     spark = edges.sparkSession
     roots = spark.createDataFrame(pa.table({"node": node, "root": root}), "node long, root long")
     # createDataFrame makes a partition of every Arrow batch (spark.sql.execution.arrow.maxRecordsPerBatch rows)

@@ -16,7 +16,6 @@ class Components:
     roots: DataFrame  # (node, root) of every fingerprint that is not its component's smallest
     rounds: int  # rounds it took: the driver's hooking rounds, or large-star / small-star rounds
     n_roots: int  # rows of roots
-    on_driver: bool = False  # found on the driver (core.components), not in Spark rounds
 
 
 def components_stage(verified: Verified, ctx: StageContext) -> Components:
@@ -34,4 +33,4 @@ def components_stage(verified: Verified, ctx: StageContext) -> Components:
         else:
             roots, rounds, n_roots = connected_components(verified.edges, ctx.checkpoint, ctx.specs.max_rounds)
         counts.update(rounds=rounds, on="the driver" if on_driver else "Spark")
-    return Components(roots, rounds, n_roots, on_driver)
+    return Components(roots, rounds, n_roots)

@@ -170,8 +170,9 @@ def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: Dat
         cands = candidates_stage(collapsed, blocks, ctx)
         sentences = sentence_keys_stage(collapsed, ctx)
         more_edges = [e for e in (short_edges, sentences.edges if sentences is not None else None) if e is not None]
-        more_count = None if short_edges is not None and short_edge_count is None else (short_edge_count or 0) + (
-            sentences.verified_by_similarity + sentences.verified_by_containment if sentences is not None else 0)
+        more_count = short_edge_count if short_edges is not None else 0  # the rows of more_edges (None: not known)
+        if more_count is not None and sentences is not None:
+            more_count += sentences.verified_by_similarity + sentences.verified_by_containment
         verified = verify_stage(blocks, cands, reduce(DataFrame.unionByName, more_edges) if more_edges else None, ctx,
                                 short_pairs, sentences.pairs if sentences is not None else None, more_count)
         comps = components_stage(verified, ctx)

@@ -34,12 +34,12 @@ class Verified:
 
 def verify_stage(blocks: Blocks, cands: Candidates, short_edges: DataFrame | None, ctx: StageContext,
                  short_pairs: DataFrame | None = None, sentence_pairs: DataFrame | None = None,
-                 short_edge_count: int | None = None) -> Verified:
+                 more_edge_count: int | None = None) -> Verified:
     """Stage 5b: the candidates' pairs verified (every one an edge when ctx.specs.verify is None), the
     verified forests with the short-text stage's and the sentence keys' edges (short_edges) as the components'
     input. short_pairs: the short-text stage's candidate pairs, of which those the main search found as well are
     counted; sentence_pairs: the sentence-key search's (src, dst), of which those any other source found are
-    counted (the report's sums count such a pair under each source that found it); short_edge_count: the rows of
+    counted (the report's sums count such a pair under each source that found it); more_edge_count: the rows of
     short_edges, at most (None: not known)."""
     specs = ctx.specs
     with ctx.timer("verify") as counts:
@@ -75,7 +75,8 @@ def verify_stage(blocks: Blocks, cands: Candidates, short_edges: DataFrame | Non
         if sentence_pairs is not None:
             also_sentences = sentence_pairs_found_elsewhere(sentence_pairs, short_pairs, band_signatures, specs.k, bands)
             counts["sentence_pairs_found_elsewhere"] = also_sentences
-    edge_count = n_edges if short_edges is None else None if short_edge_count is None else n_edges + short_edge_count
+    more = 0 if short_edges is None else more_edge_count
+    edge_count = None if more is None else n_edges + more
     return Verified(edges, by_band, n_verified, n_rejected, n_edges, band_accepted, band_verified, also_short,
                     also_sentences, edge_count)
 
