@@ -1,6 +1,9 @@
 """The README's spark-submit lines ("Use it"), run as written in a shell of their own (no activated venv, no
 PYSPARK_PYTHON), only the --input and --output paths replaced by a small crawl and a temporary directory: the
-build step, the activation and the spark-submit line itself (local master)."""
+build step, the activation and the spark-submit line itself (local master). The run also writes Spark's event log
+(spark.* properties in SPARK_SUBMIT_OPTS, the command line unchanged): in local mode the job leaves its session to
+spark-submit's JVM (session.stopped_by_its_jvm), and the log closing with the application's end shows that the
+JVM's shutdown hook stopped it (a context never stopped leaves its log '.inprogress')."""
 import json
 import os
 import re
@@ -63,10 +66,17 @@ def test_readme_spark_submit_lines_as_written(tmp_path):
     command = re.sub(r"--input \S+", f"--input {crawl}", re.sub(r"--output \S+", f"--output {out}", submit[0]))
     assert command != submit[0] and command.split()[:4] == submit[0].split()[:4]
     script = "set -e\n" + "\n".join(lines[:-1] + [command]) + "\n"
-    proc = subprocess.run(["bash", "-c", script], cwd=ROOT, env=fresh_shell_env(), capture_output=True, text=True,
-                          timeout=900)
+    events = tmp_path / "events"
+    events.mkdir()
+    env = fresh_shell_env()
+    env["SPARK_SUBMIT_OPTS"] = " ".join(f"-Dspark.eventLog.{key}" for key in (
+        "enabled=true", f"dir=file://{events}", "compress=false", "rolling.enabled=false"))
+    proc = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert (out / "_SUCCESS").exists()
+    logs = list(events.iterdir())
+    assert len(logs) == 1 and not logs[0].name.endswith(".inprogress"), logs
+    assert '"Event":"SparkListenerApplicationEnd"' in logs[0].read_text()
     report = json.loads((out / "report.json").read_text())
     assert report["input_rows"] == len(pages)
     check_quiet_log(proc.stdout + proc.stderr, report)
