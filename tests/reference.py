@@ -126,7 +126,8 @@ def brute_force_short_pairs(ids, texts, fps, spec, candidates_too=False):
     short fingerprint, the representative of smallest id. Candidates: each representative with its head, and
     every two heads within spec.k on the short fingerprint (all pairs compared). A candidate is a pair iff the
     shingle Jaccard of the two texts is >= spec.min_jaccard. candidates_too: also the candidate pairs."""
-    from simhash_udf.core.short_text import pair_jaccards, short_fingerprints
+    from simhash_udf.core.shingles import jaccard, shingle_set
+    from simhash_udf.core.short_text import short_fingerprints
 
     sfps, valid = short_fingerprints(texts, spec)
     rep = {}
@@ -143,8 +144,9 @@ def brute_force_short_pairs(ids, texts, fps, spec, candidates_too=False):
     candidates += [(heads[a], heads[b]) for a, b in within_k_pairs([int(sfps[h]) for h in heads], spec.k)]
     if not candidates:
         return ([], 0, []) if candidates_too else ([], 0)
-    j = pair_jaccards([texts[a] for a, _ in candidates], [texts[b] for _, b in candidates], spec.char_ngram)
-    verified = [c for c, ok in zip(candidates, j >= spec.min_jaccard) if ok]
+    verified = [(a, b) for a, b in candidates
+                if jaccard(shingle_set(texts[a], spec.char_ngram), shingle_set(texts[b], spec.char_ngram))
+                >= spec.min_jaccard]
     return (verified, len(candidates), candidates) if candidates_too else (verified, len(candidates))
 
 

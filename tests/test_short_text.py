@@ -13,7 +13,8 @@ from simhash_udf.core.bands import SignatureBands
 from simhash_udf.core.blocks import plan_tables
 from simhash_udf.core.candidates import candidate_pairs
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_text
-from simhash_udf.core.short_text import ShortTextSpec, pair_jaccards, short_fingerprints
+from simhash_udf.core.shingles import jaccard, pair_jaccards, shingle_set, shingle_sets
+from simhash_udf.core.short_text import ShortTextSpec, short_fingerprints
 from simhash_udf.core.signature import similarity
 from simhash_udf.core.text import PUNCTUATION_FOLD, fold_punctuation
 from simhash_udf.core.verified import VerifySpec
@@ -64,6 +65,44 @@ def test_pair_jaccards_exact():
     # "abcdef" 3-grams {abc, bcd, cde, def}; "abcdxy" {abc, bcd, cdx, dxy}: 2 shared of 6
     got = pair_jaccards(["abcdef", "Same Text", "abc"], ["abcdxy", "same   text", "xyz"], 3)
     assert got.tolist() == [pytest.approx(2 / 6), 1.0, 0.0]
+
+
+# Texts that stress the batch: empty, shorter than n, white space and digits only, Han with marks and full-width
+# punctuation (normalisation changes their length), the separator normalize_texts joins by, lone surrogates.
+BATCH_TEXT = st.text(alphabet=st.sampled_from(list("ab c1２。，！ .中文的\x00\ud800ＡÅ\t")), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), BATCH_TEXT), st.one_of(st.none(), BATCH_TEXT)), max_size=8),
+       st.integers(1, 6))
+def test_pair_jaccards_equal_each_pairs_own_sets(pairs, n):
+    """The batch (shingle_sets over all the texts at once) gives each pair the Jaccard of its two shingle_set, the
+    definition the oracle uses too, bit for bit; and shingle_sets gives each text its shingle_set."""
+    a, b = [p[0] for p in pairs], [p[1] for p in pairs]
+    want = [jaccard(shingle_set(x, n), shingle_set(y, n)) for x, y in pairs]
+    assert pair_jaccards(a, b, n).tolist() == want
+    owner, hashes = shingle_sets(a + b, n)
+    for i, text in enumerate(a + b):
+        assert hashes[owner == i].tolist() == shingle_set(text, n).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 70000), st.integers(0, 2**64 - 1) | st.integers(0, 8)), max_size=30))
+def test_rows_ordered_by_group_then_hash(rows):
+    """shingles._order_by, on hashes of any size: small ones share their top bits (the np.lexsort way), large ones
+    mostly not (the one argsort)."""
+    from simhash_udf.core.shingles import _order_by
+
+    group = np.array([g for g, _ in rows], dtype=np.int64)
+    h = np.array([x for _, x in rows], dtype=np.uint64)
+    order = _order_by(group, h)
+    assert sorted(order.tolist()) == list(range(len(rows)))
+    assert list(zip(group[order].tolist(), h[order].tolist())) == sorted(rows)
+
+
+def test_pair_jaccards_refuses_sides_of_different_lengths():
+    with pytest.raises(ValueError, match="2 texts on one side and 1"):
+        pair_jaccards(["a", "b"], ["a"])
 
 
 def short_corpus(seed: int, n_base: int = 40) -> pd.DataFrame:

@@ -17,7 +17,6 @@ import numpy as np
 
 from .blocks import check_k
 from .fingerprint import FeatureSpec, fingerprint_batch
-from .shingles import jaccard, shingle_set
 
 
 @dataclass(frozen=True)
@@ -67,11 +66,3 @@ def short_fingerprints(texts: Sequence[str | None], spec: ShortTextSpec) -> tupl
         fps[idx] = short_fps
         valid[idx] = counts > 0
     return fps, valid
-
-
-def pair_jaccards(texts_a: Sequence[str], texts_b: Sequence[str], n: int) -> np.ndarray:
-    """Exact Jaccard index of the character n-gram shingle sets of each pair (a_i, b_i)."""
-    return np.fromiter(
-        (jaccard(shingle_set(a, n), shingle_set(b, n)) for a, b in zip(texts_a, texts_b)),
-        dtype=np.float64, count=len(texts_a),
-    )

@@ -22,7 +22,8 @@ from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 from ..core.bands import SignatureBands
 from ..core.blocks import TablePlan, choose_plan, first_plan_change
 from ..core.candidates import candidate_pairs
-from ..core.short_text import ShortTextSpec, pair_jaccards
+from ..core.shingles import pair_jaccards
+from ..core.short_text import ShortTextSpec
 from ..core.signature import from_arrow
 from .blocks import block_rows, group_batches, key_runs, walk_groups
 
