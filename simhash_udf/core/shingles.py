@@ -7,6 +7,8 @@ text shorter than n is one shingle; each shingle is hashed to 64 bits (a collisi
 shingles has odds of about 1e-13)."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .text import normalize_text, normalize_texts
@@ -32,11 +34,17 @@ def shingle_set(text: str | None, n: int = SHINGLE) -> np.ndarray:
     if len(codes) < n:
         codes = np.r_[codes, np.zeros(n - len(codes), np.uint64)]  # the whole text is one shingle
     m = len(codes) - n + 1
+    return np.unique(_gram_hashes(np.full(m, len(normal) < n, dtype=np.uint64), lambda j: codes[j : j + m], n))
+
+
+def _gram_hashes(whole: np.ndarray, chars_at: Callable[[int], np.ndarray], n: int) -> np.ndarray:
+    """The hash of each n-gram: whole (uint64) 1 where the n-gram is a whole text shorter than n, 0 elsewhere;
+    chars_at(j) the code points at offset j of every n-gram (a view of one text's, or gathered from a batch's)."""
+    h = whole
     with np.errstate(over="ignore"):
-        h = np.full(m, len(normal) < n, dtype=np.uint64)
         for j in range(n):
-            h = _mix(h + codes[j : j + m] * _MULT[j % len(_MULT)])
-    return np.unique(h)
+            h = _mix(h + chars_at(j) * _MULT[j % len(_MULT)])
+    return h
 
 
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -62,10 +70,7 @@ def shingle_sets(texts: list[str | None], n: int = SHINGLE) -> tuple[np.ndarray,
     grams = np.where(padded > 0, padded - n + 1, 0)
     owner = np.repeat(np.arange(len(texts)), grams)
     at = np.repeat(starts - (np.cumsum(grams) - grams), grams) + np.arange(int(grams.sum()))
-    with np.errstate(over="ignore"):
-        h = (lengths < n)[owner].astype(np.uint64)
-        for j in range(n):
-            h = _mix(h + codes[at + j] * _MULT[j % len(_MULT)])
+    h = _gram_hashes((lengths < n)[owner].astype(np.uint64), lambda j: codes[at + j], n)
     order = _order_by(owner, h)
     owner, h = owner[order], h[order]
     first = np.ones(len(h), dtype=bool)
