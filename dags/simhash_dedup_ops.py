@@ -438,7 +438,7 @@ def stop_driver(submit: subprocess.Popen | None, application: str, grace_seconds
 def driver_processes(submit_pid: int, application: str) -> list:
     """The psutil processes under spark-submit (pid submit_pid) that run `application`: its Python driver in
     client mode, none in cluster mode. psutil.NoSuchProcess when spark-submit has gone. A JVM is never one: the
-    spark-submit the job runs again for a large local input (session.relaunch_for_large_input) names the
+    spark-submit the job runs again for a large local input (session.relaunch_if_faster) names the
     application too, and a SIGTERM to it would stop the JVM the driver needs for its cleanup."""
     import psutil
 

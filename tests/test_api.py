@@ -362,7 +362,7 @@ def test_a_large_local_input_relaunches_spark_submit_with_the_large_run_driver(m
 
 def test_spark_submit_on_a_large_local_input_runs_again_with_the_large_run_driver(tmp_path):
     """Under a real spark-submit (local[1], Spark's default driver of 1g) on a local input over SMALL_RUN_BYTES, the
-    entry point's relaunch (session.relaunch_for_large_input) ends in a JVM with the large-run heap and JVM options,
+    entry point's relaunch (session.relaunch_if_faster) ends in a JVM with the large-run heap and JVM options,
     the user's --conf and the application's arguments as given, relaunched once."""
     from simhash_udf.spark.session import LARGE_RUN_JAVA_OPTIONS
 

@@ -15,7 +15,7 @@ from .config import load_config
 
 def main(argv: list[str] | None = None, script: str | None = None) -> int:
     """script: the spark-submit entry point being run (jobs/dedup_job.py), which may run spark-submit again with
-    the JVM a large local input needs (session.relaunch_for_large_input); None: never relaunched."""
+    the JVM a large local input needs (session.relaunch_if_faster); None: never relaunched."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines are connection housekeeping
     try:
@@ -30,10 +30,10 @@ def main(argv: list[str] | None = None, script: str | None = None) -> int:
         return 0
     from pyspark.sql import SparkSession
 
-    from ..spark.session import relaunch_for_large_input, start_job_session, stopped_by_its_jvm
+    from ..spark.session import relaunch_if_faster, start_job_session, stopped_by_its_jvm
 
     if script is not None:  # before the pipeline's imports, which a relaunched process makes again
-        relaunch_for_large_input(cfg.input, [script, *(sys.argv[1:] if argv is None else argv)])
+        relaunch_if_faster(cfg.input, [script, *(sys.argv[1:] if argv is None else argv)])
     from .pipeline import run
 
     callers = SparkSession.getActiveSession()  # called from a notebook or a driver program: not ours to stop

@@ -12,6 +12,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from ..io.paths import local_input_bytes
+from . import class_archive
 
 # JVM options for a JVM that lives for one small run (a local run of a small input, a test's spark-submit, a
 # cluster test's executors): the client compiler only and the parallel collector. Such a JVM spends more CPU
@@ -146,31 +147,69 @@ def relaunch_wanted(input_path: str, conf: SparkConf) -> bool:
     return size is not None and size > SMALL_RUN_BYTES
 
 
-def relaunch_command(conf: SparkConf, application: list[str]) -> list[str]:
+def relaunch_command(conf: SparkConf, application: list[str], archive: str | None = None) -> list[str]:
     """spark-submit (of the Spark that runs this application) with the large-run driver (half of the RAM or
-    SIMHASH_DEDUP_DRIVER_MEMORY, LARGE_RUN_JAVA_OPTIONS), the JVM's configuration as it was given (every setting
-    but the submit time, which the new launch sets again), then `application`: the script and its arguments."""
-    home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
-    given = [arg for key, value in sorted(conf.getAll()) if key != "spark.app.submitTime"
-             for arg in ("--conf", f"{key}={value}")]
-    return [os.path.join(home, "bin", "spark-submit"),
+    SIMHASH_DEDUP_DRIVER_MEMORY, LARGE_RUN_JAVA_OPTIONS, and the class archive's options when one is given), the
+    JVM's configuration as it was given (every setting but the submit time, which the new launch sets again), then
+    `application`: the script and its arguments."""
+    options = LARGE_RUN_JAVA_OPTIONS + (" " + class_archive.archive_options(archive) if archive else "")
+    return [os.path.join(class_archive.spark_home(), "bin", "spark-submit"),
             "--driver-memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()),
-            "--driver-java-options", LARGE_RUN_JAVA_OPTIONS, *given, *application]
+            "--driver-java-options", options, *_given(conf), *application]
 
 
-def relaunch_for_large_input(input_path: str, application: list[str]) -> None:
-    """Run spark-submit again with the large-run driver in place of this process (os.execv: the same process,
-    whose exit spark-submit's first JVM waits for and reports) when relaunch_wanted; otherwise return. Logged."""
+def _given(conf: SparkConf) -> list[str]:
+    return [arg for key, value in sorted(conf.getAll()) if key != "spark.app.submitTime"
+            for arg in ("--conf", f"{key}={value}")]
+
+
+def archive_relaunch_wanted(input_path: str, conf: SparkConf) -> bool:
+    """Whether a small run goes to a new spark-submit whose JVM maps the class archive (class_archive: the JVM
+    spark-submit started has loaded Spark's classes one by one already, but a run of a small input then spends
+    more on loading and compiling them than a second launch costs): under spark-submit, not relaunched already,
+    before any session, in local mode, for a local input of at most SMALL_RUN_BYTES, and never over the user's own
+    choice of driver memory or JVM options (USER_DRIVER_SETTINGS, spark.driver.defaultJavaOptions,
+    USER_DRIVER_ENVIRONMENT). The archive's own conditions are class_archive.usable_archive's."""
+    if not under_spark_submit() or RELAUNCHED_ENV in os.environ or SparkSession.getActiveSession() is not None:
+        return False
+    if not (conf.get("spark.master") or "").startswith("local"):
+        return False
+    if any(conf.contains(key) for key in (*USER_DRIVER_SETTINGS, "spark.driver.defaultJavaOptions")) or any(
+            v in os.environ for v in USER_DRIVER_ENVIRONMENT):
+        return False
+    return small_local_input(input_path)
+
+
+def archive_relaunch_command(conf: SparkConf, application: list[str], archive: str) -> list[str]:
+    """spark-submit with the JVM's configuration as it was given and the archive's options as the driver's default
+    JVM options (so that the run's own choices, such as the short-run compiler directive, stay as they would be),
+    then `application`."""
+    return [os.path.join(class_archive.spark_home(), "bin", "spark-submit"),
+            "--conf", f"spark.driver.defaultJavaOptions={class_archive.archive_options(archive)}", *_given(conf),
+            *application]
+
+
+def relaunch_if_faster(input_path: str, application: list[str]) -> None:
+    """Run spark-submit again in place of this process (os.execv: the same process, whose exit spark-submit's first
+    JVM waits for and reports) when that is faster: with the large-run driver for a large local input
+    (relaunch_wanted; with the class archive too when there is one), or with the class archive for a small one
+    (archive_relaunch_wanted, class_archive.usable_archive). Otherwise return. Logged."""
     if not under_spark_submit() or RELAUNCHED_ENV in os.environ:
         return
     conf = spark_submit_conf()
-    if not relaunch_wanted(input_path, conf):
+    log = logging.getLogger(__name__)
+    if relaunch_wanted(input_path, conf):
+        archive = class_archive.usable_archive()
+        command = relaunch_command(conf, application, archive)
+        log.info("a large local input and Spark's default driver of 1g: running spark-submit again with --driver-memory "
+                 "%s --driver-java-options %s (--driver-memory or --driver-java-options choose otherwise)",
+                 command[2], command[4])
+    elif archive_relaunch_wanted(input_path, conf) and (archive := class_archive.usable_archive()):
+        command = archive_relaunch_command(conf, application, archive)
+        log.info("a small local input: running spark-submit again with the class archive %s (its JVM maps the "
+                 "classes this one loaded one by one; %s= turns it off)", archive, class_archive.ARCHIVE_ENV)
+    else:
         return
-    command = relaunch_command(conf, application)
-    logging.getLogger(__name__).info(
-        "a large local input and Spark's default driver of 1g: running spark-submit again with --driver-memory %s "
-        "--driver-java-options %s (--driver-memory or --driver-java-options choose otherwise)",
-        command[2], LARGE_RUN_JAVA_OPTIONS)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     os.environ[RELAUNCHED_ENV] = "1"
