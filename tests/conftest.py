@@ -76,7 +76,7 @@ FILE_SECONDS = {"test_airflow.py": 280, "test_job.py": 265, "test_cluster.py": 2
                 "test_history_safety.py": 120,
                 "test_verified.py": 111, "test_exactness.py": 81, "test_short_text.py": 72, "test_bands.py": 68,
                 "test_inputs.py": 66, "test_components.py": 61, "test_star.py": 54, "test_api.py": 110,
-                "test_report_html.py": 25, "test_pairs.py": 23, "test_candidates.py": 22,
+                "test_report_html.py": 25, "test_class_archive.py": 45, "test_pairs.py": 23, "test_candidates.py": 22,
                 "test_wet.py": 20}
 
 

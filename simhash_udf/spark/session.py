@@ -137,14 +137,20 @@ def relaunch_wanted(input_path: str, conf: SparkConf) -> bool:
     SMALL_RUN_BYTES, and never over the user's own choice of driver memory or JVM options (USER_DRIVER_SETTINGS
     in the JVM's configuration, from the command line or a spark-defaults.conf; USER_DRIVER_ENVIRONMENT set, even
     empty). conf: the JVM's configuration (spark_submit_conf())."""
+    if not _may_relaunch(conf, USER_DRIVER_SETTINGS):
+        return False
+    size = local_input_bytes(input_path, SMALL_RUN_BYTES)
+    return size is not None and size > SMALL_RUN_BYTES
+
+
+def _may_relaunch(conf: SparkConf, user_settings: tuple[str, ...]) -> bool:
+    """Under spark-submit, not relaunched already, before any session, in local mode, and none of user_settings in
+    the JVM's configuration nor USER_DRIVER_ENVIRONMENT set (even empty)."""
     if not under_spark_submit() or RELAUNCHED_ENV in os.environ or SparkSession.getActiveSession() is not None:
         return False
     if not (conf.get("spark.master") or "").startswith("local"):
         return False
-    if any(conf.contains(key) for key in USER_DRIVER_SETTINGS) or any(v in os.environ for v in USER_DRIVER_ENVIRONMENT):
-        return False
-    size = local_input_bytes(input_path, SMALL_RUN_BYTES)
-    return size is not None and size > SMALL_RUN_BYTES
+    return not (any(conf.contains(key) for key in user_settings) or any(v in os.environ for v in USER_DRIVER_ENVIRONMENT))
 
 
 def relaunch_command(conf: SparkConf, application: list[str], archive: str | None = None) -> list[str]:
@@ -170,14 +176,8 @@ def archive_relaunch_wanted(input_path: str, conf: SparkConf) -> bool:
     before any session, in local mode, for a local input of at most SMALL_RUN_BYTES, and never over the user's own
     choice of driver memory or JVM options (USER_DRIVER_SETTINGS, spark.driver.defaultJavaOptions,
     USER_DRIVER_ENVIRONMENT). The archive's own conditions are class_archive.usable_archive's."""
-    if not under_spark_submit() or RELAUNCHED_ENV in os.environ or SparkSession.getActiveSession() is not None:
-        return False
-    if not (conf.get("spark.master") or "").startswith("local"):
-        return False
-    if any(conf.contains(key) for key in (*USER_DRIVER_SETTINGS, "spark.driver.defaultJavaOptions")) or any(
-            v in os.environ for v in USER_DRIVER_ENVIRONMENT):
-        return False
-    return small_local_input(input_path)
+    return _may_relaunch(conf, (*USER_DRIVER_SETTINGS, "spark.driver.defaultJavaOptions")) and small_local_input(
+        input_path)
 
 
 def archive_relaunch_command(conf: SparkConf, application: list[str], archive: str) -> list[str]:
