@@ -7,7 +7,8 @@ its processes, the peak resident memory of its JVM and of its Python processes t
 the run started (from the event log of one more, untimed run per variant: writing the event log costs a cold
 run ~1 s, so the timed runs write none). Each figure is its best over the runs. Beside them, unless --no-warm,
 the same input warm: runs of this checkout in one local[2] session of this process after an untimed run, best of
---runs (job s: the run's seconds; Spark jobs: those the run started).
+--runs (job s: the run's seconds; Spark jobs: those the run started). When this environment has the driver's class
+archive (scripts/ship.sh writes it), the plain command runs with it, and a variant without it beside.
 
     python scripts/bench/small_run.py                         # 200 originals (~366 pages), 3 runs
     git worktree add /tmp/before ceaf7dc && python scripts/bench/small_run.py --compare /tmp/before
@@ -51,6 +52,7 @@ from simhash_udf.evaluation.benchmark import (
 )
 from simhash_udf.job.config import load_config
 from simhash_udf.job.pipeline import run
+from simhash_udf.spark import class_archive
 from simhash_udf.spark.session import SHORT_RUN_JAVA_OPTIONS
 
 
@@ -59,6 +61,9 @@ def variants(args: argparse.Namespace, sample: str, work: str) -> dict[str, dict
     common = shlex.split(args.submit_args)
     out: dict[str, dict] = {checkout_name(code): {"code": code, "submit": True, "submit_args": common}
                             for code in checkouts(args.compare)}
+    if class_archive.usable_archive():  # the same command without the class archive (scripts/ship.sh writes it)
+        out["this checkout, without the class archive"] = {"submit": True, "submit_args": common,
+                                                           "env": {class_archive.ARCHIVE_ENV: ""}}
     if args.local:
         out.update({f"{checkout_name(code)}, python -m (local)": {"code": code, "submit": False}
                     for code in checkouts(args.compare)})

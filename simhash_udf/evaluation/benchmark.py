@@ -296,13 +296,14 @@ def _job_command(code: str, submit: bool, master: str | None, submit_args: Seque
 
 def run_job_process(output: str, job_args: Sequence[str], *, code: str = CHECKOUT, submit: bool = False,
                     master: str | None = "local[2]", submit_args: Sequence[str] = (), java_options: str | None = None,
-                    event_log: bool = False) -> dict:
+                    event_log: bool = False, env: dict[str, str] | None = None) -> dict:
     """One run of the job in a new process (a new JVM, new Python workers) writing to `output` (removed first):
     spark-submit jobs/dedup_job.py (`submit`, with `submit_args` before the script) or python -m
     simhash_udf.job.cli, of the checkout `code` (on PYTHONPATH), on `master` (None: the job's own choice, every
     core). java_options:
     SIMHASH_DEDUP_JAVA_OPTIONS of the run (None: unset, the job chooses). With event_log, Spark's event log
     is written and its jobs counted (spark_jobs; writing it costs a cold run ~1 s, so timed runs write none).
+    env: more environment variables of the run (e.g. SIMHASH_DEDUP_CLASS_ARCHIVE empty: without the class archive).
 
     Returns wall (the whole command, the JVM's start included), job (report.json's total_seconds: from the
     session's start to the end), stages (the sum of the report's stage seconds), cpu (the CPU seconds of all
@@ -316,9 +317,11 @@ def run_job_process(output: str, job_args: Sequence[str], *, code: str = CHECKOU
         os.makedirs(events)
         event_args = ["--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.compress=false",
                       "--conf", "spark.eventLog.rolling.enabled=false", "--conf", f"spark.eventLog.dir=file://{events}"]
+    more_env = env or {}
     env = dict(os.environ, PYTHONPATH=code, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1")
     env.pop("SIMHASH_DEDUP_JAVA_OPTIONS", None)
+    env.update(more_env)
     if java_options is not None:
         env["SIMHASH_DEDUP_JAVA_OPTIONS"] = java_options
     command = [*_job_command(code, submit, master, submit_args, event_args, env), *job_args, "--output", output]
