@@ -11,4 +11,4 @@ case " $* " in *" -h "*|*" --help "*) exit 0 ;; esac
 # small local input runs in a JVM that maps Spark's classes from it instead of loading them again (a few seconds a
 # run). Skipped when it is up to date; SIMHASH_DEDUP_CLASS_ARCHIVE= bash scripts/ship.sh leaves it out.
 say "the driver's class archive (once per installation; about a minute the first time)"
-"$VENV/bin/python" -m simhash_udf.spark.class_archive >&2 || say "no class archive: the job runs as fast as without one"
+"$VENV/bin/python" "$ROOT/scripts/class_archive.py" >&2 || say "no class archive: the job runs as fast as without one"

@@ -14,6 +14,9 @@ from simhash_udf.spark.class_archive import ARCHIVE_ENV, archive_options, usable
 from simhash_udf.spark.session import RELAUNCHED_ENV, archive_relaunch_command, archive_relaunch_wanted
 
 CHECK = os.path.join(os.path.dirname(__file__), "submit_relaunch_check.py")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+
+from class_archive import main as write_command  # noqa: E402  (scripts/class_archive.py, which ship.sh runs)
 
 
 @pytest.fixture
@@ -60,10 +63,10 @@ def test_an_archive_is_used_only_with_the_java_and_jars_it_was_written_with(inst
     assert usable_archive() is None
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "empty-conf"))
     assert usable_archive() == str(archive)
-    assert class_archive.main([]) == 0 and "is up to date" in capsys.readouterr().out  # nothing written
+    assert write_command([]) == 0 and "is up to date" in capsys.readouterr().out  # nothing written
     monkeypatch.setenv(ARCHIVE_ENV, "")  # off
     assert usable_archive() is None
-    assert class_archive.main([]) == 0 and "none written" in capsys.readouterr().out
+    assert write_command([]) == 0 and "none written" in capsys.readouterr().out
     monkeypatch.setenv(ARCHIVE_ENV, str(tmp_path / "missing.jsa"))
     assert usable_archive() is None
 

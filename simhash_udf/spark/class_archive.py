@@ -3,8 +3,8 @@ per installation, mapped by later JVMs instead of loaded, verified and linked ag
 seconds doing that for each run; the job's entry point runs spark-submit again with the archive when one fits its
 Java and Spark (session.relaunch_if_faster). Speed only, never the output.
 
-The archive is written by a run of the job with -XX:ArchiveClassesAtExit (`python -m simhash_udf.spark.class_archive`,
-which scripts/ship.sh runs) and belongs to the Java binary and the Spark jars it was written
+The archive is written by a run of the job with -XX:ArchiveClassesAtExit (scripts/class_archive.py, which
+scripts/ship.sh runs) and belongs to the Java binary and the Spark jars it was written
 with (its stamp): a JVM maps it only when its class path starts with the same jars, and HotSpot refuses any class
 path that holds a non-empty directory, such as a Spark conf directory with a spark-defaults.conf in it (which is why
 the archive is not given through spark-defaults.conf: the launcher puts that directory first on the class path)."""
@@ -105,10 +105,9 @@ def write_archive(application: list[str], path: str | None = None, env: dict[str
     fd, tmp = tempfile.mkstemp(prefix=".spark-classes-", suffix=".jsa", dir=os.path.dirname(os.path.abspath(path)))
     os.close(fd)
     os.unlink(tmp)  # the JVM writes it
-    from .session import RELAUNCHED_ENV
-
+    # the run itself is never relaunched: its driver's default JVM options are the user's choice (and no archive)
     run_env = {k: v for k, v in (env or os.environ).items() if k not in ("PYSPARK_SUBMIT_ARGS", "SPARK_DRIVER_MEMORY")}
-    run_env.update({RELAUNCHED_ENV: "1", ARCHIVE_ENV: "", "SPARK_LOCAL_IP": run_env.get("SPARK_LOCAL_IP", "127.0.0.1"),
+    run_env.update({ARCHIVE_ENV: "", "SPARK_LOCAL_IP": run_env.get("SPARK_LOCAL_IP", "127.0.0.1"),
                     "PYSPARK_PYTHON": run_env.get("PYSPARK_PYTHON", sys.executable)})
     command = [os.path.join(spark_home(), "bin", "spark-submit"), "--master", "local[2]",
                "--conf", f"spark.driver.defaultJavaOptions=-XX:ArchiveClassesAtExit={tmp}", *application]
@@ -124,39 +123,3 @@ def write_archive(application: list[str], path: str | None = None, env: dict[str
     with open(path + ".stamp", "w", encoding="utf-8") as fh:
         fh.write(stamp() or "")
     return path
-
-
-def main(argv: list[str] | None = None) -> int:
-    """python -m simhash_udf.spark.class_archive [--force]: this environment's archive, written by a run of the job
-    (jobs/dedup_job.py of this checkout) on a small sample, unless one with this Java's and these jars' stamp is there."""
-    argv = sys.argv[1:] if argv is None else argv
-    path = archive_path()
-    if not path:
-        print(f"class archive: {ARCHIVE_ENV} is empty, none written")
-        return 0
-    if "--force" not in argv and usable_archive():
-        print(f"class archive: {path} is up to date")
-        return 0
-    import pandas as pd
-
-    from ..evaluation.sample_corpus import make_sample_corpus
-
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                          "jobs", "dedup_job.py")
-    if not os.path.isfile(script):
-        print(f"class archive: {script} not found (the archive is written from a checkout); none written")
-        return 0
-    with tempfile.TemporaryDirectory(prefix="simhash-dedup-archive-") as work:
-        sample = os.path.join(work, "sample.parquet")
-        pd.DataFrame(make_sample_corpus(100, seed=5)).to_parquet(sample)
-        try:
-            write_archive([script, "--input", sample, "--output", os.path.join(work, "out")], path)
-        except RuntimeError as exc:  # speed only: the job runs without it
-            print(f"class archive: not written: {exc}", file=sys.stderr)
-            return 0
-    print(f"class archive: {path} written ({os.path.getsize(path) / 2**20:.0f} MB)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
