@@ -144,27 +144,26 @@ def found_by_main_search(pairs: DataFrame, fp_signatures: DataFrame | None, k: i
     found as well: within k bits (the SimHash tables find every such pair), or, with the band search
     (bands not None; fp_signatures: (fingerprint, signature) of the search), equal on a usable band of their
     signatures (SignatureBands.first_shared: the band search's own test). The report counts these pairs under
-    both sources; one Spark action. Only the pairs more than k bits apart meet the signatures, in inner joins (a
-    pair without a signature on either side shares no band): the pairs, the small side, can then be the joins'
-    broadcast side and the signatures are not shuffled."""
+    both sources; one Spark action."""
     near = F.bit_count(F.col("fp_a").bitwiseXOR(F.col("fp_b"))) <= k
     if bands is None or fp_signatures is None:
         return pairs.where(near).count()
     sigs = fp_signatures.select("fingerprint", "signature")
-    far = (pairs.where(~near).join(sigs.toDF("fp_a", "sig_a"), "fp_a").join(sigs.toDF("fp_b", "sig_b"), "fp_b")
-           .select("sig_a", "sig_b"))
+    rows = (pairs.join(sigs.toDF("fp_a", "sig_a"), "fp_a", "left").join(sigs.toDF("fp_b", "sig_b"), "fp_b", "left")
+            .select(near.alias("near"), "sig_a", "sig_b"))
 
     def per_batch(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
+            found = batch.column("near").to_numpy(zero_copy_only=False).astype(bool)
             a, b = batch.column("sig_a"), batch.column("sig_b")
             whole = pc.and_(pc.equal(pc.binary_length(a), bands.signature.nbytes),
                             pc.equal(pc.binary_length(b), bands.signature.nbytes))
-            rows = np.flatnonzero(pc.fill_null(whole, False).to_numpy(zero_copy_only=False))
-            take = pa.array(rows, pa.int64())
-            found = int((bands.first_shared(from_arrow(a.take(take), bands.signature),
-                                            from_arrow(b.take(take), bands.signature)) >= 0).sum()) if len(rows) else 0
-            yield pa.RecordBatch.from_arrays([pa.array([found], pa.int64())], names=["n"])
+            far = np.flatnonzero(~found & pc.fill_null(whole, False).to_numpy(zero_copy_only=False))
+            if len(far):
+                take = pa.array(far, pa.int64())
+                found[far] = bands.first_shared(from_arrow(a.take(take), bands.signature),
+                                                from_arrow(b.take(take), bands.signature)) >= 0
+            yield pa.RecordBatch.from_arrays([pa.array([int(found.sum())], pa.int64())], names=["n"])
 
-    counts = far.mapInArrow(per_batch, "n long").unionByName(pairs.where(near).select(F.lit(1).cast("long").alias("n")))
-    total = counts.agg(F.sum("n").alias("n")).first()["n"]
+    total = rows.mapInArrow(per_batch, "n long").agg(F.sum("n").alias("n")).first()["n"]
     return int(total or 0)
