@@ -39,7 +39,13 @@ def archive_options(path: str) -> str:
 
 
 def spark_home() -> str:
+    """The Spark that pyspark's launcher runs: SPARK_HOME, else the installed pyspark's folder."""
     return os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
+
+
+def spark_conf_dir() -> str:
+    """The launcher's conf directory (spark-defaults.conf's folder): SPARK_CONF_DIR, else SPARK_HOME/conf."""
+    return os.environ.get("SPARK_CONF_DIR") or os.path.join(spark_home(), "conf")
 
 
 def java_binary() -> str | None:
@@ -52,9 +58,8 @@ def java_binary() -> str | None:
 def conf_dir_blocks_archive() -> bool:
     """Spark's launcher puts its conf directory (SPARK_CONF_DIR, else SPARK_HOME/conf) first on the class path when it
     exists, and HotSpot maps no archive for a class path with a non-empty directory."""
-    folder = os.environ.get("SPARK_CONF_DIR") or os.path.join(spark_home(), "conf")
     try:
-        return bool(os.listdir(folder))
+        return bool(os.listdir(spark_conf_dir()))
     except OSError:
         return False
 
@@ -99,8 +104,8 @@ def write_archive(application: list[str], path: str | None = None, env: dict[str
     if not path:
         raise RuntimeError(f"{ARCHIVE_ENV} is empty: no archive is written")
     if conf_dir_blocks_archive():
-        raise RuntimeError("Spark's conf directory is on the class path and not empty (SPARK_CONF_DIR or "
-                           f"{os.path.join(spark_home(), 'conf')}): the JVM cannot write or map a class archive with it")
+        raise RuntimeError(f"Spark's conf directory {spark_conf_dir()} is on the class path and not empty: the JVM "
+                           "cannot write or map a class archive with it")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".spark-classes-", suffix=".jsa", dir=os.path.dirname(os.path.abspath(path)))
     os.close(fd)

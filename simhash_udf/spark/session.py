@@ -7,7 +7,6 @@ import sys
 import tempfile
 from contextlib import contextmanager
 
-import pyspark
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
@@ -313,10 +312,9 @@ def prepare_job_jvm(input_path: str) -> dict[str, str]:
 def _spark_defaults_name(key: str) -> bool:
     """A spark-defaults.conf (SPARK_CONF_DIR, or SPARK_HOME/conf, SPARK_HOME defaulting to pyspark's folder as
     pyspark's launcher does) sets `key`."""
-    home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
-    folder = os.environ.get("SPARK_CONF_DIR") or os.path.join(home, "conf")
     try:
-        with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8", errors="replace") as fh:
+        path = os.path.join(class_archive.spark_conf_dir(), "spark-defaults.conf")
+        with open(path, encoding="utf-8", errors="replace") as fh:
             return any(line.split(None, 1)[:1] == [key] for line in fh)
     except OSError:
         return False
