@@ -3,7 +3,6 @@ import os
 import sys
 
 import pytest
-from spark_settings import TEST_SESSION_SETTINGS
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -35,14 +34,11 @@ def spark():
     # with a session of its own, and three sessions growing towards 12g each had the kernel kill one (24 GiB).
     # get_spark also turns PySpark's DataFrame debugging off (session.JOB_SESSION_SETTINGS): fewer py4j round
     # trips, which shortens a file run in one process; scripts/test.sh's two busy processes gain little.
-    # No adaptive execution (TEST_SESSION_SETTINGS). Runs the tests start in new processes (spark-submit,
-    # `python -m`) keep Spark's defaults, as users have them.
     session = get_spark("simhash-dedup-tests", master="local[2]", conf={
         "spark.driver.memory": "3g",
         "spark.ui.enabled": "false",
         "spark.sql.codegen.cache.maxEntries": "5000",
         "spark.driver.extraJavaOptions": "-XX:+UseParallelGC " + TEST_JVM_C2_THRESHOLDS,
-        **TEST_SESSION_SETTINGS,
     })
     session.conf.set("spark.sql.shuffle.partitions", "2")
     session.sparkContext.setLogLevel("ERROR")

@@ -14,7 +14,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from reference import brute_force_related
-from spark_settings import PRODUCTION_SETTINGS
 
 from simhash_udf.core.blocks import chance_pairs, plan_tables
 from simhash_udf.core.signature import SignatureSpec, similarity
@@ -87,9 +86,8 @@ def watched_sample_run(spark, sample, tmp_path_factory):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(pipeline, "write_stage", described)
             patch.setattr(pipeline, "write_plots", slow_plots)
-            with scoped_settings(spark, PRODUCTION_SETTINGS):  # Spark's jobs as a user's session starts them
-                report = run_job(spark, "--input", sample, "--output", out, "--arrow-batch-size", 20, "--related",
-                                 RELATED_N)
+            report = run_job(spark, "--input", sample, "--output", out, "--arrow-batch-size", 20, "--related",
+                             RELATED_N)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
