@@ -11,7 +11,12 @@ from pyspark import SparkConf
 
 from simhash_udf.spark import class_archive
 from simhash_udf.spark.class_archive import ARCHIVE_ENV, archive_options, usable_archive
-from simhash_udf.spark.session import RELAUNCHED_ENV, archive_relaunch_command, archive_relaunch_wanted
+from simhash_udf.spark.session import (
+    RELAUNCHED_ENV,
+    SHORT_RUN_JAVA_OPTIONS,
+    archive_relaunch_command,
+    archive_relaunch_wanted,
+)
 
 CHECK = os.path.join(os.path.dirname(__file__), "submit_relaunch_check.py")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
@@ -116,7 +121,7 @@ def test_spark_submit_of_a_small_input_runs_again_in_a_jvm_that_maps_the_archive
     """write_archive stores what a real spark-submit's JVM loaded (here the check script's: spark-submit and the
     gateway), with its stamp; the next spark-submit on a small local input is relaunched once with it, and its JVM
     maps it (HotSpot's vmInfo: the mapped archives are larger than the archive alone). Without an archive, or with
-    the user's own JVM options, the run stays in its JVM."""
+    the user's own JVM options, the run stays in its JVM. A `python -m` run's own JVM maps it from the start."""
     small = tmp_path / "small.jsonl"
     small.write_text('{"id": 1, "text": "a page"}\n')
     archive = str(tmp_path / "archive" / "classes.jsa")
@@ -148,3 +153,15 @@ def test_spark_submit_of_a_small_input_runs_again_in_a_jvm_that_maps_the_archive
     assert "running spark-submit again with the class archive" in output
     answer, _ = check("--driver-java-options", "-Xss4m")
     assert not answer["relaunched"]
+
+    def own_jvm(**more_env):  # `python -m`: the JVM the job starts itself for a small input (small_run_conf)
+        proc = subprocess.run([sys.executable, CHECK, "--own-jvm", str(small)], env={**env, **more_env},
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    plain, mapped = own_jvm(**{ARCHIVE_ENV: ""}), own_jvm()
+    assert SHORT_RUN_JAVA_OPTIONS.split()[0] in mapped["jvm_arguments"]
+    assert f"-XX:SharedArchiveFile={archive}" in mapped["jvm_arguments"]
+    assert f"-XX:SharedArchiveFile={archive}" not in plain["jvm_arguments"]
+    assert mapped["cds_mapped_bytes"] > plain["cds_mapped_bytes"] + os.path.getsize(archive) // 2

@@ -70,7 +70,8 @@ def with_java_options(conf: dict[str, str] | None) -> dict[str, str]:
 
 def small_run_conf(input_path: str) -> dict[str, str]:
     """The driver's JVM options for a run about to start its own local JVM on a small input: SHORT_RUN_JAVA_OPTIONS
-    when the input is on the local file system and at most SMALL_RUN_BYTES. Nothing (Spark's defaults) under
+    when the input is on the local file system and at most SMALL_RUN_BYTES, with the class archive's options when
+    this environment has a usable one (class_archive.usable_archive). Nothing (Spark's defaults) under
     spark-submit or with a session already running (the JVM exists), for a master other than local, when
     SIMHASH_DEDUP_JAVA_OPTIONS is set (even empty: the caller's choice) or a spark-defaults.conf names
     spark.driver.extraJavaOptions, and for inputs elsewhere or larger. The options change speed only, never
@@ -83,7 +84,9 @@ def small_run_conf(input_path: str) -> dict[str, str]:
         return {}
     if not small_local_input(input_path):
         return {}
-    return {"spark.driver.extraJavaOptions": SHORT_RUN_JAVA_OPTIONS}
+    archive = class_archive.usable_archive()
+    options = SHORT_RUN_JAVA_OPTIONS + (" " + class_archive.archive_options(archive) if archive else "")
+    return {"spark.driver.extraJavaOptions": options}
 
 
 def small_local_input(input_path: str) -> bool:
