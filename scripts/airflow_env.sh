@@ -12,6 +12,11 @@
 # PYTHONDONTWRITEBYTECODE set Python would compile them from source in each process.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# One at a time (scripts/test.sh starts one in the background, the tests call it too): a second waits, then finds
+# the environments installed.
+mkdir -p "$ROOT/build"
+exec 9>"$ROOT/build/airflow-env.lock"
+if command -v flock >/dev/null; then flock 9; fi
 UV_PIN="uv==0.13.9"
 SPARK_PROVIDER="apache-airflow-providers-apache-spark==6.3.4"
 pins_for() {
