@@ -38,6 +38,11 @@ def archive_options(path: str) -> str:
     return f"-XX:SharedArchiveFile={path} -Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
+def with_archive_options(options: str, path: str | None) -> str:
+    """JVM options followed by the archive's (archive_options) when there is an archive at `path`."""
+    return f"{options} {archive_options(path)}" if path else options
+
+
 def spark_home() -> str:
     """The Spark that pyspark's launcher runs: SPARK_HOME, else the installed pyspark's folder."""
     return os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)

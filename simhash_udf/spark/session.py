@@ -84,8 +84,7 @@ def small_run_conf(input_path: str) -> dict[str, str]:
         return {}
     if not small_local_input(input_path):
         return {}
-    archive = class_archive.usable_archive()
-    options = SHORT_RUN_JAVA_OPTIONS + (" " + class_archive.archive_options(archive) if archive else "")
+    options = class_archive.with_archive_options(SHORT_RUN_JAVA_OPTIONS, class_archive.usable_archive())
     return {"spark.driver.extraJavaOptions": options}
 
 
@@ -160,10 +159,10 @@ def relaunch_command(conf: SparkConf, application: list[str], archive: str | Non
     SIMHASH_DEDUP_DRIVER_MEMORY, LARGE_RUN_JAVA_OPTIONS, and the class archive's options when one is given), the
     JVM's configuration as it was given (every setting but the submit time, which the new launch sets again), then
     `application`: the script and its arguments."""
-    options = LARGE_RUN_JAVA_OPTIONS + (" " + class_archive.archive_options(archive) if archive else "")
     return [os.path.join(class_archive.spark_home(), "bin", "spark-submit"),
             "--driver-memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()),
-            "--driver-java-options", options, *_given(conf), *application]
+            "--driver-java-options", class_archive.with_archive_options(LARGE_RUN_JAVA_OPTIONS, archive),
+            *_given(conf), *application]
 
 
 def _given(conf: SparkConf) -> list[str]:
