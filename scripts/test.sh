@@ -12,13 +12,6 @@ if [ "$whole_suite" = 1 ]; then
 fi
 source "$(dirname "$0")/_env.sh"
 "$VENV/bin/ruff" check --quiet "$ROOT" || die "ruff found problems (above): fix them, or run $VENV/bin/ruff check --fix"
-# With the whole suite, its class archive of the driver's classes is written beside the first tests
-# (build/suite-classes.jsa, ~85 s once per Java and Spark; kept for later runs): the JVMs the tests start after it
-# map it (tests/conftest.py). Speed only: without it the suite runs as before. Its output: build/suite-archive.log.
-if [ "$whole_suite" = 1 ]; then
-  SIMHASH_DEDUP_CLASS_ARCHIVE="$ROOT/build/suite-classes.jsa" "$VENV/bin/python" "$ROOT/scripts/class_archive.py" \
-    > "$ROOT/build/suite-archive.log" 2>&1 &
-fi
 # The test files in two processes (pytest-xdist; a file's tests stay in one process, with its module fixtures and
 # one Spark session per process). Two keep the 2-core CI machine's cores busy: one process is 1.2-1.4x slower,
 # and with three the JVMs compete for the cores and are slower too (docs/performance.md). TEST_PROCESSES=0 runs

@@ -4,30 +4,12 @@ import sys
 
 import pytest
 
-from simhash_udf.spark import class_archive
-
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # No class archive (simhash_udf.spark.class_archive) for the suite's runs, whether or not this environment has one
 # (scripts/ship.sh writes it): a small spark-submit run is relaunched with it, and the tests that count processes,
 # JVMs or signals would then depend on an earlier command. tests/test_class_archive.py gives its own.
 os.environ["SIMHASH_DEDUP_CLASS_ARCHIVE"] = ""
-# The suite's own class archive instead, without relaunches: scripts/test.sh writes SUITE_CLASS_ARCHIVE in the
-# background when the whole suite starts (~85 s once per Java and Spark; kept in build/). From the first test that
-# finds it usable, its options are in SPARK_SUBMIT_OPTS, which Spark's launcher puts on the command line of every
-# driver JVM it starts (each spark-submit and python -m the tests run, Airflow's runs; not executors or a
-# cluster's daemons). The processes are those of a run without it; each such JVM maps Spark's classes instead of
-# loading them (a file of job processes ~15% shorter). Not the test processes' own sessions (spark below): a file
-# of in-process tests was ~10% longer with it.
-SUITE_CLASS_ARCHIVE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build",
-                                   "suite-classes.jsa")
-SUITE_ARCHIVE_OPTIONS = class_archive.archive_options(SUITE_CLASS_ARCHIVE)
-
-
-def pytest_runtest_setup(item):
-    options = os.environ.get("SPARK_SUBMIT_OPTS", "")
-    if SUITE_ARCHIVE_OPTIONS not in options and class_archive.usable_archive(SUITE_CLASS_ARCHIVE):
-        os.environ["SPARK_SUBMIT_OPTS"] = f"{options} {SUITE_ARCHIVE_OPTIONS}".strip()
 
 
 # The C2 compiler only for what stays hot: HotSpot's tier-4 thresholds x10. The suite keeps both cores busy (96%
@@ -52,17 +34,12 @@ def spark():
     # with a session of its own, and three sessions growing towards 12g each had the kernel kill one (24 GiB).
     # get_spark also turns PySpark's DataFrame debugging off (session.JOB_SESSION_SETTINGS): fewer py4j round
     # trips, which shortens a file run in one process; scripts/test.sh's two busy processes gain little.
-    submit_options = os.environ.get("SPARK_SUBMIT_OPTS")  # its JVM without the suite's class archive (above)
-    if submit_options is not None:
-        os.environ["SPARK_SUBMIT_OPTS"] = submit_options.replace(SUITE_ARCHIVE_OPTIONS, "").strip()
     session = get_spark("simhash-dedup-tests", master="local[2]", conf={
         "spark.driver.memory": "3g",
         "spark.ui.enabled": "false",
         "spark.sql.codegen.cache.maxEntries": "5000",
         "spark.driver.extraJavaOptions": "-XX:+UseParallelGC " + TEST_JVM_C2_THRESHOLDS,
     })
-    if submit_options is not None:
-        os.environ["SPARK_SUBMIT_OPTS"] = submit_options
     session.conf.set("spark.sql.shuffle.partitions", "2")
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -69,8 +69,8 @@ def test_readme_spark_submit_lines_as_written(tmp_path):
     events = tmp_path / "events"
     events.mkdir()
     env = fresh_shell_env()
-    env["SPARK_SUBMIT_OPTS"] = " ".join([env.get("SPARK_SUBMIT_OPTS", "")] + [f"-Dspark.eventLog.{key}" for key in (
-        "enabled=true", f"dir=file://{events}", "compress=false", "rolling.enabled=false")]).strip()
+    env["SPARK_SUBMIT_OPTS"] = " ".join(f"-Dspark.eventLog.{key}" for key in (
+        "enabled=true", f"dir=file://{events}", "compress=false", "rolling.enabled=false"))
     proc = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert (out / "_SUCCESS").exists()

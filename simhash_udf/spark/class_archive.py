@@ -85,11 +85,10 @@ def stamp() -> str | None:
     return json.dumps({"java": [java, info.st_size, int(info.st_mtime)], "jars": jars}, sort_keys=True)
 
 
-def usable_archive(path: str | None = None) -> str | None:
-    """The archive's path (`path`, else archive_path()) when a JVM that Spark's launcher starts now can map it: it
-    exists, its stamp is this Java's and these jars', and no non-empty conf directory is on the class path;
-    otherwise None (a relaunch would not pay)."""
-    path = path or archive_path()
+def usable_archive() -> str | None:
+    """The archive's path when a JVM that Spark's launcher starts now can map it: it exists, its stamp is this Java's
+    and these jars', and no non-empty conf directory is on the class path; otherwise None (a relaunch would not pay)."""
+    path = archive_path()
     if not path or not os.path.isfile(path) or conf_dir_blocks_archive():
         return None
     try:
