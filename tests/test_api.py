@@ -534,14 +534,17 @@ def test_api_shuffle_partitions_follow_the_input_not_the_session():
     assert api_shuffle_partitions(32, 1000) == 1 and api_shuffle_partitions(10**7, 1000) == 1000
 
 
-def test_near_duplicates_sizes_its_shuffles_from_its_input_on_a_default_session(spark):
+@pytest.mark.parametrize("adaptive", ["true", "false"])
+def test_near_duplicates_sizes_its_shuffles_from_its_input_on_a_default_session(spark, adaptive):
     """On a session with Spark's default of 200 shuffle partitions a 32-row call ran 13,522 tasks (stages of
-    up to 400): it sizes its own partitions from the rows (one here), and the session keeps its 200."""
+    up to 400): it sizes its own partitions from the rows (one here), and the session keeps its 200. Also with
+    adaptive execution off, which merges no small partitions: the id check, before the rows are counted, ran
+    200 tasks there."""
     from simhash_udf.spark.session import scoped_settings
 
     sc = spark.sparkContext
     df = spark.createDataFrame(pd.DataFrame(make_sample_corpus(32, seed=5)).head(32)).repartition(2)
-    with scoped_settings(spark, {"spark.sql.shuffle.partitions": "200"}):
+    with scoped_settings(spark, {"spark.sql.shuffle.partitions": "200", "spark.sql.adaptive.enabled": adaptive}):
         sc.setJobGroup("api-partitions", "tasks counted")
         try:
             result = near_duplicates(df)

@@ -82,10 +82,11 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
     if fingerprint_col and fingerprint_col != "fingerprint":  # another `fingerprint` column would be ambiguous
         raw = df.drop("fingerprint").withColumnRenamed(fingerprint_col, "fingerprint")
     check_input_columns(raw, cfg)  # the job's: the keep column, the id's and the text's types
-    check_ids(raw, id_col)
+    spark = df.sparkSession
+    with scoped_settings(spark, {"spark.sql.shuffle.partitions": str(id_check_partitions(raw, cfg))}):
+        check_ids(raw, id_col)
     result = NearDuplicates(None, None, {})
     timer = StageTimer()
-    spark = df.sparkSession
 
     def size_shuffles(rows: int) -> None:  # inside scoped_settings: the caller's value is put back after
         if not cfg.shuffle_partitions:
@@ -107,6 +108,17 @@ def near_duplicates(df: DataFrame, *, id_col: str | None = None, text_col: str |
     kept_ids = found.clusters.where(~F.col("is_duplicate")).select(F.col("id").alias("_kept_id"))
     result.kept = df.join(kept_ids, df[id_col] == kept_ids["_kept_id"], "left_semi")
     return result
+
+
+def id_check_partitions(df: DataFrame, cfg: DedupConfig) -> int:
+    """The id check's shuffle partitions: the rows are not counted yet (size_shuffles comes later), so the input's
+    own partitions (at least one a core), never more than the session's; the given shuffle_partitions when set.
+    With adaptive execution off, the session's 200 (Spark's default) were 200 tasks for a 32-row call."""
+    if cfg.shuffle_partitions:
+        return cfg.shuffle_partitions
+    spark = df.sparkSession
+    session = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    return max(1, min(session, max(df.rdd.getNumPartitions(), spark.sparkContext.defaultParallelism)))
 
 
 def related_pages(df: DataFrame, *, n: int = 10, distance: int = DEFAULT_RELATED_DISTANCE, **kwargs) -> NearDuplicates:
