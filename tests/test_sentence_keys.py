@@ -37,6 +37,7 @@ from simhash_udf.core.verified import (
     containment_estimate,
     greedy_centres,
     pairs_verify,
+    texts_confirm,
     verified_centres,
 )
 
@@ -582,11 +583,17 @@ def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_pat
     assert_pair_search_adds_up(report, (out / "report.html").read_text(encoding="utf-8"))
     texts = dict(rows)
     spec = VerifySpec(0.8, min_containment=0.9)
+    by_containment = 0
     for i, c in clusters[clusters["is_duplicate"]]["cluster_id"].items():
         (_, n_i), (_, n_c) = (fingerprint_batch([texts[x]], FeatureSpec())[:2] for x in (i, c))
         agree = agreeing(clusters.loc[i, "signature"], clusters.loc[c, "signature"])
         assert agree >= spec.need or contained(np.array([agree]), n_i[0], n_c[0], spec, len(texts[i]),
                                                len(texts[c]))[0]
+        if agree < spec.need:  # and so checked on the texts, which hold
+            by_containment += 1
+            assert texts_confirm([texts[i]], [texts[c]], spec)[0], i
+    assert report["clusters"]["containment_check"] == {"checked_on_texts": by_containment, "kept_again": 0,
+                                                       "not_checked": 0} and by_containment >= 1
 
 
 def assert_pair_search_adds_up(report: dict, page: str) -> None:

@@ -79,21 +79,26 @@ def shingle_sets(texts: list[str | None], n: int = SHINGLE) -> tuple[np.ndarray,
 
 
 def pair_jaccards(texts_a: list[str | None], texts_b: list[str | None], n: int = SHINGLE) -> np.ndarray:
-    """[jaccard(shingle_set(a, n), shingle_set(b, n)) for each pair (a_i, b_i)], as one batch: the two sides'
-    shingles tagged by their pair, and a hash a pair holds twice is in both sets."""
+    """[jaccard(shingle_set(a, n), shingle_set(b, n)) for each pair (a_i, b_i)], as one batch (pair_overlaps)."""
+    inter, size_a, size_b = pair_overlaps(texts_a, texts_b, n)
+    union = size_a + size_b - inter
+    return np.where((size_a == 0) | (size_b == 0), 0.0, inter / np.maximum(union, 1))
+
+
+def pair_overlaps(texts_a: list[str | None], texts_b: list[str | None],
+                  n: int = SHINGLE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(shared, size_a, size_b) of each pair (a_i, b_i): the shingles the two sets share and their sizes, as
+    one batch: the two sides' shingles tagged by their pair, and a hash a pair holds twice is in both sets."""
     k = len(texts_a)
     if len(texts_b) != k:
-        raise ValueError(f"pair_jaccards: {k} texts on one side and {len(texts_b)} on the other")
+        raise ValueError(f"pair_overlaps: {k} texts on one side and {len(texts_b)} on the other")
     owner, hashes = shingle_sets(list(texts_a) + list(texts_b), n)
     sizes = np.bincount(owner, minlength=2 * k)
     pair = owner % max(k, 1)
     order = _order_by(pair, hashes)
     pair, hashes = pair[order], hashes[order]
     both = (pair[1:] == pair[:-1]) & (hashes[1:] == hashes[:-1])
-    inter = np.bincount(pair[1:][both], minlength=k)
-    size_a, size_b = sizes[:k], sizes[k:]
-    union = size_a + size_b - inter
-    return np.where((size_a == 0) | (size_b == 0), 0.0, inter / np.maximum(union, 1))
+    return np.bincount(pair[1:][both], minlength=k), sizes[:k], sizes[k:]
 
 
 def _order_by(group: np.ndarray, h: np.ndarray) -> np.ndarray:

@@ -28,7 +28,7 @@ import numpy as np
 
 from .bands import FarFilter, SignatureBands
 from .candidates import SMALL_GROUP, _small_group_pairs, bfs_forest, key_groups, pair_filter, spanning_forest_edges
-from .shingles import jaccard, shingle_set
+from .shingles import SHINGLE, jaccard, pair_overlaps, shingle_set
 from .signature import SignatureSpec, agreeing_bins, agreement_similarity, min_agreeing_bins, similarity
 
 BANDS = 10  # similarity bands of the report: [0, 0.1), ..., [0.9, 1.0]
@@ -111,6 +111,31 @@ def agreement_verifies(agree: np.ndarray, n_a=None, n_b=None, spec: VerifySpec |
         return similar, np.zeros(np.shape(similar), dtype=bool)
     by_containment = ~similar & contained(agree, n_a, n_b, spec, size_a, size_b)
     return similar | by_containment, by_containment
+
+
+# A pair joined by containment whose texts share at least this Jaccard index of their character 5-grams resembles
+# its kept page although the smaller is not min_containment inside the larger: below it, the oracle of
+# docs/quality.md (evaluation/quality.py) calls two pages no copy.
+TEXT_MIN_JACCARD = 0.5
+
+
+def texts_confirm(texts_a: list[str | None], texts_b: list[str | None], spec: VerifySpec) -> np.ndarray:
+    """Whether each pair (a_i, b_i) of texts, joined by containment on their signatures' estimate, holds on the
+    texts themselves: the smaller text's (fewer characters; of two equal, fewer shingles) character 5-gram set is
+    at least spec.min_containment inside the larger's, which has at most spec.max_size_ratio times its
+    characters; or the two sets' Jaccard index is at least TEXT_MIN_JACCARD. The estimate's error at 128 bins,
+    multiplied by the size ratio, lets pages through that are ~0.85 inside; the texts are exact."""
+    shared, size_a, size_b = pair_overlaps(texts_a, texts_b, SHINGLE)
+    chars_a = np.fromiter((len(t or "") for t in texts_a), dtype=np.int64, count=len(texts_a))
+    chars_b = np.fromiter((len(t or "") for t in texts_b), dtype=np.int64, count=len(texts_b))
+    a_smaller = (chars_a < chars_b) | ((chars_a == chars_b) & (size_a <= size_b))
+    small_set = np.where(a_smaller, size_a, size_b)
+    small_chars, large_chars = np.minimum(chars_a, chars_b), np.maximum(chars_a, chars_b)
+    inside = ((small_set > 0) & (large_chars <= spec.max_size_ratio * small_chars)
+              & (shared >= spec.min_containment * small_set - 1e-9))
+    union = size_a + size_b - shared
+    similar = (union > 0) & (size_a > 0) & (size_b > 0) & (shared >= TEXT_MIN_JACCARD * union - 1e-9)
+    return inside | similar
 
 
 def band_of(sim: np.ndarray) -> np.ndarray:

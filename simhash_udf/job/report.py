@@ -49,7 +49,7 @@ def dedup_report(cfg: DedupConfig, fp: Fingerprinted, short: ShortText, found: C
             with_duplicates=sum(c for s, c in histogram.items() if s > 1),
             largest=max(histogram) if histogram else 0,
             size_histogram={str(s): histogram[s] for s in sorted(histogram)},
-            max_distance_to_kept_histogram=near.max_distance_to_kept),
+            max_distance_to_kept_histogram=near.max_distance_to_kept, containment_check=near.containment_check),
         candidates=near.candidates,
         table_plan=near.table_plan,
         short_text=short.report,

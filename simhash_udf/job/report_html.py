@@ -656,6 +656,12 @@ def _verified_kinds(report: Report, texts: dict) -> str:
              f"page at least {esc(report.config.get('min_containment'))} inside a page at most "
              f"{esc(report.config.get('max_size_ratio'))} times its size), {keys.pairs_rejected:,} rejected; "
              f"{keys.skipped_keys:,} sentences shared by more than {keys.max_group} pages were not compared.</p>"]
+    check = report.clusters.containment_check if report.clusters else None
+    if check is not None:
+        parts.append(f'<p class="note" id="text-check">Duplicates joined to their kept page only by containment, '
+                     f'checked on the two texts: <b>{check.checked_on_texts:,}</b>, of which <b>{check.kept_again:,}'
+                     f'</b> did not hold and were kept again; {check.not_checked:,} not checked (no text of the kept '
+                     f'page in this run).</p>')
     for kind, e in sorted(keys.examples.items()):
         a, b = excerpt_pair(texts.get(e.ids[0]), texts.get(e.ids[1]))
         sides = "".join(f'<div class="side"><div class="who">page <b>{esc(i)}</b> · {n:,} features</div>'

@@ -142,6 +142,17 @@ class BadRows(Part):
 
 
 @dataclass(kw_only=True)
+class ContainmentTextCheck(Part):
+    checked_on_texts: int = item("duplicates joined to their kept page only by containment, compared with it on the "
+                                 "two texts (character 5-grams: the smaller at least min_containment inside the larger "
+                                 "within max_size_ratio, or a Jaccard index of at least 0.5)")
+    kept_again: int = item("of those, pages whose texts did not hold: they left the cluster, and those of one unit "
+                           "(fingerprint, signature and short text) are a cluster of their own")
+    not_checked: int = item("duplicates joined only by containment to a page whose text the run has not (an earlier "
+                            "run's kept page, or stored fingerprints): as their signatures estimated")
+
+
+@dataclass(kw_only=True)
 class Clusters(Part):
     total: int = item("clusters (one kept page each) of this run's pages")
     with_duplicates: int = item("clusters of more than one page")
@@ -149,6 +160,8 @@ class Clusters(Part):
     size_histogram: dict[str, int] = item("cluster size -> clusters of that size")
     max_distance_to_kept_histogram: dict[str, int] = item(
         "clusters by the largest Hamming distance of a member to its kept page (beyond k: joined by a chain)")
+    containment_check: ContainmentTextCheck | None = item("the text check of the pages joined only by containment; null "
+                                                      "with containment off and in reports of older versions")
 
 
 @dataclass(kw_only=True)

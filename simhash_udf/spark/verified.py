@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, IntegerType, LongType, StructField, StructType
+from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StructField, StructType
 
 from ..core.blocks import TablePlan
-from ..core.signature import from_arrow, similarity
+from ..core.signature import agreeing_bins, from_arrow, similarity
 from ..core.verified import BANDS, VerifySpec, greedy_centres, verified_centres, verify_groups
 from .blocks import walk_groups
 from .joins import broadcast_if_small, is_small
@@ -114,9 +114,9 @@ def component_centres(batches: Iterator[pa.RecordBatch], spec: VerifySpec | None
 
 def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordBatch]:
     """Complete components, rows sorted by (comp, pos): each unit row (fixed false) with its centre's
-    unit_id as kept_id, or the centre's h_cluster and h_kept_date when the centre is an earlier run's page, and
-    its estimated similarity to the centre (from the two signatures: an earlier cluster's is its kept page's;
-    null without signatures)."""
+    unit_id as kept_id, or the centre's h_cluster and h_kept_date when the centre is an earlier run's page, its
+    estimated similarity to the centre (from the two signatures: an earlier cluster's is its kept page's;
+    null without signatures), and whether it joined the centre only by containment (by_containment)."""
     if not table.num_rows:
         return
     comp = table.column("comp").to_numpy()
@@ -152,8 +152,13 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
         centre_row[a:b] = a + centre
     units = np.flatnonzero(~fixed)
     to_centre = np.full(len(units), np.nan)
+    by_containment = np.zeros(len(units), dtype=bool)
     if sigs is not None:
-        to_centre = similarity(sigs[units], sigs[centre_row[units]], spec.signature.bits)
+        centres = centre_row[units]
+        to_centre = similarity(sigs[units], sigs[centres], spec.signature.bits)
+        if spec.containment:  # joined neither by similarity nor by two short texts' shingles
+            by_containment = ((centres != units) & (agreeing_bins(sigs[units], sigs[centres]) < spec.need)
+                              & ~(has_text[units] & has_text[centres]))
     centre = pa.array(centre_row[units])
     by_fixed = pa.array(fixed[centre_row[units]])
     kept = table.column("unit_id").take(centre)
@@ -166,6 +171,7 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
         # the kept page's fingerprint (its unit's; an earlier cluster's rows have none): for the report's chaining
         "kept_fingerprint": table.column("fingerprint").take(centre),
         "similarity": pa.array(to_centre, pa.float64(), mask=np.isnan(to_centre)),
+        "by_containment": pa.array(by_containment),
     })
     yield from out.combine_chunks().to_batches()
 
@@ -255,10 +261,11 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     signature) of the history fingerprints in the search, signature = that of their cluster's kept page;
     fixed_rows: a bound on fixed's rows if known (-1: not), for a broadcast; root_rows: roots' rows if known
     (connected_components counts them; -1: counted here).
-    Returns (fingerprint, unit_id, kept_id, h_cluster, h_kept_date, kept_fingerprint, similarity) for each unit
-    that shares its component with another unit or an earlier cluster: unit_id = its best page's id, kept_id the
-    best page of its centre unit and kept_fingerprint that unit's fingerprint, or h_cluster/h_kept_date when its
-    centre is an earlier run's kept page; similarity its estimated Jaccard index to the centre (component_centres).
+    Returns (fingerprint, unit_id, kept_id, h_cluster, h_kept_date, kept_fingerprint, similarity, by_containment)
+    for each unit that shares its component with another unit or an earlier cluster: unit_id = its best page's
+    id, kept_id the best page of its centre unit and kept_fingerprint that unit's fingerprint, or
+    h_cluster/h_kept_date when its centre is an earlier run's kept page; similarity its estimated Jaccard index
+    to the centre (component_centres), by_containment whether it joined it only by containment (estimated).
     Every other unit is its own cluster, kept by its best page, and gets no row (all units of one fingerprint
     share a component, so either all or none of them have a row).
 
@@ -321,5 +328,6 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
                             + [StructField("kept_id", runs.schema["unit_id"].dataType, True)]
                             + [runs.schema[c] for c in ("h_cluster", "h_kept_date")]
                             + [StructField("kept_fingerprint", LongType(), True),
-                               StructField("similarity", DoubleType(), True)])
+                               StructField("similarity", DoubleType(), True),
+                               StructField("by_containment", BooleanType(), True)])
     return runs.mapInArrow(lambda batches: component_centres(batches, spec), out_schema)

@@ -116,7 +116,9 @@ class StageContext:
     persist: caches a DataFrame and registers it for clean-up; checkpoint: cuts the lineage of each component
     round (the job: reliable_checkpoint; the API: a local checkpoint); history: the earlier runs' rows, None
     without --history or before its first run; large: the run has LARGE_RUN_PAGES pages or more (stages.run),
-    so the exact collapse, verify and resolve make the passes of a large run."""
+    so the exact collapse, verify and resolve make the passes of a large run; texts: (id, text) of the run's
+    pages as they were fingerprinted, for resolve's check of pages joined by containment (None: no texts, as
+    with stored fingerprints, or containment off)."""
 
     specs: SearchSpecs
     timer: StageTimer
@@ -124,3 +126,4 @@ class StageContext:
     checkpoint: Persist = reliable_checkpoint
     history: HistoryView | None = None
     large: bool = False
+    texts: DataFrame | None = None

@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from ...core.signature import SignatureSpec
 from ...spark.clusters import cluster_shape, resolve_clusters, with_similarity_to_kept
+from ...spark.containment_check import ContainmentCheck, checked_containment
 from ...spark.history_search import attach_history, with_history_copies
 from ...spark.joins import broadcast_if_small
 from ...spark.star import star_clusters
@@ -25,6 +26,7 @@ class Resolved:
     histogram: dict[int, int]  # cluster size -> clusters
     max_distance_to_kept: dict[int, int]  # clusters by their members' largest distance to the kept page
     exact_duplicates: int  # duplicates with their kept page's (or a fellow duplicate's) fingerprint
+    containment_check: ContainmentCheck | None = None  # with containment: the pages checked on their texts
 
 
 def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: StageContext) -> Resolved:
@@ -45,11 +47,15 @@ def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: 
             clusters = with_similarity_to_kept(clusters.join(pages.select("id", "signature"), "id"),
                                                ctx.specs.verify.signature if ctx.specs.verify else SignatureSpec())
         clusters = ctx.persist(clusters)
+        check = None
+        if mode == "verified" and ctx.specs.verify is not None and ctx.specs.verify.containment:
+            clusters, check = checked_containment(clusters, ctx.texts, ctx.specs.verify, ctx.persist)
+            counts.update(checked_on_texts=check.checked_on_texts, kept_again=check.kept_again)
         # with a history, a copy of an earlier day's page is an exact duplicate too (the shape's input only)
         shaped = clusters if history is None else with_history_copies(clusters, match.related, match.n_related)
         histogram, chaining, exact = cluster_shape(shaped)
         counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
-    return Resolved(clusters, histogram, chaining, exact)
+    return Resolved(clusters, histogram, chaining, exact, check)
 
 
 def verified_mode_clusters(pages: DataFrame, collapsed: Collapsed, blocks: Blocks, comps: Components,
@@ -69,17 +75,21 @@ def verified_mode_clusters(pages: DataFrame, collapsed: Collapsed, blocks: Block
         # the assignments, when few, spares them a shuffle
         assigned = ctx.persist(assigned)
         n_assigned = assigned.count()
-    return resolve_verified(pages, assigned, n_assigned, ctx.history.run_date if ctx.history is not None else None)
+    return resolve_verified(pages, assigned, n_assigned, ctx.history.run_date if ctx.history is not None else None,
+                            with_containment=verify is not None and verify.containment)
 
 
-def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run_date: str | None) -> DataFrame:
+def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run_date: str | None,
+                     with_containment: bool = False) -> DataFrame:
     """Each page's cluster from its unit's centre (verified_pairs.verified_clusters; n_assigned rows, -1: not
     known): the best page of the centre unit, or an earlier run's cluster; pages without a fingerprint are
     clusters of their own. With a run date (--history) also kept_run_date. Keeps the page's signature (for
     clusters/ and the history), and adds kept_fp: the kept page's fingerprint, null when it is an earlier run's
     (clusters.cluster_shape), and similarity: a duplicate's estimated Jaccard index to its kept page (its unit's
     to the centre, verified_clusters; a page of its kept page's unit, or of its fingerprint without signatures:
-    1.0), null for a kept page."""
+    1.0), null for a kept page. with_containment: also by_containment, whether a duplicate joined its kept page
+    only by containment (verified_clusters), and the page's rank and unit, for the text check
+    (containment_check)."""
     # joined on the fingerprint alone, then the unit, so that only the per-unit assignments move: broadcast
     # when known to be few (joins.is_small), or by a sort-merge join, which moves the assignments alone when the
     # pages are partitioned by fingerprint (with_units, unless split). A unit without an
@@ -104,4 +114,6 @@ def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run
             F.col("signature"), kept_fp.alias("kept_fp"), to_kept.alias("similarity")]
     if run_date is not None:
         cols.append(F.when(earlier, F.col("h_kept_date")).otherwise(F.lit(run_date)).alias("kept_run_date"))
+    if with_containment:
+        cols += [F.coalesce("by_containment", F.lit(False)).alias("by_containment"), F.col("rank"), F.col("unit")]
     return joined.select(*cols)

@@ -20,6 +20,7 @@ from ..config import DedupConfig
 from ..report_schema import (
     BandCounts,
     CandidateStats,
+    ContainmentTextCheck,
     PairSearch,
     PairSource,
     SentenceKeyStats,
@@ -34,7 +35,7 @@ from .candidates import Candidates, candidates_stage
 from .components import Components, components_stage
 from .context import HistoryView, Persist, SearchSpecs, StageContext, StageTimer, reliable_checkpoint
 from .exact_collapse import Collapsed, exact_collapse_stage
-from .fingerprint import Fingerprinted, fingerprint_stage
+from .fingerprint import Fingerprinted, fingerprint_stage, prepare_documents
 from .related import Related, related_stage
 from .resolve import Resolved, resolve_stage
 from .sentence_keys import SentencePairs, sentence_keys_stage
@@ -72,6 +73,7 @@ class NearDuplicateStats:
     history_fingerprints_compared: int | None = None  # and its fingerprints that share a key with this run's
     short_found_by_main_search: int = 0  # short-text candidate pairs that the tables or the bands found too
     sentence_found_by_other_sources: int = 0  # sentence-key pairs that the tables, the bands or short text found too
+    containment_check: ContainmentTextCheck | None = None  # with containment: resolve's text check
 
 
 @dataclass
@@ -101,8 +103,12 @@ def run_stages(raw: DataFrame, cfg: DedupConfig, *, timer: StageTimer, persist: 
     if input_rows is not None:
         input_rows(fp.stats["input_rows"])
     short = short_text_stage(fp.docs, cfg, persist, timer, fp.stats["short_pages"])
-    ctx = StageContext(SearchSpecs.of(cfg), timer, persist, checkpoint, history,
-                       large=fp.stats["input_rows"] >= LARGE_RUN_PAGES)
+    specs = SearchSpecs.of(cfg)
+    texts = None  # resolve checks the pages joined by containment on their texts (the input read again)
+    if specs.verify is not None and specs.verify.containment and cfg.input_format != "fingerprints":
+        texts = prepare_documents(raw, cfg).select("id", "text")
+    ctx = StageContext(specs, timer, persist, checkpoint, history, large=fp.stats["input_rows"] >= LARGE_RUN_PAGES,
+                       texts=texts)
     clustered = near_duplicate_clusters(fp.docs, ctx, short.edges, short.pairs,
                                         short.report.verified_pairs if short.edges is not None else None)
     search = clustered.stats.candidates.pair_search = pair_search(clustered.stats, short.report)
@@ -218,7 +224,9 @@ def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks
         history_rows=collapsed.n_history if with_history else None,
         history_fingerprints_compared=blocks.history.n_related if with_history else None,
         short_found_by_main_search=verified.short_found_by_main_search,
-        sentence_found_by_other_sources=verified.sentence_found_by_other_sources)
+        sentence_found_by_other_sources=verified.sentence_found_by_other_sources,
+        containment_check=ContainmentTextCheck(**dataclasses.asdict(resolved.containment_check))
+        if resolved.containment_check is not None else None)
 
 
 def sentence_key_stats(specs: SearchSpecs, sentences: SentencePairs) -> SentenceKeyStats:
