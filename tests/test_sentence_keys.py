@@ -256,7 +256,12 @@ def test_containment_from_signatures_is_near_the_exact(seed, small, share, extra
     sigs = _signatures([a, b])
     est = containment_estimate(similarity(sigs[0], sigs[1], 8), len(a), len(b))
     exact = len(a & b) / min(len(a), len(b))
-    assert abs(est - exact) < 0.2  # 128 bins: about 0.05 standard error here; 0.2 is four of them
+    # the estimate's standard error: 128 bins estimate J with sqrt(J (1 - J) / 128), which the containment
+    # estimate multiplies by (s + l) / ((1 + J)^2 s); 0.03-0.07 here, and five of them (a fixed 0.2, four errors
+    # of 0.05, failed at a random example with an error of 0.068: 0.21)
+    j = len(a & b) / len(a | b)
+    error = np.sqrt(j * (1 - j) / 128) * (len(a) + len(b)) / ((1 + j) ** 2 * min(len(a), len(b)))
+    assert abs(est - exact) < 5 * error + 0.01
 
 
 @settings(max_examples=300, deadline=None)
@@ -592,8 +597,8 @@ def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_pat
         if agree < spec.need:  # and so checked on the texts, which hold
             by_containment += 1
             assert texts_confirm([texts[i]], [texts[c]], spec)[0], i
-    assert report["clusters"]["containment_check"] == {"checked_on_texts": by_containment, "kept_again": 0,
-                                                       "not_checked": 0} and by_containment >= 1
+    assert report["clusters"]["containment_check"] == {"checked_on_texts": by_containment, "kept_again": 0}
+    assert by_containment >= 1
 
 
 def assert_pair_search_adds_up(report: dict, page: str) -> None:

@@ -660,8 +660,7 @@ def _verified_kinds(report: Report, texts: dict) -> str:
     if check is not None:
         parts.append(f'<p class="note" id="text-check">Duplicates joined to their kept page only by containment, '
                      f'checked on the two texts: <b>{check.checked_on_texts:,}</b>, of which <b>{check.kept_again:,}'
-                     f'</b> did not hold and were kept again; {check.not_checked:,} not checked (no text of the kept '
-                     f'page in this run).</p>')
+                     f'</b> did not hold and left the cluster.</p>')
     for kind, e in sorted(keys.examples.items()):
         a, b = excerpt_pair(texts.get(e.ids[0]), texts.get(e.ids[1]))
         sides = "".join(f'<div class="side"><div class="who">page <b>{esc(i)}</b> · {n:,} features</div>'

@@ -146,10 +146,8 @@ class ContainmentTextCheck(Part):
     checked_on_texts: int = item("duplicates joined to their kept page only by containment, compared with it on the "
                                  "two texts (character 5-grams: the smaller at least min_containment inside the larger "
                                  "within max_size_ratio, or a Jaccard index of at least 0.5)")
-    kept_again: int = item("of those, pages whose texts did not hold: they left the cluster, and those of one unit "
-                           "(fingerprint, signature and short text) are a cluster of their own")
-    not_checked: int = item("duplicates joined only by containment to a page whose text the run has not (an earlier "
-                            "run's kept page, or stored fingerprints): as their signatures estimated")
+    kept_again: int = item("of those, pages whose texts did not hold: they left the cluster and were clustered again "
+                           "among themselves, by similarity alone")
 
 
 @dataclass(kw_only=True)

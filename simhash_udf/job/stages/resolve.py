@@ -88,7 +88,7 @@ def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run
     (clusters.cluster_shape), and similarity: a duplicate's estimated Jaccard index to its kept page (its unit's
     to the centre, verified_clusters; a page of its kept page's unit, or of its fingerprint without signatures:
     1.0), null for a kept page. with_containment: also by_containment, whether a duplicate joined its kept page
-    only by containment (verified_clusters), and the page's rank and unit, for the text check
+    only by containment (verified_clusters), and the page's rank and short text, for the text check
     (containment_check)."""
     # joined on the fingerprint alone, then the unit, so that only the per-unit assignments move: broadcast
     # when known to be few (joins.is_small), or by a sort-merge join, which moves the assignments alone when the
@@ -115,5 +115,5 @@ def resolve_verified(pages: DataFrame, assigned: DataFrame, n_assigned: int, run
     if run_date is not None:
         cols.append(F.when(earlier, F.col("h_kept_date")).otherwise(F.lit(run_date)).alias("kept_run_date"))
     if with_containment:
-        cols += [F.coalesce("by_containment", F.lit(False)).alias("by_containment"), F.col("rank"), F.col("unit")]
+        cols += [F.coalesce("by_containment", F.lit(False)).alias("by_containment"), F.col("rank"), F.col("short_text")]
     return joined.select(*cols)
