@@ -108,7 +108,7 @@ def test_pages_whose_texts_do_not_hold_leave_the_cluster_and_cluster_again(spark
     assert texts_confirm([ARTICLE, ARTICLE], [FRAMED, OTHER], spec).tolist() == [True, False]
     clusters, texts = resolved(spark, partitions)
     out, check = checked_containment(clusters, texts, spec, lambda df: df.cache())
-    assert check == ContainmentCheck(checked_on_texts=6, kept_again=4)
+    assert check == ContainmentCheck(checked_on_texts=6, left_cluster=4)
     assert out.columns == ["id", "fingerprint", "cluster_id", "is_duplicate", "signature", "kept_fp", "similarity"]
     got = out.toPandas().set_index("id").sort_index()
     near = float(similarity(S1_NEAR, S1, SignatureSpec().bits))

@@ -204,7 +204,7 @@ def test_report_page_in_a_headless_browser(report_run, chromium, tmp_path):
     for kind, e in kinds.items():
         assert f"verified by {kind} · similarity {e['similarity']:.2f} · containment {e['containment']:.2f}" in shown
     check = on_disk["clusters"]["containment_check"]
-    assert (f"checked on the two texts: {check['checked_on_texts']:,}, of which {check['kept_again']:,} did not hold "
+    assert (f"checked on the two texts: {check['checked_on_texts']:,}, of which {check['left_cluster']:,} did not hold "
             "and left the cluster") in shown
     assert all('<script>alert("x")</script><img src="https://evil.example/x.png"> &amp;' in e for e in dom.excerpts)
     assert "script" not in dom.tags and "img" not in dom.tags

@@ -597,7 +597,7 @@ def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_pat
         if agree < spec.need:  # and so checked on the texts, which hold
             by_containment += 1
             assert texts_confirm([texts[i]], [texts[c]], spec)[0], i
-    assert report["clusters"]["containment_check"] == {"checked_on_texts": by_containment, "kept_again": 0}
+    assert report["clusters"]["containment_check"] == {"checked_on_texts": by_containment, "left_cluster": 0}
     assert by_containment >= 1
 
 

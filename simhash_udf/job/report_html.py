@@ -659,7 +659,7 @@ def _verified_kinds(report: Report, texts: dict) -> str:
     check = report.clusters.containment_check if report.clusters else None
     if check is not None:
         parts.append(f'<p class="note" id="text-check">Duplicates joined to their kept page only by containment, '
-                     f'checked on the two texts: <b>{check.checked_on_texts:,}</b>, of which <b>{check.kept_again:,}'
+                     f'checked on the two texts: <b>{check.checked_on_texts:,}</b>, of which <b>{check.left_cluster:,}'
                      f'</b> did not hold and left the cluster.</p>')
     for kind, e in sorted(keys.examples.items()):
         a, b = excerpt_pair(texts.get(e.ids[0]), texts.get(e.ids[1]))

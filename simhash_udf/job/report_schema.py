@@ -146,7 +146,7 @@ class ContainmentTextCheck(Part):
     checked_on_texts: int = item("duplicates joined to their kept page only by containment, compared with it on the "
                                  "two texts (character 5-grams: the smaller at least min_containment inside the larger "
                                  "within max_size_ratio, or a Jaccard index of at least 0.5)")
-    kept_again: int = item("of those, pages whose texts did not hold: they left the cluster and were clustered again "
+    left_cluster: int = item("of those, pages whose texts did not hold: they left the cluster and were clustered again "
                            "among themselves, by similarity alone")
 
 

@@ -24,7 +24,7 @@ class ContainmentCheck:
     """The counts of checked_containment (report.json's clusters.containment_check)."""
 
     checked_on_texts: int  # duplicates joined only by containment, compared on their and their kept page's texts
-    kept_again: int  # of those, pages whose texts do not hold: out of the cluster, clustered again among themselves
+    left_cluster: int  # of those, pages whose texts do not hold: out of the cluster, clustered again among themselves
 
 
 def _holds(batches: Iterator[pa.RecordBatch], spec: VerifySpec) -> Iterator[pa.RecordBatch]:
