@@ -107,7 +107,7 @@ def test_pages_whose_texts_do_not_hold_leave_the_cluster_and_cluster_again(spark
     spec = VerifySpec(0.8, min_containment=0.9)
     assert texts_confirm([ARTICLE, ARTICLE], [FRAMED, OTHER], spec).tolist() == [True, False]
     clusters, texts = resolved(spark, partitions)
-    out, check = checked_containment(clusters, texts, spec, lambda df: df.cache())
+    out, check = checked_containment(clusters, texts, spec, lambda df: df.cache(), lambda df: df.localCheckpoint())
     assert check == ContainmentCheck(checked_on_texts=6, left_cluster=4)
     assert out.columns == ["id", "fingerprint", "cluster_id", "is_duplicate", "signature", "kept_fp", "similarity"]
     got = out.toPandas().set_index("id").sort_index()
@@ -123,7 +123,7 @@ def test_pages_whose_texts_do_not_hold_leave_the_cluster_and_cluster_again(spark
         assert (pd.isna(row["similarity"]) and sim is None) or row["similarity"] == pytest.approx(sim), i
         assert (pd.isna(row["kept_fp"]) and kept_fp is None) or row["kept_fp"] == kept_fp, i
     # without texts (stored fingerprints) nothing is checked, and the clusters stay as resolve made them
-    out, check = checked_containment(clusters, None, spec, lambda df: df.cache())
+    out, check = checked_containment(clusters, None, spec, lambda df: df.cache(), lambda df: df.localCheckpoint())
     assert check == ContainmentCheck(0, 0)
     same = out.toPandas().set_index("id").sort_index()
     assert np.array_equal(same["cluster_id"], [1, 1, 1, 1, 1, 1, 1, 900, 1])

@@ -16,7 +16,7 @@ from pyspark.sql.types import BooleanType, DoubleType, LongType, StructField, St
 
 from ..core.signature import from_arrow, similarity
 from ..core.verified import VerifySpec, texts_confirm, verified_centres
-from .joins import broadcast_if_small
+from .joins import broadcast_if_small, is_small
 
 
 @dataclass
@@ -51,9 +51,11 @@ def _clustered_again(rows, spec: VerifySpec):
 
 
 def checked_containment(clusters: DataFrame, texts: DataFrame | None, spec: VerifySpec,
-                        persist: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, ContainmentCheck]:
+                        persist: Callable[[DataFrame], DataFrame],
+                        checkpoint: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, ContainmentCheck]:
     """clusters: resolve's rows (id, fingerprint, cluster_id, is_duplicate, signature, kept_fp, similarity,
-    by_containment, rank, short_text[, kept_run_date]), cached; texts: (id, text) of the run's pages, or None.
+    by_containment, rank, short_text[, kept_run_date]), cached; texts: (id, text) of the run's pages, or None;
+    persist caches, checkpoint cuts a lineage (the stages' own).
     Returns the clusters without by_containment, rank and short_text, where the pages joined only by containment
     to a page of this run whose texts do not hold (texts_confirm) leave that cluster and are
     clustered again among themselves (_clustered_again); and the counts."""
@@ -62,7 +64,10 @@ def checked_containment(clusters: DataFrame, texts: DataFrame | None, spec: Veri
         return result, ContainmentCheck(0, 0)
     # an earlier run's kept page (kept_fp null) has no text here; it is compared by similarity alone
     # (verified_clusters), so no page joins it by containment, and none would be checked
-    flagged = clusters.where(F.col("is_duplicate") & F.col("by_containment") & F.col("kept_fp").isNotNull())
+    # the pages to check, their lineage cut: with a history, the plan of resolve's cache is large, and each query
+    # of this step planned it again (seconds each, ten times the stage's time without the check)
+    flagged = checkpoint(clusters.where(F.col("is_duplicate") & F.col("by_containment") & F.col("kept_fp").isNotNull())
+                         .select("id", "fingerprint", "signature", "short_text", "rank", "cluster_id"))
     n_local = flagged.count()
     if not n_local:
         return result, ContainmentCheck(0, 0)
@@ -86,6 +91,10 @@ def checked_containment(clusters: DataFrame, texts: DataFrame | None, spec: Veri
     check = ContainmentCheck(n_local, n_refused)
     if not n_refused:
         return result, check
+    if is_small(n_refused):
+        # as rows of the driver: the clusters every later stage reads then hold in their plan the cache of resolve
+        # and these rows, not this step's plan (with a history, the write and the report took ~10x longer)
+        again = clusters.sparkSession.createDataFrame(again.collect(), again_schema)
     moved = F.col("_refused").isNotNull()
     cols = {"cluster_id": F.coalesce("_kept", "cluster_id"),
             "is_duplicate": F.when(moved, F.col("id") != F.col("_kept")).otherwise(F.col("is_duplicate")),

@@ -49,7 +49,7 @@ def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: 
         clusters = ctx.persist(clusters)
         check = None
         if mode == "verified" and ctx.specs.verify is not None and ctx.specs.verify.containment:
-            clusters, check = checked_containment(clusters, ctx.texts, ctx.specs.verify, ctx.persist)
+            clusters, check = checked_containment(clusters, ctx.texts, ctx.specs.verify, ctx.persist, ctx.checkpoint)
             counts.update(checked_on_texts=check.checked_on_texts, left_cluster=check.left_cluster)
         # with a history, a copy of an earlier day's page is an exact duplicate too (the shape's input only)
         shaped = clusters if history is None else with_history_copies(clusters, match.related, match.n_related)
