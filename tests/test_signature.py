@@ -83,7 +83,9 @@ def test_estimate_is_close_to_the_jaccard_index(seed, j, n):
     exact = inter / (2 * n - inter)
     sig, _ = oph_signatures(np.r_[a, b], np.array([0, n, 2 * n]))
     est = float(similarity(sig[0], sig[1], 8))
-    assert abs(est - exact) < 6 * np.sqrt(max(exact * (1 - exact), 0.02) / 128) + 0.02
+    # six standard errors of an estimate from min(128, n) bins: a set of n < 128 features fills at most n bins, and
+    # the densified rest copies them (with 128 alone, seed=297, j=0.8, n=30 erred by 0.226 against a bound of 0.224)
+    assert abs(est - exact) < 6 * np.sqrt(max(exact * (1 - exact), 0.02) / min(128, n)) + 0.02
 
 
 def test_batches_pages_without_features_and_arrow_round_trip():
