@@ -63,8 +63,8 @@ def checked_containment(clusters: DataFrame, texts: DataFrame | None, spec: Veri
     if texts is None:
         return result, ContainmentCheck(0, 0)
     # an earlier run's kept page (kept_fp null) has no text here; it is compared by similarity alone
-    # (verified_clusters), so no page joins it by containment, and none would be checked
-    # the pages to check, their lineage cut: with a history, the plan of resolve's cache is large, and each query
+    # (verified_clusters), so no page joins it by containment, and none would be checked.
+    # The pages to check, their lineage cut: with a history, the plan of resolve's cache is large, and each query
     # of this step planned it again (seconds each, ten times the stage's time without the check)
     flagged = checkpoint(clusters.where(F.col("is_duplicate") & F.col("by_containment") & F.col("kept_fp").isNotNull())
                          .select("id", "fingerprint", "signature", "short_text", "rank", "cluster_id"))
@@ -77,12 +77,12 @@ def checked_containment(clusters: DataFrame, texts: DataFrame | None, spec: Veri
     needed = persist(texts.join(broadcast_if_small(ids, 2 * n_local), "id", "left_semi"))
     both = (needed.withColumnRenamed("text", "text_a").join(broadcast_if_small(pairs, n_local), "id")
             .join(needed.select(F.col("id").alias("kept"), F.col("text").alias("text_b")), "kept"))
-    schema = StructType([StructField("id", pairs.schema["id"].dataType, False), StructField("holds", BooleanType())])
+    id_type = pairs.schema["id"].dataType
+    schema = StructType([StructField("id", id_type, False), StructField("holds", BooleanType())])
     refused = both.select("id", "text_a", "text_b").mapInArrow(lambda b: _holds(b, spec), schema).where(~F.col("holds"))
     left = flagged.join(refused.select("id"), "id", "left_semi").select(
         "id", "fingerprint", "signature", "short_text",
         F.row_number().over(Window.partitionBy("cluster_id").orderBy("rank", "id")).alias("pos"), "cluster_id")
-    id_type = pairs.schema["id"].dataType
     again_schema = StructType([StructField("_refused", id_type), StructField("_kept", id_type),
                                StructField("_kept_fp", LongType()), StructField("_similarity", DoubleType())])
     again = persist(left.groupBy("cluster_id").applyInPandas(

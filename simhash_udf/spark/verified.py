@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StructField, StructType
 
 from ..core.blocks import TablePlan
-from ..core.signature import agreeing_bins, from_arrow, similarity
+from ..core.signature import agreeing_bins, agreement_similarity, from_arrow
 from ..core.verified import BANDS, VerifySpec, greedy_centres, verified_centres, verify_groups
 from .blocks import walk_groups
 from .joins import broadcast_if_small, is_small
@@ -155,10 +155,10 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
     by_containment = np.zeros(len(units), dtype=bool)
     if sigs is not None:
         centres = centre_row[units]
-        to_centre = similarity(sigs[units], sigs[centres], spec.signature.bits)
+        agree = agreeing_bins(sigs[units], sigs[centres])
+        to_centre = agreement_similarity(agree, spec.signature)
         if spec.containment:  # joined neither by similarity nor by two short texts' shingles
-            by_containment = ((centres != units) & (agreeing_bins(sigs[units], sigs[centres]) < spec.need)
-                              & ~(has_text[units] & has_text[centres]))
+            by_containment = (centres != units) & (agree < spec.need) & ~(has_text[units] & has_text[centres])
     centre = pa.array(centre_row[units])
     by_fixed = pa.array(fixed[centre_row[units]])
     kept = table.column("unit_id").take(centre)
