@@ -119,12 +119,13 @@ def agreement_verifies(agree: np.ndarray, n_a=None, n_b=None, spec: VerifySpec |
 TEXT_MIN_JACCARD = 0.5
 
 
-def texts_confirm(texts_a: list[str | None], texts_b: list[str | None], spec: VerifySpec) -> np.ndarray:
+def texts_confirm(texts_a: list[str | None], texts_b: list[str | None], spec: VerifySpec,
+                  similar_too: bool = True) -> np.ndarray:
     """Whether each pair (a_i, b_i) of texts, joined by containment on their signatures' estimate, holds on the
     texts themselves: the smaller text's (fewer characters; of two equal, fewer shingles) character 5-gram set is
     at least spec.min_containment inside the larger's, which has at most spec.max_size_ratio times its
-    characters; or the two sets' Jaccard index is at least TEXT_MIN_JACCARD. The estimate's error at 128 bins,
-    multiplied by the size ratio, lets pages through that are ~0.85 inside; the texts are exact."""
+    characters; or (similar_too) the two sets' Jaccard index is at least TEXT_MIN_JACCARD. The estimate's error at
+    128 bins, multiplied by the size ratio, lets pages through that are ~0.85 inside; the texts are exact."""
     shared, size_a, size_b = pair_overlaps(texts_a, texts_b, SHINGLE)
     chars_a = np.fromiter((len(t or "") for t in texts_a), dtype=np.int64, count=len(texts_a))
     chars_b = np.fromiter((len(t or "") for t in texts_b), dtype=np.int64, count=len(texts_b))
@@ -133,6 +134,8 @@ def texts_confirm(texts_a: list[str | None], texts_b: list[str | None], spec: Ve
     small_chars, large_chars = np.minimum(chars_a, chars_b), np.maximum(chars_a, chars_b)
     inside = ((small_set > 0) & (large_chars <= spec.max_size_ratio * small_chars)
               & (shared >= spec.min_containment * small_set - 1e-9))
+    if not similar_too:
+        return inside
     union = size_a + size_b - shared
     similar = (union > 0) & (size_a > 0) & (size_b > 0) & (shared >= TEXT_MIN_JACCARD * union - 1e-9)
     return inside | similar

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from ...core.signature import SignatureSpec
 from ...spark.clusters import cluster_shape, resolve_clusters, with_similarity_to_kept
-from ...spark.containment_check import ContainmentCheck, checked_containment
+from ...spark.containment_check import ContainmentCheck, JoinedOnTexts, checked_containment, joined_on_texts
 from ...spark.history_search import attach_history, with_history_copies
 from ...spark.joins import broadcast_if_small
 from ...spark.star import star_clusters
@@ -27,9 +27,11 @@ class Resolved:
     max_distance_to_kept: dict[int, int]  # clusters by their members' largest distance to the kept page
     exact_duplicates: int  # duplicates with their kept page's (or a fellow duplicate's) fingerprint
     containment_check: ContainmentCheck | None = None  # with containment: the pages checked on their texts
+    joined_on_texts: JoinedOnTexts | None = None  # with containment and sentence keys: lone pages joined on texts
 
 
-def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: StageContext) -> Resolved:
+def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: StageContext,
+                  sentence_pairs: DataFrame | None = None) -> Resolved:
     """Stage 7: each page's cluster by the cluster mode (ctx.specs.cluster_mode), cached, and the clusters'
     shape (clusters.cluster_shape)."""
     mode, history, match = ctx.specs.cluster_mode, ctx.history, blocks.history
@@ -47,15 +49,18 @@ def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: 
             clusters = with_similarity_to_kept(clusters.join(pages.select("id", "signature"), "id"),
                                                ctx.specs.verify.signature if ctx.specs.verify else SignatureSpec())
         clusters = ctx.persist(clusters)
-        check = None
+        check = lone = None
         if mode == "verified" and ctx.specs.verify is not None and ctx.specs.verify.containment:
             clusters, check = checked_containment(clusters, ctx.texts, ctx.specs.verify, ctx.persist, ctx.checkpoint)
             counts.update(checked_on_texts=check.checked_on_texts, left_cluster=check.left_cluster)
+            clusters, lone = joined_on_texts(clusters, sentence_pairs, pages.select("id", "rank"), ctx.texts,
+                                             ctx.specs.verify, ctx.persist, ctx.checkpoint)
+            counts.update(lone_checked=lone.lone_checked, joined_on_texts=lone.joined_on_texts)
         # with a history, a copy of an earlier day's page is an exact duplicate too (the shape's input only)
         shaped = clusters if history is None else with_history_copies(clusters, match.related, match.n_related)
         histogram, chaining, exact = cluster_shape(shaped)
         counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
-    return Resolved(clusters, histogram, chaining, exact, check)
+    return Resolved(clusters, histogram, chaining, exact, check, lone)
 
 
 def verified_mode_clusters(pages: DataFrame, collapsed: Collapsed, blocks: Blocks, comps: Components,

@@ -182,7 +182,7 @@ def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: Dat
         verified = verify_stage(blocks, cands, reduce(DataFrame.unionByName, more_edges) if more_edges else None, ctx,
                                 short_pairs, sentences.pairs if sentences is not None else None, more_count)
         comps = components_stage(verified, ctx)
-        resolved = resolve_stage(collapsed, blocks, comps, ctx)
+        resolved = resolve_stage(collapsed, blocks, comps, ctx, sentences.pairs if sentences is not None else None)
     stats = near_duplicate_stats(ctx, collapsed, blocks, cands, verified, comps, resolved, sentences)
     return Clustered(resolved.clusters, resolved.histogram, stats)
 
