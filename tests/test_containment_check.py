@@ -23,17 +23,17 @@ def brute_grams(text: str, n: int = SHINGLE) -> set[str]:
     return {normal[i:i + n] for i in range(len(normal) - n + 1)}
 
 
-def brute_confirm(a: str, b: str, spec: VerifySpec) -> bool:
+def brute_confirm(a: str, b: str, spec: VerifySpec, similar_too: bool = True) -> bool:
     """The definition: the smaller text's (fewer characters; of two equal, fewer 5-grams) 5-grams at least
     min_containment inside the larger's, which has at most max_size_ratio times its characters; or the two
-    5-gram sets' Jaccard index at least TEXT_MIN_JACCARD."""
+    5-gram sets' Jaccard index at least TEXT_MIN_JACCARD (similar_too)."""
     ga, gb = brute_grams(a), brute_grams(b)
     shared = len(ga & gb)
     small = ga if (len(a), len(ga)) <= (len(b), len(gb)) else gb
     inside = (len(small) > 0 and max(len(a), len(b)) <= spec.max_size_ratio * min(len(a), len(b))
               and shared >= spec.min_containment * len(small) - 1e-9)
     similar = bool(ga) and bool(gb) and shared >= TEXT_MIN_JACCARD * len(ga | gb) - 1e-9
-    return inside or similar
+    return inside or (similar_too and similar)
 
 
 PIECE = st.text(alphabet="ab c.。的是Ａ1\n", max_size=30)
@@ -67,6 +67,7 @@ def test_texts_confirm_equals_the_definition(pairs, c, r):
         gx, gy = brute_grams(x), brute_grams(y)
         assert (shared[i], size_a[i], size_b[i]) == (len(gx & gy), len(gx), len(gy))
     assert texts_confirm(a, b, spec).tolist() == [brute_confirm(x, y, spec) for x, y in pairs]
+    assert texts_confirm(a, b, spec, similar_too=False).tolist() == [brute_confirm(x, y, spec, False) for x, y in pairs]
 
 
 ARTICLE = " ".join(f"Sentence {w} tells of the river and the {w} mill that stood by it for years." for w in
@@ -102,12 +103,14 @@ def resolved(spark, partitions: int):
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_pages_whose_texts_do_not_hold_leave_the_cluster_and_cluster_again(spark, partitions):
     from simhash_udf.core.signature import SignatureSpec, similarity
-    from simhash_udf.spark.containment_check import ContainmentCheck, checked_containment
+    from simhash_udf.spark.containment_check import ContainmentCheck, checked_containment, pages_to_check
 
     spec = VerifySpec(0.8, min_containment=0.9)
     assert texts_confirm([ARTICLE, ARTICLE], [FRAMED, OTHER], spec).tolist() == [True, False]
     clusters, texts = resolved(spark, partitions)
-    out, check = checked_containment(clusters, texts, spec, lambda df: df.cache(), lambda df: df.localCheckpoint())
+    flagged, n_flagged = pages_to_check(clusters, lambda df: df.localCheckpoint())
+    assert n_flagged == 6
+    out, check = checked_containment(clusters, flagged, n_flagged, texts, spec, lambda df: df.cache())
     assert check == ContainmentCheck(checked_on_texts=6, left_cluster=4)
     assert out.columns == ["id", "fingerprint", "cluster_id", "is_duplicate", "signature", "kept_fp", "similarity"]
     got = out.toPandas().set_index("id").sort_index()
@@ -123,7 +126,70 @@ def test_pages_whose_texts_do_not_hold_leave_the_cluster_and_cluster_again(spark
         assert (pd.isna(row["similarity"]) and sim is None) or row["similarity"] == pytest.approx(sim), i
         assert (pd.isna(row["kept_fp"]) and kept_fp is None) or row["kept_fp"] == kept_fp, i
     # without texts (stored fingerprints) nothing is checked, and the clusters stay as resolve made them
-    out, check = checked_containment(clusters, None, spec, lambda df: df.cache(), lambda df: df.localCheckpoint())
+    out, check = checked_containment(clusters, None, 0, None, spec, lambda df: df.cache())
     assert check == ContainmentCheck(0, 0)
     same = out.toPandas().set_index("id").sort_index()
     assert np.array_equal(same["cluster_id"], [1, 1, 1, 1, 1, 1, 1, 900, 1])
+
+
+ARTICLE2 = " ".join(f"The {w} bridge over the canal was rebuilt in stone after the flood of that spring." for w in
+                    ["old", "new", "north", "south", "east", "west", "iron", "wooden"])
+FRAMED2 = f"Another site\nMenu | Archive\n{ARTICLE2}\nContact us."
+FRAMED2_AGAIN = f"{FRAMED2}\nShared 3 times."
+
+
+def before_the_check(spark, partitions: int):
+    """Resolve's rows with rank (the pages' ids as their keep order): cluster 1 (page 1 kept, 10 a duplicate)
+    and cluster 40 (40, 41), both of the article; pages alone: 2 (the article framed), 7 (other text), 20 (a
+    second article), 21 (that article framed), 22 (a copy of 21 with a line more), 30; page 9 a duplicate of an
+    earlier run's cluster. Sentence-key pairs (by fingerprint = 100 + id): 2 with 10 and with 41, 7 with 10,
+    21 with 20, 22 with 21, 30 with 9."""
+    def row(i, cluster, dup, kept_fp=None, sig=S2):
+        return (i, 100 + i, cluster, dup, sig.tobytes(), 100 + cluster if kept_fp is None else kept_fp, None, (i,))
+
+    rows = [row(1, 1, False), row(10, 1, True), row(40, 40, False), row(41, 40, True), row(2, 2, False, sig=S1),
+            row(7, 7, False), row(20, 20, False), row(21, 21, False, sig=S1_NEAR), row(22, 22, False), row(30, 30, False),
+            (9, 109, 900, True, S2.tobytes(), None, 0.9, (9,))]
+    texts = {1: ARTICLE, 10: ARTICLE, 40: ARTICLE + " Copy.", 41: ARTICLE, 2: FRAMED, 7: OTHER + " Seven.",
+             20: ARTICLE2, 21: FRAMED2, 22: FRAMED2_AGAIN, 30: ARTICLE, 9: ARTICLE}
+    schema = ("id long, fingerprint long, cluster_id long, is_duplicate boolean, signature binary, kept_fp long, "
+              "similarity double, rank struct<i:long>")
+    pairs = [(102, 110), (141, 102), (107, 110), (120, 121), (121, 122), (109, 130)]
+    return (spark.createDataFrame(rows, schema).repartition(partitions),
+            spark.createDataFrame(pairs, "src long, dst long").repartition(partitions),
+            spark.createDataFrame(sorted(texts.items()), "id long, text string").repartition(partitions))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_pages_alone_join_the_first_cluster_whose_kept_page_holds_them_on_the_texts(spark, partitions):
+    from simhash_udf.core.signature import SignatureSpec, similarity
+    from simhash_udf.spark.containment_check import JoinedOnTexts, joined_on_texts, lone_proposals
+
+    spec = VerifySpec(0.8, min_containment=0.9)
+    # the premises: the framed copies hold their article on the texts, the copy of a framed copy holds it, the
+    # other text does not
+    assert texts_confirm([FRAMED, FRAMED2, FRAMED2, OTHER + " Seven."], [ARTICLE, ARTICLE2, FRAMED2_AGAIN, ARTICLE],
+                         spec, similar_too=False).tolist() == [True, True, True, False]
+    clusters, pairs, texts = before_the_check(spark, partitions)
+    proposals, n_proposals, n_lone = lone_proposals(clusters, pairs, 6, lambda df: df.localCheckpoint())
+    # 2 -> kept pages 1 and 40; 7 -> 1; 21 -> 20 (alone, first in keep order); 22 -> 21; none for 20 (21 comes
+    # after it) and 30 (its partner is in an earlier run's cluster)
+    got = sorted((r["id"], r["kept"], r["alone"]) for r in proposals.collect())
+    assert got == [(2, 1, False), (2, 40, False), (7, 1, False), (21, 20, True), (22, 21, True)]
+    assert (n_proposals, n_lone) == (5, 4)
+    out, joined = joined_on_texts(clusters.drop("rank"), proposals, n_proposals, n_lone, texts, spec,
+                                  lambda df: df.cache())
+    assert joined == JoinedOnTexts(lone_checked=4, joined_on_texts=2)
+    assert out.columns == ["id", "fingerprint", "cluster_id", "is_duplicate", "signature", "kept_fp", "similarity"]
+    got = out.toPandas().set_index("id").sort_index()
+    # 2 joins cluster 1 (before 40 in keep order), 21 joins 20; 22 holds with 21, which joined another page,
+    # so it stays alone (no chains); 7's texts do not hold
+    want = {1: (1, False), 10: (1, True), 40: (40, False), 41: (40, True), 2: (1, True), 7: (7, False),
+            20: (20, False), 21: (20, True), 22: (22, False), 30: (30, False), 9: (900, True)}
+    assert {i: (int(r["cluster_id"]), bool(r["is_duplicate"])) for i, r in got.iterrows()} == want
+    assert got.loc[2, "kept_fp"] == 101 and got.loc[21, "kept_fp"] == 120
+    bits = SignatureSpec().bits
+    assert got.loc[2, "similarity"] == pytest.approx(float(similarity(S1, S2, bits)))
+    assert got.loc[21, "similarity"] == pytest.approx(float(similarity(S1_NEAR, S2, bits)))
+    assert pd.isna(got.loc[22, "similarity"]) and got.loc[9, "similarity"] == 0.9

@@ -206,6 +206,8 @@ def test_report_page_in_a_headless_browser(report_run, chromium, tmp_path):
     check = on_disk["clusters"]["containment_check"]
     assert (f"checked on the two texts: {check['checked_on_texts']:,}, of which {check['left_cluster']:,} did not hold "
             "and left the cluster") in shown
+    assert (f"with the kept page of a cluster they share a sentence with: {check['alone_compared']:,}, of which "
+            f"{check['joined_on_texts']:,} were inside it, or held it, and joined") in shown
     assert all('<script>alert("x")</script><img src="https://evil.example/x.png"> &amp;' in e for e in dom.excerpts)
     assert "script" not in dom.tags and "img" not in dom.tags
     assert dom.tags["section"] == 5 + len(kinds)

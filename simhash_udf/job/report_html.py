@@ -660,7 +660,9 @@ def _verified_kinds(report: Report, texts: dict) -> str:
     if check is not None:
         parts.append(f'<p class="note" id="text-check">Duplicates joined to their kept page only by containment, '
                      f'checked on the two texts: <b>{check.checked_on_texts:,}</b>, of which <b>{check.left_cluster:,}'
-                     f'</b> did not hold and left the cluster.</p>')
+                     f'</b> did not hold and left the cluster. Pages alone in their cluster compared on the texts '
+                     f'with the kept page of a cluster they share a sentence with: <b>{check.alone_compared:,}</b>, '
+                     f'of which <b>{check.joined_on_texts:,}</b> were inside it, or held it, and joined.</p>')
     for kind, e in sorted(keys.examples.items()):
         a, b = excerpt_pair(texts.get(e.ids[0]), texts.get(e.ids[1]))
         sides = "".join(f'<div class="side"><div class="who">page <b>{esc(i)}</b> · {n:,} features</div>'

@@ -148,6 +148,12 @@ class ContainmentTextCheck(Part):
                                  "within max_size_ratio, or a Jaccard index of at least 0.5)")
     left_cluster: int = item("of those, pages whose texts did not hold: they left the cluster and were clustered again "
                            "among themselves, by similarity alone")
+    alone_compared: int = item("pages alone in their cluster that share one of their longest sentences with a page of "
+                               "another cluster, compared on the two texts with that cluster's kept page (or with the "
+                               "page itself when it is alone too and comes first in keep order); 0 without sentence "
+                               "keys")
+    joined_on_texts: int = item("of those, pages that joined that cluster: the smaller text's character 5-grams at "
+                                "least min_containment inside the larger, within max_size_ratio")
 
 
 @dataclass(kw_only=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import reduce
 from typing import Callable, Iterator
 
 import numpy as np
@@ -50,33 +51,32 @@ def _clustered_again(rows, spec: VerifySpec):
                          "_similarity": np.where(centre == np.arange(len(rows)), np.nan, to_centre)})
 
 
-def checked_containment(clusters: DataFrame, texts: DataFrame | None, spec: VerifySpec,
-                        persist: Callable[[DataFrame], DataFrame],
-                        checkpoint: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, ContainmentCheck]:
+def pages_to_check(clusters: DataFrame, checkpoint: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, int]:
+    """The duplicates joined only by containment to a page of this run (id, fingerprint, signature, short_text,
+    rank, cluster_id), checkpointed, and their number. clusters: resolve's rows with by_containment, rank and
+    short_text. An earlier run's kept page (kept_fp null) has no text here; it is compared by similarity alone
+    (verified_clusters), so no page joins it by containment. The lineage is cut: with a history, the plan of
+    resolve's cache is large, and each query of the check planned it again (seconds each, ten times the stage's
+    time without the check)."""
+    flagged = checkpoint(clusters.where(F.col("is_duplicate") & F.col("by_containment") & F.col("kept_fp").isNotNull())
+                         .select("id", "fingerprint", "signature", "short_text", "rank", "cluster_id"))
+    return flagged, flagged.count()
+
+
+def checked_containment(clusters: DataFrame, flagged: DataFrame | None, n_local: int, texts: DataFrame | None,
+                        spec: VerifySpec, persist: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, ContainmentCheck]:
     """clusters: resolve's rows (id, fingerprint, cluster_id, is_duplicate, signature, kept_fp, similarity,
-    by_containment, rank, short_text[, kept_run_date]), cached; texts: (id, text) of the run's pages, or None;
-    persist caches, checkpoint cuts a lineage (the stages' own).
+    by_containment, rank, short_text[, kept_run_date]), cached; flagged, n_local: pages_to_check's; texts: (id,
+    text) of (at least) those pages and their kept pages, or None; persist caches (the stages' own).
     Returns the clusters without by_containment, rank and short_text, where the pages joined only by containment
     to a page of this run whose texts do not hold (texts_confirm) leave that cluster and are
     clustered again among themselves (_clustered_again); and the counts."""
     result = clusters.drop("by_containment", "rank", "short_text")
-    if texts is None:
-        return result, ContainmentCheck(0, 0)
-    # an earlier run's kept page (kept_fp null) has no text here; it is compared by similarity alone
-    # (verified_clusters), so no page joins it by containment, and none would be checked.
-    # The pages to check, their lineage cut: with a history, the plan of resolve's cache is large, and each query
-    # of this step planned it again (seconds each, ten times the stage's time without the check)
-    flagged = checkpoint(clusters.where(F.col("is_duplicate") & F.col("by_containment") & F.col("kept_fp").isNotNull())
-                         .select("id", "fingerprint", "signature", "short_text", "rank", "cluster_id"))
-    n_local = flagged.count()
-    if not n_local:
+    if texts is None or flagged is None or not n_local:
         return result, ContainmentCheck(0, 0)
     pairs = flagged.select("id", F.col("cluster_id").alias("kept"))
-    ids = pairs.select("id").unionByName(pairs.select(F.col("kept").alias("id"))).distinct()
-    # the texts of these pages alone: one pass over the input, whose other pages are not shuffled
-    needed = persist(texts.join(broadcast_if_small(ids, 2 * n_local), "id", "left_semi"))
-    both = (needed.withColumnRenamed("text", "text_a").join(broadcast_if_small(pairs, n_local), "id")
-            .join(needed.select(F.col("id").alias("kept"), F.col("text").alias("text_b")), "kept"))
+    both = (texts.withColumnRenamed("text", "text_a").join(broadcast_if_small(pairs, n_local), "id")
+            .join(texts.select(F.col("id").alias("kept"), F.col("text").alias("text_b")), "kept"))
     id_type = pairs.schema["id"].dataType
     schema = StructType([StructField("id", id_type, False), StructField("holds", BooleanType())])
     refused = both.select("id", "text_a", "text_b").mapInArrow(lambda b: _holds(b, spec), schema).where(~F.col("holds"))
@@ -108,7 +108,7 @@ def checked_containment(clusters: DataFrame, texts: DataFrame | None, spec: Veri
 class JoinedOnTexts:
     """The counts of joined_on_texts (report.json's clusters.containment_check)."""
 
-    lone_checked: int  # pages alone in their cluster compared on the texts with a kept page of another cluster
+    lone_checked: int  # pages alone in their cluster compared on the texts with a page of another cluster
     joined_on_texts: int  # of those, pages that joined that cluster: their texts hold with its kept page
 
 
@@ -124,12 +124,58 @@ def _pair_holds(batches: Iterator[pa.RecordBatch], spec: VerifySpec) -> Iterator
             names=["id", "kept", "holds", "similarity"])
 
 
-def joined_on_texts(clusters: DataFrame, pairs: DataFrame | None, ranks: DataFrame, texts: DataFrame | None,
-                    spec: VerifySpec, persist: Callable[[DataFrame], DataFrame],
-                    checkpoint: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, JoinedOnTexts]:
-    """clusters: resolve's rows after checked_containment (id, fingerprint, cluster_id, is_duplicate, signature,
-    kept_fp, similarity[, kept_run_date]); pairs: (src, dst) fingerprints that share a longest-sentence key
-    (compared, verified or not), or None; ranks: (id, rank) of the run's pages; texts: (id, text) or None.
+def lone_proposals(clusters: DataFrame, pairs: DataFrame, n_pairs: int,
+                   checkpoint: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, int, int]:
+    """The pages alone in their cluster of this run that share a longest-sentence key with a page of another of
+    its clusters, each with the page it is to be compared with on the texts (joined_on_texts): (id, kept,
+    kept_fp_b, kept_rank, alone, sig_a), kept the kept page of that page's cluster, or (alone) the partner
+    itself when it is alone too and precedes the page in keep order (checkpointed); their rows, and the pages
+    alone among them.
+    clusters: resolve's rows (id, fingerprint, cluster_id, is_duplicate, signature, kept_fp, rank[,
+    kept_run_date]), cached, before the text check (which moves duplicates only: a page alone stays alone, a kept
+    page stays kept); pairs: (src, dst) fingerprints that share a key, n_pairs rows. Beyond a pass that lists the
+    clusters with duplicates, only the pages of the pairs' fingerprints and the kept pages of their clusters move
+    (the fingerprints broadcast when few; the kept pages' ranks found by adaptive execution's joins)."""
+    key = ["cluster_id", "kept_run_date"] if "kept_run_date" in clusters.columns else ["cluster_id"]
+    fps = pairs.select(F.col("src").alias("fingerprint")).unionByName(
+        pairs.select(F.col("dst").alias("fingerprint"))).distinct()
+    this_run = clusters.where(F.col("kept_fp").isNotNull())  # an earlier run's cluster has no text here
+    with_dups = this_run.where("is_duplicate").select(*key).distinct().withColumn("multi", F.lit(True))
+    # the pages of the pairs' fingerprints, checkpointed: four reads below, and the plan of resolve's cache is
+    # large (each read planned it again)
+    touched = checkpoint(this_run.join(broadcast_if_small(fps, 2 * n_pairs), "fingerprint", "left_semi").join(
+        with_dups, key, "left").select("id", "fingerprint", "cluster_id", "kept_fp", "signature", "rank",
+                                       F.coalesce("multi", F.lit(False)).alias("multi")))
+    lone = touched.where(~F.col("multi")).select(F.col("fingerprint").alias("fp_a"), "id", "rank",
+                                                 F.col("signature").alias("sig_a"))
+    both_ways = pairs.select(F.col("src").alias("fp_a"), F.col("dst").alias("fp_b")).unionByName(
+        pairs.select(F.col("dst").alias("fp_a"), F.col("src").alias("fp_b")))
+    of_lone = both_ways.join(lone, "fp_a")
+    # targets: the kept page of a cluster of two or more that holds the partner, or a partner alone that
+    # precedes the page in keep order
+    multi = touched.where("multi")
+    kept_rank = this_run.where(~F.col("is_duplicate")).join(
+        multi.select(F.col("cluster_id").alias("id")).distinct(), "id", "left_semi").select(
+        F.col("id").alias("kept"), F.col("rank").alias("kept_rank"))
+    in_cluster = multi.select(F.col("fingerprint").alias("fp_b"), F.col("cluster_id").alias("kept"),
+                              F.col("kept_fp").alias("kept_fp_b")).join(kept_rank, "kept")
+    alone = lone.select(F.col("fp_a").alias("fp_b"), F.col("id").alias("kept"), F.col("fp_a").alias("kept_fp_b"),
+                        F.col("rank").alias("kept_rank"))
+    columns = ["id", "kept", "kept_fp_b", "kept_rank", "alone", "sig_a"]
+    to_lone = of_lone.join(alone, "fp_b").where(F.struct("kept_rank", "kept") < F.struct("rank", "id")).select(
+        *columns[:-2], F.lit(True).alias("alone"), "sig_a")
+    proposals = checkpoint(of_lone.join(in_cluster, "fp_b").select(*columns[:-2], F.lit(False).alias("alone"), "sig_a")
+                           .unionByName(to_lone).distinct())
+    counts = proposals.agg(F.count(F.lit(1)).alias("rows"), F.count_distinct("id").alias("pages")).first()
+    return proposals, int(counts["rows"]), int(counts["pages"])
+
+
+def joined_on_texts(clusters: DataFrame, proposals: DataFrame, n_proposals: int, n_lone: int, texts: DataFrame,
+                    spec: VerifySpec,
+                    persist: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, JoinedOnTexts]:
+    """clusters: resolve's rows after the text check (id, fingerprint, cluster_id, is_duplicate, signature,
+    kept_fp, similarity[, kept_run_date]); proposals, n_proposals, n_lone: lone_proposals'; texts: (id, text) of (at
+    least) their pages.
 
     A page alone in its cluster whose fingerprint shares a key with a page of another cluster of this run is
     compared on the texts with that cluster's kept page: it joins that cluster when the smaller text's 5-grams
@@ -139,60 +185,49 @@ def joined_on_texts(clusters: DataFrame, pairs: DataFrame | None, ranks: DataFra
     that join never receive others, so nothing chains. Why: the signatures' estimate misses a copy whose frame
     or comments add many words (its original estimated 0.3-0.6 inside it where its 5-grams are all there), and
     a copy whose original is a duplicate of another page has no kept page it verifies with; both were kept."""
-    if texts is None or pairs is None:
-        return clusters, JoinedOnTexts(0, 0)
-    key = ["cluster_id", "kept_run_date"] if "kept_run_date" in clusters.columns else ["cluster_id"]
-    sized = clusters.where(F.col("kept_fp").isNotNull()).select(  # this run's clusters (an earlier run's: no text)
-        "id", "fingerprint", "cluster_id", "kept_fp", "signature",
-        F.count(F.lit(1)).over(Window.partitionBy(*key)).alias("n"))
-    lone = sized.where(F.col("n") == 1).join(ranks, "id").select(
-        F.col("fingerprint").alias("fp_a"), "id", "rank", F.col("signature").alias("sig_a"))
-    both_ways = pairs.select(F.col("src").alias("fp_a"), F.col("dst").alias("fp_b")).unionByName(
-        pairs.select(F.col("dst").alias("fp_a"), F.col("src").alias("fp_b")))
-    of_lone = both_ways.join(lone, "fp_a")
-    # targets: the kept page of a cluster of two or more that holds the partner, or a partner alone that
-    # precedes the page in keep order
-    in_cluster = sized.where(F.col("n") > 1).select(F.col("fingerprint").alias("fp_b"), F.col("cluster_id").alias("kept"),
-                                                    F.col("kept_fp").alias("kept_fp_b"), F.lit(False).alias("alone"))
-    alone = lone.select(F.col("fp_a").alias("fp_b"), F.col("id").alias("kept"), F.col("fp_a").alias("kept_fp_b"),
-                        F.col("rank").alias("kept_rank"))
-    to_lone = of_lone.join(alone, "fp_b").where(F.struct("kept_rank", "kept") < F.struct("rank", "id")).select(
-        "id", "kept", "kept_fp_b", F.lit(True).alias("alone"), "sig_a")
-    proposals = checkpoint(of_lone.join(in_cluster, "fp_b").select("id", "kept", "kept_fp_b", "alone", "sig_a")
-                           .unionByName(to_lone).distinct())
-    n_proposals = proposals.count()
     if not n_proposals:
         return clusters, JoinedOnTexts(0, 0)
-    ids = proposals.select("id").unionByName(proposals.select(F.col("kept").alias("id"))).distinct()
-    needed = persist(texts.join(broadcast_if_small(ids, 2 * n_proposals), "id", "left_semi"))
     kept_sigs = clusters.select(F.col("id").alias("kept"), F.col("signature").alias("sig_b")).join(
         broadcast_if_small(proposals.select("kept").distinct(), n_proposals), "kept", "left_semi")
-    both = (proposals.join(needed.withColumnRenamed("text", "text_a"), "id")
-            .join(needed.select(F.col("id").alias("kept"), F.col("text").alias("text_b")), "kept")
+    both = (proposals.join(texts.withColumnRenamed("text", "text_a"), "id")
+            .join(texts.select(F.col("id").alias("kept"), F.col("text").alias("text_b")), "kept")
             .join(kept_sigs, "kept"))
     id_type = proposals.schema["id"].dataType
     schema = StructType([StructField("id", id_type), StructField("kept", id_type), StructField("holds", BooleanType()),
                          StructField("similarity", DoubleType())])
     held = persist(both.select("id", "kept", "text_a", "text_b", "sig_a", "sig_b").mapInArrow(
-        lambda b: _pair_holds(b, spec), schema).where("holds").join(proposals.select("id", "kept", "kept_fp_b", "alone"),
-                                                                   ["id", "kept"]))
+        lambda b: _pair_holds(b, spec), schema).where("holds").join(
+        proposals.select("id", "kept", "kept_fp_b", "kept_rank", "alone"), ["id", "kept"]))
+    held.count()  # filled once: the two reads below would otherwise each compare the texts
     # a page alone that holds with some page moves (or may): it receives none
     movers = held.select(F.col("id").alias("kept")).distinct()
-    targets = held.join(movers, "kept", "left_anti").join(
-        ranks.select(F.col("id").alias("kept"), F.col("rank").alias("kept_rank")), "kept")
+    targets = held.join(movers, "kept", "left_anti")
     first = Window.partitionBy("id").orderBy("alone", "kept_rank", "kept")
-    moved = persist(targets.select("*", F.row_number().over(first).alias("_pos")).where("_pos = 1").select(
+    moved = targets.select("*", F.row_number().over(first).alias("_pos")).where("_pos = 1").select(
         F.col("id").alias("_moved"), F.col("kept").alias("_kept"), F.col("kept_fp_b").alias("_kept_fp"),
-        F.col("similarity").alias("_similarity")))
+        F.col("similarity").alias("_similarity"))
+    if is_small(n_proposals):  # as driver rows: the later stages' plans then hold the rows, not this step's plan
+        moved = clusters.sparkSession.createDataFrame(moved.collect(), moved.schema)
+    else:
+        moved = persist(moved)
     n_moved = moved.count()
-    result = JoinedOnTexts(proposals.select("id").distinct().count(), n_moved)
+    result = JoinedOnTexts(n_lone, n_moved)
     if not n_moved:
         return clusters, result
-    if is_small(n_moved):  # as driver rows: the later stages' plans then hold the rows, not this step's plan
-        moved = clusters.sparkSession.createDataFrame(moved.collect(), moved.schema)
     on = F.col("_moved").isNotNull()
     cols = {"cluster_id": F.coalesce("_kept", "cluster_id"), "is_duplicate": F.col("is_duplicate") | on,
             "kept_fp": F.when(on, F.col("_kept_fp")).otherwise(F.col("kept_fp")),
             "similarity": F.when(on, F.col("_similarity")).otherwise(F.col("similarity"))}
     joined = clusters.join(broadcast_if_small(moved, n_moved), clusters["id"] == moved["_moved"], "left")
     return joined.select(*(cols[c].alias(c) if c in cols else F.col(c) for c in clusters.columns)), result
+
+
+def texts_of(texts: DataFrame, id_frames: list[DataFrame], n_ids: int,
+             persist: Callable[[DataFrame], DataFrame]) -> DataFrame:
+    """(id, text) of the ids in the one-column DataFrames id_frames (n_ids rows in all, at most), in one pass
+    over texts whose other rows are not shuffled (the ids broadcast when few), cached and counted (so that the
+    joins that read it twice do not each read the input)."""
+    ids = reduce(DataFrame.unionByName, [f.toDF("id") for f in id_frames]).distinct()
+    needed = persist(texts.join(broadcast_if_small(ids, n_ids), "id", "left_semi"))
+    needed.count()
+    return needed

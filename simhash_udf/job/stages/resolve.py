@@ -9,7 +9,15 @@ from pyspark.sql import functions as F
 
 from ...core.signature import SignatureSpec
 from ...spark.clusters import cluster_shape, resolve_clusters, with_similarity_to_kept
-from ...spark.containment_check import ContainmentCheck, JoinedOnTexts, checked_containment, joined_on_texts
+from ...spark.containment_check import (
+    ContainmentCheck,
+    JoinedOnTexts,
+    checked_containment,
+    joined_on_texts,
+    lone_proposals,
+    pages_to_check,
+    texts_of,
+)
 from ...spark.history_search import attach_history, with_history_copies
 from ...spark.joins import broadcast_if_small
 from ...spark.star import star_clusters
@@ -31,7 +39,7 @@ class Resolved:
 
 
 def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: StageContext,
-                  sentence_pairs: DataFrame | None = None) -> Resolved:
+                  sentence_pairs: DataFrame | None = None, n_sentence_pairs: int = -1) -> Resolved:
     """Stage 7: each page's cluster by the cluster mode (ctx.specs.cluster_mode), cached, and the clusters'
     shape (clusters.cluster_shape)."""
     mode, history, match = ctx.specs.cluster_mode, ctx.history, blocks.history
@@ -51,16 +59,37 @@ def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: 
         clusters = ctx.persist(clusters)
         check = lone = None
         if mode == "verified" and ctx.specs.verify is not None and ctx.specs.verify.containment:
-            clusters, check = checked_containment(clusters, ctx.texts, ctx.specs.verify, ctx.persist, ctx.checkpoint)
-            counts.update(checked_on_texts=check.checked_on_texts, left_cluster=check.left_cluster)
-            clusters, lone = joined_on_texts(clusters, sentence_pairs, pages.select("id", "rank"), ctx.texts,
-                                             ctx.specs.verify, ctx.persist, ctx.checkpoint)
-            counts.update(lone_checked=lone.lone_checked, joined_on_texts=lone.joined_on_texts)
+            clusters, check, lone = checked_on_texts(clusters, sentence_pairs, n_sentence_pairs, ctx)
+            counts.update(checked_on_texts=check.checked_on_texts, left_cluster=check.left_cluster,
+                          lone_checked=lone.lone_checked, joined_on_texts=lone.joined_on_texts)
         # with a history, a copy of an earlier day's page is an exact duplicate too (the shape's input only)
         shaped = clusters if history is None else with_history_copies(clusters, match.related, match.n_related)
         histogram, chaining, exact = cluster_shape(shaped)
         counts.update(clusters=sum(histogram.values()), with_duplicates=sum(c for s, c in histogram.items() if s > 1))
     return Resolved(clusters, histogram, chaining, exact, check, lone)
+
+
+def checked_on_texts(clusters: DataFrame, sentence_pairs: DataFrame | None, n_sentence_pairs: int,
+                     ctx: StageContext) -> tuple[DataFrame, ContainmentCheck, JoinedOnTexts]:
+    """With containment: the pages joined only by containment checked on the texts (containment_check.
+    checked_containment), then the pages alone joined to a cluster whose kept page holds them on the texts
+    (joined_on_texts); the texts of both read in one pass over the input. Without texts (stored fingerprints)
+    nothing is compared, and only the columns of the check go."""
+    spec, texts = ctx.specs.verify, ctx.texts
+    flagged, n_flagged, proposals, n_proposals, n_lone = None, 0, None, 0, 0
+    if texts is not None:
+        flagged, n_flagged = pages_to_check(clusters, ctx.checkpoint)
+        if sentence_pairs is not None:
+            proposals, n_proposals, n_lone = lone_proposals(clusters, sentence_pairs, n_sentence_pairs,
+                                                              ctx.checkpoint)
+        ids = [flagged.select("id"), flagged.select("cluster_id")] if n_flagged else []
+        ids += [proposals.select("id"), proposals.select("kept")] if n_proposals else []
+        texts = texts_of(texts, ids, 2 * (n_flagged + n_proposals), ctx.persist) if ids else None
+    clusters, check = checked_containment(clusters, flagged, n_flagged, texts, spec, ctx.persist)
+    lone = JoinedOnTexts(0, 0)
+    if n_proposals:
+        clusters, lone = joined_on_texts(clusters, proposals, n_proposals, n_lone, texts, spec, ctx.persist)
+    return clusters, check, lone
 
 
 def verified_mode_clusters(pages: DataFrame, collapsed: Collapsed, blocks: Blocks, comps: Components,

@@ -182,7 +182,8 @@ def near_duplicate_clusters(docs: DataFrame, ctx: StageContext, short_edges: Dat
         verified = verify_stage(blocks, cands, reduce(DataFrame.unionByName, more_edges) if more_edges else None, ctx,
                                 short_pairs, sentences.pairs if sentences is not None else None, more_count)
         comps = components_stage(verified, ctx)
-        resolved = resolve_stage(collapsed, blocks, comps, ctx, sentences.pairs if sentences is not None else None)
+        resolved = resolve_stage(collapsed, blocks, comps, ctx, sentences.pairs if sentences is not None else None,
+                                 sentences.compared if sentences is not None else -1)
     stats = near_duplicate_stats(ctx, collapsed, blocks, cands, verified, comps, resolved, sentences)
     return Clustered(resolved.clusters, resolved.histogram, stats)
 
@@ -225,8 +226,9 @@ def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks
         history_fingerprints_compared=blocks.history.n_related if with_history else None,
         short_found_by_main_search=verified.short_found_by_main_search,
         sentence_found_by_other_sources=verified.sentence_found_by_other_sources,
-        containment_check=ContainmentTextCheck(**dataclasses.asdict(resolved.containment_check))
-        if resolved.containment_check is not None else None)
+        containment_check=ContainmentTextCheck(
+            **dataclasses.asdict(resolved.containment_check), alone_compared=resolved.joined_on_texts.lone_checked,
+            joined_on_texts=resolved.joined_on_texts.joined_on_texts) if resolved.containment_check is not None else None)
 
 
 def sentence_key_stats(specs: SearchSpecs, sentences: SentencePairs) -> SentenceKeyStats:
