@@ -161,10 +161,17 @@ def before_the_check(spark, partitions: int):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("partitions", [1, 3])
-def test_pages_alone_join_the_first_cluster_whose_kept_page_holds_them_on_the_texts(spark, partitions):
+@pytest.mark.parametrize("partitions,where", [(1, "driver"), (3, "driver"), (3, "spark")])
+def test_pages_alone_join_the_first_cluster_whose_kept_page_holds_them_on_the_texts(spark, partitions, where,
+                                                                                     monkeypatch):
+    """The step on the driver (few proposals) and in Spark (many: here every side is taken as large) gives the
+    same clusters."""
     from simhash_udf.core.signature import SignatureSpec, similarity
+    from simhash_udf.spark import joins
     from simhash_udf.spark.containment_check import JoinedOnTexts, joined_on_texts, lone_proposals
+
+    if where == "spark":
+        monkeypatch.setattr(joins, "BROADCAST_MAX_ROWS", -1)  # joins.is_small: no side is small
 
     spec = VerifySpec(0.8, min_containment=0.9)
     # the premises: the framed copies hold their article on the texts, the copy of a framed copy holds it, the

@@ -92,13 +92,27 @@ def pair_overlaps(texts_a: list[str | None], texts_b: list[str | None],
     k = len(texts_a)
     if len(texts_b) != k:
         raise ValueError(f"pair_overlaps: {k} texts on one side and {len(texts_b)} on the other")
-    owner, hashes = shingle_sets(list(texts_a) + list(texts_b), n)
+    owner, hashes = _pair_sides(list(texts_a) + list(texts_b), n)
     sizes = np.bincount(owner, minlength=2 * k)
     pair = owner % max(k, 1)
     order = _order_by(pair, hashes)
     pair, hashes = pair[order], hashes[order]
     both = (pair[1:] == pair[:-1]) & (hashes[1:] == hashes[:-1])
     return np.bincount(pair[1:][both], minlength=k), sizes[:k], sizes[k:]
+
+
+def _pair_sides(texts: list[str | None], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """shingle_sets(texts, n), each distinct text shingled once: a kept page is one side of many pairs (the text
+    checks compare it with each page joined to it), and its normalisation and hashing are most of the work."""
+    index: dict = {}
+    which = np.fromiter((index.setdefault(t or "", len(index)) for t in texts), dtype=np.int64, count=len(texts))
+    owner_u, h_u = shingle_sets(list(index), n)  # sorted by owner
+    counts = np.bincount(owner_u, minlength=len(index))
+    starts = np.cumsum(counts) - counts
+    sizes = counts[which]
+    ends = np.cumsum(sizes)
+    at = np.repeat(starts[which] - (ends - sizes), sizes) + np.arange(int(ends[-1]) if len(ends) else 0)
+    return np.repeat(np.arange(len(texts)), sizes), h_u[at]
 
 
 def _order_by(group: np.ndarray, h: np.ndarray) -> np.ndarray:

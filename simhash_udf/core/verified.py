@@ -126,9 +126,15 @@ def texts_confirm(texts_a: list[str | None], texts_b: list[str | None], spec: Ve
     at least spec.min_containment inside the larger's, which has at most spec.max_size_ratio times its
     characters; or (similar_too) the two sets' Jaccard index is at least TEXT_MIN_JACCARD. The estimate's error at
     128 bins, multiplied by the size ratio, lets pages through that are ~0.85 inside; the texts are exact."""
-    shared, size_a, size_b = pair_overlaps(texts_a, texts_b, SHINGLE)
     chars_a = np.fromiter((len(t or "") for t in texts_a), dtype=np.int64, count=len(texts_a))
     chars_b = np.fromiter((len(t or "") for t in texts_b), dtype=np.int64, count=len(texts_b))
+    if not similar_too:  # only the pairs within the size bound can hold: the others' shingles are not needed
+        within = np.flatnonzero(np.maximum(chars_a, chars_b) <= spec.max_size_ratio * np.minimum(chars_a, chars_b))
+        holds = np.zeros(len(texts_a), dtype=bool)
+        if len(within) < len(texts_a):
+            holds[within] = texts_confirm([texts_a[i] for i in within], [texts_b[i] for i in within], spec, False)
+            return holds
+    shared, size_a, size_b = pair_overlaps(texts_a, texts_b, SHINGLE)
     a_smaller = (chars_a < chars_b) | ((chars_a == chars_b) & (size_a <= size_b))
     small_set = np.where(a_smaller, size_a, size_b)
     small_chars, large_chars = np.minimum(chars_a, chars_b), np.maximum(chars_a, chars_b)
@@ -139,6 +145,23 @@ def texts_confirm(texts_a: list[str | None], texts_b: list[str | None], spec: Ve
     union = size_a + size_b - shared
     similar = (union > 0) & (size_a > 0) & (size_b > 0) & (shared >= TEXT_MIN_JACCARD * union - 1e-9)
     return inside | similar
+
+
+def first_holding_targets(ids: list, kept: list, alone: list[bool], kept_rank: list, holds) -> list[int]:
+    """Which page each page alone joins (containment_check.joined_on_texts): of the proposals i (page ids[i]
+    with target kept[i], a cluster's kept page, or alone[i] a page alone; kept_rank[i] the target's keep rank)
+    whose texts hold, the indices of the first of each page by (alone, kept_rank, kept), leaving out targets that
+    are themselves pages with a proposal that holds (they move, or may: a page that moves receives none). A rank
+    is a tuple whose fields may be None, ordered first (as Spark orders a struct's nulls)."""
+    movers = {ids[i] for i in range(len(ids)) if holds[i]}
+    best: dict = {}
+    for i in range(len(ids)):
+        if holds[i] and kept[i] not in movers:
+            rank = tuple((v is not None, v if v is not None else 0) for v in kept_rank[i])
+            order = (bool(alone[i]), rank, kept[i])
+            if ids[i] not in best or order < best[ids[i]][0]:
+                best[ids[i]] = (order, i)
+    return sorted(i for _, i in best.values())
 
 
 def band_of(sim: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, LongType, StructField, StructType
 
 from ..core.signature import from_arrow, similarity
-from ..core.verified import VerifySpec, texts_confirm, verified_centres
+from ..core.verified import VerifySpec, first_holding_targets, texts_confirm, verified_centres
 from .joins import broadcast_if_small, is_small
 
 
@@ -128,14 +128,14 @@ def lone_proposals(clusters: DataFrame, pairs: DataFrame, n_pairs: int,
                    checkpoint: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, int, int]:
     """The pages alone in their cluster of this run that share a longest-sentence key with a page of another of
     its clusters, each with the page it is to be compared with on the texts (joined_on_texts): (id, kept,
-    kept_fp_b, kept_rank, alone, sig_a), kept the kept page of that page's cluster, or (alone) the partner
-    itself when it is alone too and precedes the page in keep order (checkpointed); their rows, and the pages
-    alone among them.
+    kept_fp_b, kept_rank, alone, sig_a, sig_b), kept the kept page of that page's cluster, or (alone) the
+    partner itself when it is alone too and precedes the page in keep order, sig_a and sig_b the two signatures
+    (checkpointed); their rows, and the pages alone among them.
     clusters: resolve's rows (id, fingerprint, cluster_id, is_duplicate, signature, kept_fp, rank[,
     kept_run_date]), cached, before the text check (which moves duplicates only: a page alone stays alone, a kept
     page stays kept); pairs: (src, dst) fingerprints that share a key, n_pairs rows. Beyond a pass that lists the
     clusters with duplicates, only the pages of the pairs' fingerprints and the kept pages of their clusters move
-    (the fingerprints broadcast when few; the kept pages' ranks found by adaptive execution's joins)."""
+    (the fingerprints broadcast when few; the kept pages found by adaptive execution's joins)."""
     key = ["cluster_id", "kept_run_date"] if "kept_run_date" in clusters.columns else ["cluster_id"]
     fps = pairs.select(F.col("src").alias("fingerprint")).unionByName(
         pairs.select(F.col("dst").alias("fingerprint"))).distinct()
@@ -154,17 +154,17 @@ def lone_proposals(clusters: DataFrame, pairs: DataFrame, n_pairs: int,
     # targets: the kept page of a cluster of two or more that holds the partner, or a partner alone that
     # precedes the page in keep order
     multi = touched.where("multi")
-    kept_rank = this_run.where(~F.col("is_duplicate")).join(
+    kept = this_run.where(~F.col("is_duplicate")).join(
         multi.select(F.col("cluster_id").alias("id")).distinct(), "id", "left_semi").select(
-        F.col("id").alias("kept"), F.col("rank").alias("kept_rank"))
+        F.col("id").alias("kept"), F.col("rank").alias("kept_rank"), F.col("signature").alias("sig_b"))
     in_cluster = multi.select(F.col("fingerprint").alias("fp_b"), F.col("cluster_id").alias("kept"),
-                              F.col("kept_fp").alias("kept_fp_b")).join(kept_rank, "kept")
+                              F.col("kept_fp").alias("kept_fp_b")).join(kept, "kept")
     alone = lone.select(F.col("fp_a").alias("fp_b"), F.col("id").alias("kept"), F.col("fp_a").alias("kept_fp_b"),
-                        F.col("rank").alias("kept_rank"))
-    columns = ["id", "kept", "kept_fp_b", "kept_rank", "alone", "sig_a"]
+                        F.col("rank").alias("kept_rank"), F.col("sig_a").alias("sig_b"))
+    head = ["id", "kept", "kept_fp_b", "kept_rank"]
     to_lone = of_lone.join(alone, "fp_b").where(F.struct("kept_rank", "kept") < F.struct("rank", "id")).select(
-        *columns[:-2], F.lit(True).alias("alone"), "sig_a")
-    proposals = checkpoint(of_lone.join(in_cluster, "fp_b").select(*columns[:-2], F.lit(False).alias("alone"), "sig_a")
+        *head, F.lit(True).alias("alone"), "sig_a", "sig_b")
+    proposals = checkpoint(of_lone.join(in_cluster, "fp_b").select(*head, F.lit(False).alias("alone"), "sig_a", "sig_b")
                            .unionByName(to_lone).distinct())
     counts = proposals.agg(F.count(F.lit(1)).alias("rows"), F.count_distinct("id").alias("pages")).first()
     return proposals, int(counts["rows"]), int(counts["pages"])
@@ -182,35 +182,23 @@ def joined_on_texts(clusters: DataFrame, proposals: DataFrame, n_proposals: int,
     are min_containment inside the larger's within the size bound (texts_confirm without its Jaccard arm: on the
     man pages that arm let pages of other truth clusters through, 91 of 120). The first such cluster in keep
     order, or else the first page alone that precedes it in keep order and itself holds with no page: pages
-    that join never receive others, so nothing chains. Why: the signatures' estimate misses a copy whose frame
-    or comments add many words (its original estimated 0.3-0.6 inside it where its 5-grams are all there), and
-    a copy whose original is a duplicate of another page has no kept page it verifies with; both were kept."""
+    that join never receive others, so nothing chains (verified.first_holding_targets). Why: the signatures'
+    estimate misses a copy whose frame or comments add many words (its original estimated 0.3-0.6 inside it
+    where its 5-grams are all there), and a copy whose original is a duplicate of another page has no kept page
+    it verifies with; both were kept alone.
+    Few proposals (joins.is_small) are compared on the driver, with their texts collected (a handful of Spark
+    jobs less than the same work in Spark, seconds of a small run); many in a mapInArrow pass."""
     if not n_proposals:
         return clusters, JoinedOnTexts(0, 0)
-    kept_sigs = clusters.select(F.col("id").alias("kept"), F.col("signature").alias("sig_b")).join(
-        broadcast_if_small(proposals.select("kept").distinct(), n_proposals), "kept", "left_semi")
-    both = (proposals.join(texts.withColumnRenamed("text", "text_a"), "id")
-            .join(texts.select(F.col("id").alias("kept"), F.col("text").alias("text_b")), "kept")
-            .join(kept_sigs, "kept"))
     id_type = proposals.schema["id"].dataType
-    schema = StructType([StructField("id", id_type), StructField("kept", id_type), StructField("holds", BooleanType()),
-                         StructField("similarity", DoubleType())])
-    held = persist(both.select("id", "kept", "text_a", "text_b", "sig_a", "sig_b").mapInArrow(
-        lambda b: _pair_holds(b, spec), schema).where("holds").join(
-        proposals.select("id", "kept", "kept_fp_b", "kept_rank", "alone"), ["id", "kept"]))
-    held.count()  # filled once: the two reads below would otherwise each compare the texts
-    # a page alone that holds with some page moves (or may): it receives none
-    movers = held.select(F.col("id").alias("kept")).distinct()
-    targets = held.join(movers, "kept", "left_anti")
-    first = Window.partitionBy("id").orderBy("alone", "kept_rank", "kept")
-    moved = targets.select("*", F.row_number().over(first).alias("_pos")).where("_pos = 1").select(
-        F.col("id").alias("_moved"), F.col("kept").alias("_kept"), F.col("kept_fp_b").alias("_kept_fp"),
-        F.col("similarity").alias("_similarity"))
-    if is_small(n_proposals):  # as driver rows: the later stages' plans then hold the rows, not this step's plan
-        moved = clusters.sparkSession.createDataFrame(moved.collect(), moved.schema)
+    moved_schema = StructType([StructField("_moved", id_type), StructField("_kept", id_type),
+                               StructField("_kept_fp", LongType()), StructField("_similarity", DoubleType())])
+    if is_small(n_proposals):
+        moved = clusters.sparkSession.createDataFrame(_moved_on_driver(proposals, texts, spec), moved_schema)
+        n_moved = moved.count()
     else:
-        moved = persist(moved)
-    n_moved = moved.count()
+        moved = persist(_moved_in_spark(proposals, texts, spec, persist))
+        n_moved = moved.count()
     result = JoinedOnTexts(n_lone, n_moved)
     if not n_moved:
         return clusters, result
@@ -220,6 +208,41 @@ def joined_on_texts(clusters: DataFrame, proposals: DataFrame, n_proposals: int,
             "similarity": F.when(on, F.col("_similarity")).otherwise(F.col("similarity"))}
     joined = clusters.join(broadcast_if_small(moved, n_moved), clusters["id"] == moved["_moved"], "left")
     return joined.select(*(cols[c].alias(c) if c in cols else F.col(c) for c in clusters.columns)), result
+
+
+def _moved_on_driver(proposals: DataFrame, texts: DataFrame, spec: VerifySpec) -> list[tuple]:
+    """joined_on_texts' (moved, kept, kept_fp, similarity) rows from proposals and texts collected."""
+    rows = proposals.collect()
+    wanted = {r["id"] for r in rows} | {r["kept"] for r in rows}
+    text = {r["id"]: r["text"] for r in texts.collect() if r["id"] in wanted}
+    holds = texts_confirm([text.get(r["id"]) for r in rows], [text.get(r["kept"]) for r in rows], spec,
+                          similar_too=False)
+    sigs_a = from_arrow(pa.array([r["sig_a"] for r in rows], pa.binary()), spec.signature)
+    sigs_b = from_arrow(pa.array([r["sig_b"] for r in rows], pa.binary()), spec.signature)
+    to_kept = similarity(sigs_a, sigs_b, spec.signature.bits)
+    chosen = first_holding_targets([r["id"] for r in rows], [r["kept"] for r in rows], [r["alone"] for r in rows],
+                                   [tuple(r["kept_rank"]) for r in rows], holds)
+    return [(rows[i]["id"], rows[i]["kept"], rows[i]["kept_fp_b"], float(to_kept[i])) for i in chosen]
+
+
+def _moved_in_spark(proposals: DataFrame, texts: DataFrame, spec: VerifySpec,
+                    persist: Callable[[DataFrame], DataFrame]) -> DataFrame:
+    """_moved_on_driver's rows for many proposals: the texts compared in a mapInArrow pass, the choice by windows."""
+    both = (proposals.join(texts.withColumnRenamed("text", "text_a"), "id")
+            .join(texts.select(F.col("id").alias("kept"), F.col("text").alias("text_b")), "kept"))
+    id_type = proposals.schema["id"].dataType
+    schema = StructType([StructField("id", id_type), StructField("kept", id_type), StructField("holds", BooleanType()),
+                         StructField("similarity", DoubleType())])
+    held = persist(both.select("id", "kept", "text_a", "text_b", "sig_a", "sig_b").mapInArrow(
+        lambda b: _pair_holds(b, spec), schema).where("holds").join(
+        proposals.select("id", "kept", "kept_fp_b", "kept_rank", "alone"), ["id", "kept"]))
+    held.count()  # filled once: the two reads below would otherwise each compare the texts
+    # a page alone that holds with some page moves (or may): it receives none
+    targets = held.join(held.select(F.col("id").alias("kept")).distinct(), "kept", "left_anti")
+    first = Window.partitionBy("id").orderBy("alone", "kept_rank", "kept")
+    return targets.select("*", F.row_number().over(first).alias("_pos")).where("_pos = 1").select(
+        F.col("id").alias("_moved"), F.col("kept").alias("_kept"), F.col("kept_fp_b").alias("_kept_fp"),
+        F.col("similarity").alias("_similarity"))
 
 
 def texts_of(texts: DataFrame, id_frames: list[DataFrame], n_ids: int,
