@@ -103,12 +103,17 @@ def resolved(spark, partitions: int):
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_pages_whose_texts_do_not_hold_leave_the_cluster_and_cluster_again(spark, partitions):
     from simhash_udf.core.signature import SignatureSpec, similarity
-    from simhash_udf.spark.containment_check import ContainmentCheck, checked_containment, pages_to_check
+    from simhash_udf.spark.containment_check import (
+        ContainmentCheck,
+        checked_containment,
+        pages_to_check,
+        rows_to_compare,
+    )
 
     spec = VerifySpec(0.8, min_containment=0.9)
     assert texts_confirm([ARTICLE, ARTICLE], [FRAMED, OTHER], spec).tolist() == [True, False]
     clusters, texts = resolved(spark, partitions)
-    flagged, n_flagged = pages_to_check(clusters, lambda df: df.localCheckpoint())
+    flagged, n_flagged = pages_to_check(rows_to_compare(clusters, None, 0, lambda df: df.localCheckpoint()))
     assert n_flagged == 6
     out, check = checked_containment(clusters, flagged, n_flagged, texts, spec, lambda df: df.cache())
     assert check == ContainmentCheck(checked_on_texts=6, left_cluster=4)
@@ -145,17 +150,16 @@ def before_the_check(spark, partitions: int):
     earlier run's cluster. Sentence-key pairs (by fingerprint = 100 + id): 2 with 10 and with 41, 7 with 10,
     21 with 20, 22 with 21, 30 with 9."""
     def row(i, cluster, dup, kept_fp=None, sig=S2):
-        return (i, 100 + i, cluster, dup, sig.tobytes(), 100 + cluster if kept_fp is None else kept_fp, None, (i,))
+        return (i, 100 + i, cluster, dup, sig.tobytes(), 100 + cluster if kept_fp is None else kept_fp, None, False,
+                (i,), None)
 
     rows = [row(1, 1, False), row(10, 1, True), row(40, 40, False), row(41, 40, True), row(2, 2, False, sig=S1),
             row(7, 7, False), row(20, 20, False), row(21, 21, False, sig=S1_NEAR), row(22, 22, False), row(30, 30, False),
-            (9, 109, 900, True, S2.tobytes(), None, 0.9, (9,))]
+            (9, 109, 900, True, S2.tobytes(), None, 0.9, False, (9,), None)]
     texts = {1: ARTICLE, 10: ARTICLE, 40: ARTICLE + " Copy.", 41: ARTICLE, 2: FRAMED, 7: OTHER + " Seven.",
              20: ARTICLE2, 21: FRAMED2, 22: FRAMED2_AGAIN, 30: ARTICLE, 9: ARTICLE}
-    schema = ("id long, fingerprint long, cluster_id long, is_duplicate boolean, signature binary, kept_fp long, "
-              "similarity double, rank struct<i:long>")
     pairs = [(102, 110), (141, 102), (107, 110), (120, 121), (121, 122), (109, 130)]
-    return (spark.createDataFrame(rows, schema).repartition(partitions),
+    return (spark.createDataFrame(rows, SCHEMA).repartition(partitions),
             spark.createDataFrame(pairs, "src long, dst long").repartition(partitions),
             spark.createDataFrame(sorted(texts.items()), "id long, text string").repartition(partitions))
 
@@ -168,7 +172,7 @@ def test_pages_alone_join_the_first_cluster_whose_kept_page_holds_them_on_the_te
     same clusters."""
     from simhash_udf.core.signature import SignatureSpec, similarity
     from simhash_udf.spark import joins
-    from simhash_udf.spark.containment_check import JoinedOnTexts, joined_on_texts, lone_proposals
+    from simhash_udf.spark.containment_check import JoinedOnTexts, joined_on_texts, lone_proposals, rows_to_compare
 
     if where == "spark":
         monkeypatch.setattr(joins, "BROADCAST_MAX_ROWS", -1)  # joins.is_small: no side is small
@@ -179,14 +183,15 @@ def test_pages_alone_join_the_first_cluster_whose_kept_page_holds_them_on_the_te
     assert texts_confirm([FRAMED, FRAMED2, FRAMED2, OTHER + " Seven."], [ARTICLE, ARTICLE2, FRAMED2_AGAIN, ARTICLE],
                          spec, similar_too=False).tolist() == [True, True, True, False]
     clusters, pairs, texts = before_the_check(spark, partitions)
-    proposals, n_proposals, n_lone = lone_proposals(clusters, pairs, 6, lambda df: df.localCheckpoint())
+    rows = rows_to_compare(clusters, pairs, 6, lambda df: df.localCheckpoint())
+    proposals, n_proposals, n_lone = lone_proposals(rows, pairs, lambda df: df.localCheckpoint())
     # 2 -> kept pages 1 and 40; 7 -> 1; 21 -> 20 (alone, first in keep order); 22 -> 21; none for 20 (21 comes
     # after it) and 30 (its partner is in an earlier run's cluster)
     got = sorted((r["id"], r["kept"], r["alone"]) for r in proposals.collect())
     assert got == [(2, 1, False), (2, 40, False), (7, 1, False), (21, 20, True), (22, 21, True)]
     assert (n_proposals, n_lone) == (5, 4)
-    out, joined = joined_on_texts(clusters.drop("rank"), proposals, n_proposals, n_lone, texts, spec,
-                                  lambda df: df.cache())
+    out, joined = joined_on_texts(clusters.drop("by_containment", "rank", "short_text"), proposals, n_proposals,
+                                  n_lone, texts, spec, lambda df: df.cache())
     assert joined == JoinedOnTexts(lone_checked=4, joined_on_texts=2)
     assert out.columns == ["id", "fingerprint", "cluster_id", "is_duplicate", "signature", "kept_fp", "similarity"]
     got = out.toPandas().set_index("id").sort_index()

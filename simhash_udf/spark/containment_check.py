@@ -51,15 +51,38 @@ def _clustered_again(rows, spec: VerifySpec):
                          "_similarity": np.where(centre == np.arange(len(rows)), np.nan, to_centre)})
 
 
-def pages_to_check(clusters: DataFrame, checkpoint: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, int]:
+def rows_to_compare(clusters: DataFrame, pairs: DataFrame | None, n_pairs: int,
+                    checkpoint: Callable[[DataFrame], DataFrame]) -> DataFrame:
+    """The rows of resolve's clusters that the text steps read, in one checkpoint (id, fingerprint, cluster_id,
+    is_duplicate, by_containment, kept_fp, signature, rank, short_text, multi, in_pairs): the duplicates joined
+    only by containment (checked_containment), and with sentence-key pairs (src, dst fingerprints, n_pairs rows)
+    the pages of their fingerprints and the kept pages of the clusters with duplicates (lone_proposals); multi:
+    the page's cluster has duplicates, in_pairs: its fingerprint is a pair's. Only this run's pages: an earlier
+    run's kept page (kept_fp null) has no text here; it is compared by similarity alone (verified_clusters), so no
+    page joins it by containment. One checkpoint, because the plan of resolve's cache is long (with a history
+    each query that read it planned it again, seconds each): every later query of the steps reads this instead."""
+    this_run = clusters.where(F.col("kept_fp").isNotNull())
+    flagged = F.col("is_duplicate") & F.col("by_containment")
+    columns = ["id", "fingerprint", "cluster_id", "is_duplicate", "by_containment", "kept_fp", "signature", "rank",
+               "short_text"]
+    if pairs is None:
+        return checkpoint(this_run.where(flagged).select(*columns, F.lit(True).alias("multi"),
+                                                         F.lit(False).alias("in_pairs")))
+    key = ["cluster_id", "kept_run_date"] if "kept_run_date" in clusters.columns else ["cluster_id"]
+    with_dups = this_run.where("is_duplicate").select(*key).distinct().withColumn("multi", F.lit(True))
+    fps = pairs.select(F.col("src").alias("fingerprint")).unionByName(
+        pairs.select(F.col("dst").alias("fingerprint"))).distinct().withColumn("in_pairs", F.lit(True))
+    rows = this_run.join(with_dups, key, "left").join(broadcast_if_small(fps, 2 * n_pairs), "fingerprint", "left")
+    multi, in_pairs = F.coalesce("multi", F.lit(False)), F.coalesce("in_pairs", F.lit(False))
+    return checkpoint(rows.where(flagged | in_pairs | (multi & ~F.col("is_duplicate"))).select(
+        *columns, multi.alias("multi"), in_pairs.alias("in_pairs")))
+
+
+def pages_to_check(rows: DataFrame) -> tuple[DataFrame, int]:
     """The duplicates joined only by containment to a page of this run (id, fingerprint, signature, short_text,
-    rank, cluster_id), checkpointed, and their number. clusters: resolve's rows with by_containment, rank and
-    short_text. An earlier run's kept page (kept_fp null) has no text here; it is compared by similarity alone
-    (verified_clusters), so no page joins it by containment. The lineage is cut: with a history, the plan of
-    resolve's cache is large, and each query of the check planned it again (seconds each, ten times the stage's
-    time without the check)."""
-    flagged = checkpoint(clusters.where(F.col("is_duplicate") & F.col("by_containment") & F.col("kept_fp").isNotNull())
-                         .select("id", "fingerprint", "signature", "short_text", "rank", "cluster_id"))
+    rank, cluster_id), and their number. rows: rows_to_compare's."""
+    flagged = rows.where(F.col("is_duplicate") & F.col("by_containment")).select(
+        "id", "fingerprint", "signature", "short_text", "rank", "cluster_id")
     return flagged, flagged.count()
 
 
@@ -124,28 +147,16 @@ def _pair_holds(batches: Iterator[pa.RecordBatch], spec: VerifySpec) -> Iterator
             names=["id", "kept", "holds", "similarity"])
 
 
-def lone_proposals(clusters: DataFrame, pairs: DataFrame, n_pairs: int,
+def lone_proposals(rows: DataFrame, pairs: DataFrame,
                    checkpoint: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, int, int]:
     """The pages alone in their cluster of this run that share a longest-sentence key with a page of another of
     its clusters, each with the page it is to be compared with on the texts (joined_on_texts): (id, kept,
     kept_fp_b, kept_rank, alone, sig_a, sig_b), kept the kept page of that page's cluster, or (alone) the
     partner itself when it is alone too and precedes the page in keep order, sig_a and sig_b the two signatures
     (checkpointed); their rows, and the pages alone among them.
-    clusters: resolve's rows (id, fingerprint, cluster_id, is_duplicate, signature, kept_fp, rank[,
-    kept_run_date]), cached, before the text check (which moves duplicates only: a page alone stays alone, a kept
-    page stays kept); pairs: (src, dst) fingerprints that share a key, n_pairs rows. Beyond a pass that lists the
-    clusters with duplicates, only the pages of the pairs' fingerprints and the kept pages of their clusters move
-    (the fingerprints broadcast when few; the kept pages found by adaptive execution's joins)."""
-    key = ["cluster_id", "kept_run_date"] if "kept_run_date" in clusters.columns else ["cluster_id"]
-    fps = pairs.select(F.col("src").alias("fingerprint")).unionByName(
-        pairs.select(F.col("dst").alias("fingerprint"))).distinct()
-    this_run = clusters.where(F.col("kept_fp").isNotNull())  # an earlier run's cluster has no text here
-    with_dups = this_run.where("is_duplicate").select(*key).distinct().withColumn("multi", F.lit(True))
-    # the pages of the pairs' fingerprints, checkpointed: four reads below, and the plan of resolve's cache is
-    # large (each read planned it again)
-    touched = checkpoint(this_run.join(broadcast_if_small(fps, 2 * n_pairs), "fingerprint", "left_semi").join(
-        with_dups, key, "left").select("id", "fingerprint", "cluster_id", "kept_fp", "signature", "rank",
-                                       F.coalesce("multi", F.lit(False)).alias("multi")))
+    rows: rows_to_compare's, of resolve's clusters before the text check (which moves duplicates only: a page
+    alone stays alone, a kept page stays kept); pairs: (src, dst) fingerprints that share a key."""
+    touched = rows.where("in_pairs")
     lone = touched.where(~F.col("multi")).select(F.col("fingerprint").alias("fp_a"), "id", "rank",
                                                  F.col("signature").alias("sig_a"))
     both_ways = pairs.select(F.col("src").alias("fp_a"), F.col("dst").alias("fp_b")).unionByName(
@@ -154,8 +165,7 @@ def lone_proposals(clusters: DataFrame, pairs: DataFrame, n_pairs: int,
     # targets: the kept page of a cluster of two or more that holds the partner, or a partner alone that
     # precedes the page in keep order
     multi = touched.where("multi")
-    kept = this_run.where(~F.col("is_duplicate")).join(
-        multi.select(F.col("cluster_id").alias("id")).distinct(), "id", "left_semi").select(
+    kept = rows.where(F.col("multi") & ~F.col("is_duplicate")).select(
         F.col("id").alias("kept"), F.col("rank").alias("kept_rank"), F.col("signature").alias("sig_b"))
     in_cluster = multi.select(F.col("fingerprint").alias("fp_b"), F.col("cluster_id").alias("kept"),
                               F.col("kept_fp").alias("kept_fp_b")).join(kept, "kept")

@@ -16,6 +16,7 @@ from ...spark.containment_check import (
     joined_on_texts,
     lone_proposals,
     pages_to_check,
+    rows_to_compare,
     texts_of,
 )
 from ...spark.history_search import attach_history, with_history_copies
@@ -78,10 +79,10 @@ def checked_on_texts(clusters: DataFrame, sentence_pairs: DataFrame | None, n_se
     spec, texts = ctx.specs.verify, ctx.texts
     flagged, n_flagged, proposals, n_proposals, n_lone = None, 0, None, 0, 0
     if texts is not None:
-        flagged, n_flagged = pages_to_check(clusters, ctx.checkpoint)
+        rows = rows_to_compare(clusters, sentence_pairs, n_sentence_pairs, ctx.checkpoint)
+        flagged, n_flagged = pages_to_check(rows)
         if sentence_pairs is not None:
-            proposals, n_proposals, n_lone = lone_proposals(clusters, sentence_pairs, n_sentence_pairs,
-                                                              ctx.checkpoint)
+            proposals, n_proposals, n_lone = lone_proposals(rows, sentence_pairs, ctx.checkpoint)
         ids = [flagged.select("id"), flagged.select("cluster_id")] if n_flagged else []
         ids += [proposals.select("id"), proposals.select("kept")] if n_proposals else []
         texts = texts_of(texts, ids, 2 * (n_flagged + n_proposals), ctx.persist) if ids else None
