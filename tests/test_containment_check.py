@@ -192,7 +192,7 @@ def test_pages_alone_join_the_first_cluster_whose_kept_page_holds_them_on_the_te
     assert (n_proposals, n_lone) == (5, 4)
     out, joined = joined_on_texts(clusters.drop("by_containment", "rank", "short_text"), proposals, n_proposals,
                                   n_lone, texts, spec, lambda df: df.cache())
-    assert joined == JoinedOnTexts(lone_checked=4, joined_on_texts=2)
+    assert joined == JoinedOnTexts(alone_compared=4, joined_on_texts=2)
     assert out.columns == ["id", "fingerprint", "cluster_id", "is_duplicate", "signature", "kept_fp", "similarity"]
     got = out.toPandas().set_index("id").sort_index()
     # 2 joins cluster 1 (before 40 in keep order), 21 joins 20; 22 holds with 21, which joined another page,

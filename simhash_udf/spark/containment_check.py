@@ -131,7 +131,7 @@ def checked_containment(clusters: DataFrame, flagged: DataFrame | None, n_local:
 class JoinedOnTexts:
     """The counts of joined_on_texts (report.json's clusters.containment_check)."""
 
-    lone_checked: int  # pages alone in their cluster compared on the texts with a page of another cluster
+    alone_compared: int  # pages alone in their cluster compared on the texts with a page of another cluster
     joined_on_texts: int  # of those, pages that joined that cluster: their texts hold with its kept page
 
 
@@ -204,8 +204,8 @@ def joined_on_texts(clusters: DataFrame, proposals: DataFrame, n_proposals: int,
     moved_schema = StructType([StructField("_moved", id_type), StructField("_kept", id_type),
                                StructField("_kept_fp", LongType()), StructField("_similarity", DoubleType())])
     if is_small(n_proposals):
-        moved = clusters.sparkSession.createDataFrame(_moved_on_driver(proposals, texts, spec), moved_schema)
-        n_moved = moved.count()
+        rows = _moved_on_driver(proposals, texts, spec)
+        moved, n_moved = clusters.sparkSession.createDataFrame(rows, moved_schema), len(rows)
     else:
         moved = persist(_moved_in_spark(proposals, texts, spec, persist))
         n_moved = moved.count()

@@ -2,6 +2,7 @@
 (verified-similar to it in the default mode), or of an earlier run's cluster with a history."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -61,8 +62,7 @@ def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: 
         check = lone = None
         if mode == "verified" and ctx.specs.verify is not None and ctx.specs.verify.containment:
             clusters, check, lone = checked_on_texts(clusters, sentence_pairs, n_sentence_pairs, ctx)
-            counts.update(checked_on_texts=check.checked_on_texts, left_cluster=check.left_cluster,
-                          lone_checked=lone.lone_checked, joined_on_texts=lone.joined_on_texts)
+            counts.update(dataclasses.asdict(check), **dataclasses.asdict(lone))
         # with a history, a copy of an earlier day's page is an exact duplicate too (the shape's input only)
         shaped = clusters if history is None else with_history_copies(clusters, match.related, match.n_related)
         histogram, chaining, exact = cluster_shape(shaped)

@@ -227,8 +227,8 @@ def near_duplicate_stats(ctx: StageContext, collapsed: Collapsed, blocks: Blocks
         short_found_by_main_search=verified.short_found_by_main_search,
         sentence_found_by_other_sources=verified.sentence_found_by_other_sources,
         containment_check=ContainmentTextCheck(
-            **dataclasses.asdict(resolved.containment_check), alone_compared=resolved.joined_on_texts.lone_checked,
-            joined_on_texts=resolved.joined_on_texts.joined_on_texts) if resolved.containment_check is not None else None)
+            **dataclasses.asdict(resolved.containment_check), **dataclasses.asdict(resolved.joined_on_texts))
+        if resolved.containment_check is not None else None)
 
 
 def sentence_key_stats(specs: SearchSpecs, sentences: SentencePairs) -> SentenceKeyStats:
