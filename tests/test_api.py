@@ -557,7 +557,9 @@ def test_near_duplicates_sizes_its_shuffles_from_its_input_on_a_default_session(
               for s in tracker.getJobInfo(j).stageIds]
     tasks = [s.numTasks for s in stages if s is not None]
     assert result.report["shuffle_partitions"] == 1 and tasks
-    assert max(tasks) <= 2, tasks  # the input's two partitions, one partition a shuffle
+    # the input's two partitions, one partition a shuffle; the edges' union before the components are collected
+    # has one more: the sentence-key pairs, made on the driver as one partition
+    assert max(tasks) <= 3, tasks
     result.unpersist()
 
 

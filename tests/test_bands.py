@@ -12,7 +12,7 @@ from simhash_udf.core.bands import SignatureBands, band_members, band_pairs_and_
 from simhash_udf.core.verified import VerifySpec, verify_band_groups, verify_band_pairs
 from simhash_udf.job.stages import HistoryView, SearchSpecs, StageContext, StageTimer, near_duplicate_clusters
 
-SPEC = VerifySpec(0.7)
+SPEC = VerifySpec(0.7, min_containment=0.0)  # the brute-force references verify by similarity alone
 
 
 def _sig_matrix(sigs):

@@ -205,3 +205,47 @@ def test_pages_alone_join_the_first_cluster_whose_kept_page_holds_them_on_the_te
     assert got.loc[2, "similarity"] == pytest.approx(float(similarity(S1, S2, bits)))
     assert got.loc[21, "similarity"] == pytest.approx(float(similarity(S1_NEAR, S2, bits)))
     assert pd.isna(got.loc[22, "similarity"]) and got.loc[9, "similarity"] == 0.9
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", ["check", "pages alone"])
+def test_both_steps_on_the_driver_equal_the_steps_in_spark(spark, case, monkeypatch):
+    """text_steps_on_driver (a small run: rows, pairs and texts collected, the rules in Python) gives the clusters
+    and counts of checked_containment then joined_on_texts in Spark (every side taken as large), on the resolve
+    results above: the pages whose texts do not hold leave and cluster again; the pages alone join the first
+    cluster whose kept page holds them."""
+    from simhash_udf.core.verified import lone_proposal_rows
+    from simhash_udf.spark import joins
+    from simhash_udf.spark.containment_check import (
+        checked_containment,
+        joined_on_texts,
+        lone_proposals,
+        pages_to_check,
+        rows_to_compare,
+        text_steps_on_driver,
+    )
+
+    spec = VerifySpec(0.8, min_containment=0.9)
+    if case == "check":
+        (clusters, texts), pairs, n_pairs = resolved(spark, 3), None, 0
+    else:
+        clusters, pairs, texts = before_the_check(spark, 3)
+        n_pairs = 6
+    rows = rows_to_compare(clusters, pairs, n_pairs, lambda df: df)
+    table = rows.toArrow()
+    on_driver = text_steps_on_driver(clusters, table, pairs.toArrow() if pairs is not None else None, texts, spec)
+    if pairs is not None:  # the proposals' rule in Python, against the expected ones (the test above)
+        got = [(p[0], p[1], p[4]) for p in lone_proposal_rows(table.to_pylist(), pairs.toPandas().itertuples(index=False))]
+        assert got == [(2, 1, False), (2, 40, False), (7, 1, False), (21, 20, True), (22, 21, True)]
+    monkeypatch.setattr(joins, "BROADCAST_MAX_ROWS", -1)
+    flagged, n_flagged = pages_to_check(rows)
+    out, check = checked_containment(clusters, flagged, n_flagged, texts, spec, lambda df: df.cache())
+    joined = None
+    if pairs is not None:
+        proposals, n_proposals, n_lone = lone_proposals(rows, pairs, lambda df: df.localCheckpoint())
+        out, joined = joined_on_texts(out, proposals, n_proposals, n_lone, texts, spec, lambda df: df.cache())
+    assert on_driver[1] == check and (joined is None or on_driver[2] == joined)
+    assert (check.left_cluster > 0) if case == "check" else (joined.joined_on_texts > 0)
+    assert on_driver[0].columns == out.columns
+    pd.testing.assert_frame_equal(on_driver[0].toPandas().sort_values("id").reset_index(drop=True),
+                                  out.toPandas().sort_values("id").reset_index(drop=True))

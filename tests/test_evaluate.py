@@ -29,6 +29,7 @@ from simhash_udf.evaluation.quality import (
     shingle_set,
     similar_pairs,
     unlike_kept,
+    unlike_pairs,
 )
 
 
@@ -180,6 +181,27 @@ def test_metrics_on_a_hand_checked_case():
         assert r["truth_recall"] == pytest.approx(0.5) and r["truth_precision"] == pytest.approx(1 / 3)
     assert rows["long"]["oracle_pairs"] == 0 and math.isnan(rows["long"]["recall"])
     assert "| all | 5 | 2 | 0.500 |" in result.table()
+
+
+def test_resemble_precision_counts_a_page_inside_another_within_the_bound():
+    """A framed copy F of A (A wholly inside it, F at most 1.6x A's characters) and an edited copy E of A:
+    F and E are not Jaccard-like (J < 0.5) but E is 0.9 inside F within the bound, so the resemble oracle counts
+    the pair as true (A's repeated syllables give it few 5-grams for its characters, so a frame within 1.6x of
+    its characters adds more 5-grams than it has); an unrelated page U in the cluster is false on both. Pairs:
+    (A, F), (A, E), (F, E) resemble, (A, U), (F, U), (E, U) do not: Jaccard precision 1 - 5/6 (A-F and F-E below
+    0.5 too), resemble precision 1 - 3/6."""
+    a = "the river carries sediment from the high mountains down to the sea over many years " + "la " * 60
+    frame = "home news sport weather login subscribe today and read the footer links of this site about us"
+    texts = [a, frame + " " + a, a.replace("years", "yeers"),
+             "completely unrelated words about cooking pasta with tomatoes and basil at home tonight"]
+    sets = [ref_shingles(t) for t in texts]
+    assert ref_jaccard(sets[1], sets[2]) < 0.5 and ref_jaccard(sets[0], sets[1]) < 0.5
+    assert len(sets[2] & sets[1]) >= 0.9 * len(sets[2]) and len(texts[1]) <= 1.6 * len(texts[2])
+    row = {r["bucket"]: r for r in Oracle(texts, ["en"] * 4).evaluate(np.zeros(4, int)).rows}["all"]
+    assert (row["job_pairs"], row["false_pairs"], row["unlike_pairs"]) == (6, 5, 3)
+    assert row["precision"] == pytest.approx(1 / 6) and row["resemble_precision"] == pytest.approx(0.5)
+    got = unlike_pairs([shingle_set(t) for t in texts], [len(t) for t in texts], np.array([0, 1, 0]), np.array([1, 2, 3]))
+    assert got.tolist() == [False, False, True]
 
 
 def test_pairs_count_in_the_bucket_of_the_shorter_document():

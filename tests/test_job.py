@@ -102,7 +102,7 @@ def sample_run(watched_sample_run):
 
 # Spark jobs the sample's run starts (the session's status tracker; the run with --related, the report's pictures,
 # Arrow batches of 20 pages). A small run's time is its Spark jobs, not its rows (docs/performance.md, "A small run").
-SAMPLE_RUN_SPARK_JOBS = 72
+SAMPLE_RUN_SPARK_JOBS = 88
 
 
 def test_a_small_run_starts_no_more_spark_jobs_than_today(watched_sample_run):
@@ -393,16 +393,16 @@ def test_progress_is_logged_per_stage_with_counts(spark, watched_sample_run):
 
 
 def test_pair_search_adds_up_in_report_page_and_log(watched_sample_run):
-    """The pair search's numbers by source (SimHash tables, signature bands, short text) add up: compared =
-    verified + rejected for each source and over all of them, the totals are the sums, and they agree with the
-    stages' own counts; report.html's table and the log's line give the same numbers."""
+    """The pair search's numbers by source (SimHash tables, signature bands, short text, sentence keys) add up:
+    compared = verified + rejected for each source and over all of them, the totals are the sums, and they agree
+    with the stages' own counts; report.html's table and the log's line give the same numbers."""
     import re
 
     out, report, lines, _ = watched_sample_run
     cand = Report.from_dict(report).candidates
     search = cand.pair_search
     sources = search.sources()
-    assert list(sources) == ["SimHash tables", "signature bands", "short text"]  # all on by default
+    assert list(sources) == ["SimHash tables", "signature bands", "short text", "sentence keys"]  # all on by default
     for name, s in sources.items():
         assert s.compared == s.verified + s.rejected, name
         assert s.key_group_pairs >= s.compared or name == "short text", name
@@ -419,7 +419,12 @@ def test_pair_search_adds_up_in_report_page_and_log(watched_sample_run):
     st = report["short_text"]
     assert (short.key_group_pairs, short.compared, short.verified) == (
         st["pairs_compared"], st["candidate_pairs"], st["verified_pairs"])
-    assert 0 <= search.found_by_more_than_one_source <= short.compared
+    keys, by_keys = search.sentence_keys, report["candidates"]["sentence_keys"]
+    assert (keys.compared, keys.verified, keys.rejected) == (
+        by_keys["pairs_compared"], by_keys["pairs_verified_by_similarity"] + by_keys["pairs_verified_by_containment"],
+        by_keys["pairs_rejected"])
+    # a pair found twice is a short-text or sentence-key pair that the tables or the bands found too
+    assert 0 <= search.found_by_more_than_one_source <= short.compared + keys.compared
     assert bands.rejected > 0 and tables.verified > 0  # premise: the sample has pairs of both fates
     # the log: one line with these numbers
     logged = [line for line in lines if line.startswith("pair search: ")]

@@ -20,6 +20,7 @@ from simhash_udf.core.sentence_keys import (
     SentenceKeySpec,
     char_classes,
     key_group_pairs,
+    key_groups,
     longest_sentences,
     page_prose,
     sentence_key,
@@ -227,6 +228,28 @@ def test_key_group_pairs_equal_all_pairs_sharing_a_small_key(rows, max_group):
     assert set(zip(a.tolist(), b.tolist())) == want and len(a) == len(want)
     assert skipped == sum(len(m) > max_group for m in holders.values())
     assert groups == sum(2 <= len(m) <= max_group for m in holders.values())
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(-3, 12), st.integers(-2, 6)), max_size=80), max_group=st.integers(2, 6),
+       max_pairs=st.integers(-1, 40))
+def test_key_groups_on_the_driver_equal_the_reference(rows, max_group, max_pairs):
+    """The driver's whole-array search gives key_group_pairs' pairs and counts, the rows of the skipped keys, and
+    None exactly when its groups hold more than max_pairs pairs."""
+    fps = np.array([r[0] for r in rows], dtype=np.int64)
+    keys = np.array([r[1] for r in rows], dtype=np.int64)
+    a, b, skipped, groups = key_group_pairs(fps, keys, max_group)
+    holders = {}
+    for fp, key in set(rows):
+        holders.setdefault(key, set()).add(fp)
+    in_groups = sum(len(m) * (len(m) - 1) // 2 for m in holders.values() if len(m) <= max_group)
+    got = key_groups(fps, keys, max_group, max_pairs)
+    if 0 <= max_pairs < in_groups:
+        assert got is None
+        return
+    assert got.a.tolist() == a.tolist() and got.b.tolist() == b.tolist()
+    assert (got.keys, got.groups, got.skipped_keys) == (len(holders), groups, skipped)
+    assert got.skipped_fingerprints == sum(len(m) for m in holders.values() if len(m) > max_group)
 
 
 @settings(max_examples=300, deadline=None)
@@ -491,7 +514,7 @@ def test_two_runs_of_one_page_are_not_merged_through_it(order):
     at = {name: order.index(i) for i, name in enumerate(("a", "b", "page", "framed"))}
     assert centre[at["a"]] != centre[at["b"]]
     assert centre[at["page"]] == centre[at["framed"]]
-    off = verified_centres(sigs, None, VerifySpec(0.8), counts=counts, sizes=counts * 6)
+    off = verified_centres(sigs, None, VerifySpec(0.8, min_containment=0.0), counts=counts, sizes=counts * 6)
     assert off.tolist() == list(range(4))  # none of them is similar to another: containment found the pairs
 
 
@@ -550,16 +573,10 @@ def _article(rng, sentences: int) -> str:
 
 
 @pytest.mark.spark
-def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_path):
-    """A whole run: copies inside a site's frame (header, menu, and a footer sentence every page of the site
-    shares: a key of more pages than --sentence-max-group, skipped) or with reader comments are duplicates of
-    their original; an anthology that holds three originals (each far smaller than it) removes none of them;
-    every duplicate is similar or contained within the size bound to its kept page."""
+def _framed_corpus(tmp_path):
+    """The pages of the whole-run tests: 8 originals, 6 of them copied into a site's frame or under comments,
+    2 more pages of the site (its footer sentence a hot key at --sentence-max-group 4), an anthology of 3."""
     import pandas as pd
-    from reference import agreeing
-
-    from simhash_udf.job.config import load_config
-    from simhash_udf.job.pipeline import run
 
     rng = np.random.default_rng(5)
     originals = [_article(rng, 6) for _ in range(8)]
@@ -573,9 +590,23 @@ def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_pat
     rows.append((300, "\n\n".join(originals[5:8]) + "\n\n" + _article(rng, 6)))  # the anthology
     path = tmp_path / "pages.parquet"
     pd.DataFrame(rows, columns=["id", "text"]).to_parquet(path)
+    return rows, path
+
+
+def test_framed_copies_are_found_and_an_anthology_removes_nothing(spark, tmp_path):
+    """A whole run: copies inside a site's frame (header, menu, and a footer sentence every page of the site
+    shares: a key of more pages than --sentence-max-group, skipped) or with reader comments are duplicates of
+    their original; an anthology that holds three originals (each far smaller than it) removes none of them;
+    every duplicate is similar or contained within the size bound to its kept page."""
+    import pandas as pd
+    from reference import agreeing
+
+    from simhash_udf.job.config import load_config
+    from simhash_udf.job.pipeline import run
+
+    rows, path = _framed_corpus(tmp_path)
     out = tmp_path / "out"
-    run(load_config(["--input", str(path), "--output", str(out), "--sentence-keys", "3", "--min-containment", "0.9",
-                     "--sentence-max-group", "4"]), spark)
+    run(load_config(["--input", str(path), "--output", str(out), "--sentence-max-group", "4"]), spark)
     clusters = pd.read_parquet(out / "clusters").set_index("id")
     for i in range(6):
         assert clusters.loc[100 + i, "cluster_id"] == clusters.loc[i, "cluster_id"], i
@@ -636,15 +667,41 @@ def assert_pair_search_adds_up(report: dict, page: str) -> None:
     assert ">sentence keys</td>" in page and f"{search['compared']:,}" in page
 
 
-def test_sentence_keys_and_containment_are_off_by_default(tmp_path):
-    """The defaults find what they found before the sentence keys: no key search, similarity alone, and no
-    sentence keys or page sizes computed in the fingerprint pass (fingerprint stage: cfg.sentences None)."""
+def test_sentence_keys_and_containment_are_on_by_default(tmp_path):
+    """The defaults search the 3 longest sentences' keys and verify by containment at 0.9 within 1.6x;
+    `--sentence-keys 0 --min-containment 0` turns both off (no key search, similarity alone, no keys or page
+    sizes computed in the fingerprint pass: cfg.sentences None); stored fingerprints have neither."""
     from simhash_udf.job.config import load_config
 
     (tmp_path / "in.jsonl").write_text('{"id": 1, "text": "a"}\n')
     given = ["--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out")]
     cfg = load_config(given)
-    assert cfg.sentence_keys == 0 and cfg.min_containment == 0
-    assert cfg.sentences is None and not cfg.verify.containment
-    on = load_config(given + ["--sentence-keys", "3", "--min-containment", "0.9"])
-    assert on.sentences == SentenceKeySpec(3) and on.verify.containment
+    assert (cfg.sentence_keys, cfg.min_containment, cfg.max_size_ratio) == (3, 0.9, 1.6)
+    assert cfg.sentences == SentenceKeySpec(3) and cfg.verify.containment
+    off = load_config(given + ["--sentence-keys", "0", "--min-containment", "0"])
+    assert off.sentences is None and not off.verify.containment
+    stored = load_config(given + ["--input-format", "fingerprints"])
+    assert stored.sentences is None and not stored.verify.containment
+
+
+def test_the_search_on_the_driver_equals_the_search_in_spark(spark, tmp_path, monkeypatch):
+    """A run whose keys are grouped on the driver and one whose keys are grouped by Spark's shuffles
+    (DRIVER_FINGERPRINTS -1) give the same clusters and the same report of the search (counts and examples)."""
+    import pandas as pd
+
+    import simhash_udf.job.stages.sentence_keys as stage
+    from simhash_udf.job.config import load_config
+    from simhash_udf.job.pipeline import run
+
+    _, path = _framed_corpus(tmp_path)
+    got = {}
+    for name, bound in (("driver", stage.DRIVER_FINGERPRINTS), ("spark", -1)):
+        monkeypatch.setattr(stage, "DRIVER_FINGERPRINTS", bound)
+        out = tmp_path / name
+        report = run(load_config(["--input", str(path), "--output", str(out), "--sentence-max-group", "4",
+                                  "--shuffle-partitions", "3"]), spark)
+        got[name] = (pd.read_parquet(out / "clusters").sort_values("id").reset_index(drop=True),
+                     report["candidates"]["sentence_keys"], report["candidates"]["pair_search"])
+    pd.testing.assert_frame_equal(got["driver"][0], got["spark"][0])
+    assert got["driver"][1] == got["spark"][1] and got["driver"][2] == got["spark"][2]
+    assert got["driver"][1]["pairs_verified_by_containment"] >= 1 and got["driver"][1]["skipped_keys"] >= 1

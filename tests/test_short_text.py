@@ -148,7 +148,11 @@ def test_job_equals_brute_force_reference(spark, tmp_path, monkeypatch, seed, pa
     report = run(load_config(["--input", path, "--output", str(tmp_path / "out"), "--k", str(k),
                               "--short-k", str(spec.k), "--short-char-ngram", str(spec.char_ngram),
                               "--short-min-jaccard", str(spec.min_jaccard), "--input-partitions", str(partitions),
-                              "--cluster-mode", mode] + (["--min-similarity", "0"] if mode == "transitive" else [])), spark)
+                              "--cluster-mode", mode,
+                              # the reference verifies by similarity (tables' and bands' pairs); containment and the
+                              # sentence keys have theirs in test_sentence_keys.py
+                              "--sentence-keys", "0", "--min-containment", "0"]
+                 + (["--min-similarity", "0"] if mode == "transitive" else [])), spark)
     ids, texts = docs["id"].tolist(), docs["text"].tolist()
     clusters = pd.read_parquet(tmp_path / "out" / "clusters", dtype_backend="numpy_nullable").set_index("id")
     fps = [None if pd.isna(clusters.at[i, "fingerprint"]) else int(clusters.at[i, "fingerprint"]) for i in ids]

@@ -32,7 +32,7 @@ from simhash_udf.job.stages import (
 )
 from simhash_udf.spark.session import scoped_settings
 
-SPEC = VerifySpec(0.7)
+SPEC = VerifySpec(0.7, min_containment=0.0)  # the brute-force references verify by similarity alone
 # a scan of the cached pages that reads the units' signatures along with their fingerprint's unit count
 # (adaptive execution prints a scan in its final and its initial plan, with the same attribute ids: the
 # distinct matches are the scans)

@@ -441,3 +441,51 @@ def key_group_pairs(fingerprints: np.ndarray, keys: np.ndarray, max_group: int) 
         return np.zeros(0, np.int64), np.zeros(0, np.int64), skipped, groups
     pairs = np.unique(np.stack([np.concatenate(a), np.concatenate(b)], axis=1), axis=0)
     return pairs[:, 0], pairs[:, 1], skipped, groups
+
+
+def pairs_within_groups(group_starts: np.ndarray, group_sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (left, right), left < right, of every pair inside each run of group_sizes[g] consecutive
+    entries starting at group_starts[g] (numpy, no loop over the groups)."""
+    group_starts = np.asarray(group_starts, dtype=np.int64)
+    group_sizes = np.asarray(group_sizes, dtype=np.int64)
+    first_of_group = np.cumsum(group_sizes) - group_sizes
+    in_group = np.arange(int(group_sizes.sum()), dtype=np.int64) - np.repeat(first_of_group, group_sizes)
+    position = np.repeat(group_starts, group_sizes) + in_group
+    partners = np.repeat(group_sizes, group_sizes) - in_group - 1
+    left = np.repeat(position, partners)
+    step = np.arange(len(left), dtype=np.int64) - np.repeat(np.cumsum(partners) - partners, partners)
+    return left, left + 1 + step
+
+
+@dataclass(frozen=True)
+class KeyGroups:
+    """The key search's pairs and counts (of (fingerprint, key) rows)."""
+
+    a: np.ndarray  # the distinct pairs a < b of fingerprints that share a key of 2..max_group fingerprints
+    b: np.ndarray
+    keys: int  # distinct keys
+    groups: int  # keys of 2..max_group fingerprints
+    skipped_keys: int  # keys of more than max_group fingerprints: no pairs
+    skipped_fingerprints: int  # the (fingerprint, key) rows of those keys
+
+
+def key_groups(fingerprints: np.ndarray, keys: np.ndarray, max_group: int, max_pairs: int = -1) -> KeyGroups | None:
+    """key_group_pairs in whole-array steps, with the counts of the Spark search (for a run whose keys fit on
+    the driver: the pairs of a few hundred thousand pages without a Spark job per shuffle); None when the groups
+    hold more than max_pairs pairs (repeats counted; -1: no bound)."""
+    fps, keys = np.asarray(fingerprints, np.int64), np.asarray(keys, np.int64)
+    order = np.lexsort((fps, keys))
+    k, f = keys[order], fps[order]
+    new = np.r_[True, (k[1:] != k[:-1]) | (f[1:] != f[:-1])] if len(k) else np.zeros(0, bool)
+    k, f = k[new], f[new]  # distinct (key, fingerprint) rows, by key, then fingerprint
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if len(k) else np.zeros(0, np.int64)
+    sizes = np.diff(np.r_[starts, len(k)])
+    use, big = (sizes >= 2) & (sizes <= max_group), sizes > max_group
+    if max_pairs >= 0 and int((sizes[use] * (sizes[use] - 1) // 2).sum()) > max_pairs:
+        return None
+    left, right = pairs_within_groups(starts[use], sizes[use])
+    a, b = f[left], f[right]  # a < b: a group's fingerprints are distinct and sorted
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    keep = np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])] if len(a) else np.zeros(0, bool)
+    return KeyGroups(a[keep], b[keep], len(starts), int(use.sum()), int(big.sum()), int(sizes[big].sum()))

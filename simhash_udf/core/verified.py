@@ -40,7 +40,7 @@ class VerifySpec:
     signature: SignatureSpec = field(default_factory=SignatureSpec)
     short_min_jaccard: float = 0.7  # exact shingle Jaccard two short pages need
     short_ngram: int = 5
-    min_containment: float = 0.0  # estimated share of the smaller page's features in the larger's; 0 = off
+    min_containment: float = 0.9  # estimated share of the smaller page's features in the larger's; 0 = off
     max_size_ratio: float = 1.6  # a contained pair's larger page has at most this many times the characters
 
     @property
@@ -157,11 +157,51 @@ def first_holding_targets(ids: list, kept: list, alone: list[bool], kept_rank: l
     best: dict = {}
     for i in range(len(ids)):
         if holds[i] and kept[i] not in movers:
-            rank = tuple((v is not None, v if v is not None else 0) for v in kept_rank[i])
-            order = (bool(alone[i]), rank, kept[i])
+            order = (bool(alone[i]), rank_key(kept_rank[i]), kept[i])
             if ids[i] not in best or order < best[ids[i]][0]:
                 best[ids[i]] = (order, i)
     return sorted(i for _, i in best.values())
+
+
+def rank_key(rank) -> tuple:
+    """A keep rank (a struct's fields) as a tuple Python orders as Spark orders the struct: nulls first."""
+    return tuple((v is not None, v if v is not None else 0) for v in rank)
+
+
+PROPOSAL_FIELDS = ("id", "kept", "kept_fp_b", "kept_rank", "alone", "sig_a", "sig_b")
+
+
+def lone_proposal_rows(rows: list[dict], pairs) -> list[tuple]:
+    """containment_check.lone_proposals on the driver: rows are rows_to_compare's (dicts with id, fingerprint,
+    cluster_id, is_duplicate, kept_fp, signature, rank, multi, in_pairs), pairs the (src, dst) fingerprints that
+    share a key. Each page alone (not multi) whose fingerprint shares a key with a page of a cluster of two or
+    more is proposed that cluster's kept page, and with a page alone that precedes it in keep order that page:
+    the distinct tuples (PROPOSAL_FIELDS), by id, kept and alone."""
+    partners: dict = {}
+    for src, dst in pairs:
+        partners.setdefault(src, set()).add(dst)
+        partners.setdefault(dst, set()).add(src)
+    touched = [r for r in rows if r["in_pairs"]]
+    lone: dict = {}
+    in_cluster: dict = {}
+    for r in touched:
+        if r["multi"]:
+            in_cluster.setdefault(r["fingerprint"], []).append((r["cluster_id"], r["kept_fp"]))
+        else:
+            lone.setdefault(r["fingerprint"], []).append(r)
+    kept = {r["id"]: r for r in rows if r["multi"] and not r["is_duplicate"]}
+    out = set()
+    for fp_a, pages in lone.items():
+        for fp_b in partners.get(fp_a, ()):
+            for a in pages:
+                for target, target_fp in in_cluster.get(fp_b, ()):
+                    k = kept.get(target)
+                    if k is not None:
+                        out.add((a["id"], target, target_fp, tuple(k["rank"]), False, a["signature"], k["signature"]))
+                for b in lone.get(fp_b, ()):
+                    if (rank_key(b["rank"]), b["id"]) < (rank_key(a["rank"]), a["id"]):
+                        out.add((a["id"], b["id"], fp_b, tuple(b["rank"]), True, a["signature"], b["signature"]))
+    return sorted(out, key=lambda p: (p[0], p[1], p[4]))
 
 
 def band_of(sim: np.ndarray) -> np.ndarray:

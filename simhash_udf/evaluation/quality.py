@@ -14,6 +14,10 @@ Metrics, per bucket of pairs (a pair belongs to the bucket of its shorter docume
   precision = 1 - same-cluster pairs with J < 0.5 / same-cluster pairs (pairs with 0.5 <= J < 0.9 are not
               counted as false: the oracle cannot tell whether they are copies)
   F1        = 2 P R / (P + R)
+  resemble precision = 1 - same-cluster pairs that do not resemble / same-cluster pairs, where a pair resembles
+              when J >= 0.5 or one page is at least 0.9 inside the other within 1.6 times its characters (the
+              job's promise for a removed page and its kept page, unlike_pairs): with containment on, an
+              original's framed copy and its edited copy are both like it and often not Jaccard-like each other
 Same-cluster pairs: all pairs of a cluster of up to SAMPLE_ABOVE members; in a bigger cluster
 PAIRS_PER_BIG_CLUSTER distinct pairs are drawn (seeded) and each stands for C(n, 2) / drawn pairs, so one
 giant chained cluster weighs what its pairs weigh without enumerating them. With the generator's truth:
@@ -29,24 +33,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.sentence_keys import pairs_within_groups
 from ..core.shingles import SHINGLE, _mix, jaccard, shingle_set  # noqa: F401  (the oracle's similarity)
 
 SAMPLE_ABOVE = 64
 PAIRS_PER_BIG_CLUSTER = SAMPLE_ABOVE * (SAMPLE_ABOVE - 1) // 2
-
-
-def _pairs_within_groups(group_starts: np.ndarray, group_sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (left, right), left < right, of every pair inside each run of group_sizes[g] consecutive
-    entries starting at group_starts[g]."""
-    group_starts = np.asarray(group_starts, dtype=np.int64)
-    group_sizes = np.asarray(group_sizes, dtype=np.int64)
-    first_of_group = np.cumsum(group_sizes) - group_sizes
-    in_group = np.arange(int(group_sizes.sum()), dtype=np.int64) - np.repeat(first_of_group, group_sizes)
-    position = np.repeat(group_starts, group_sizes) + in_group
-    partners = np.repeat(group_sizes, group_sizes) - in_group - 1
-    left = np.repeat(position, partners)
-    step = np.arange(len(left), dtype=np.int64) - np.repeat(np.cumsum(partners) - partners, partners)
-    return left, left + 1 + step
 
 
 LSH_BANDS, LSH_ROWS = 20, 5  # P(a pair with J >= 0.9 is no candidate) = (1 - 0.9^5)^20 < 2e-8
@@ -106,7 +97,7 @@ def similar_pairs(sets: list[np.ndarray], threshold: float,
             bounds = np.flatnonzero(np.r_[True, k[1:] != k[:-1], True])
             starts, g_sizes = bounds[:-1], np.diff(bounds)
             multi = g_sizes > 1
-            left, right = _pairs_within_groups(starts[multi], g_sizes[multi])
+            left, right = pairs_within_groups(starts[multi], g_sizes[multi])
             a, c = live[order[left]], live[order[right]]
             codes.append(np.minimum(a, c) * n + np.maximum(a, c))
     code = np.unique(np.concatenate(codes))
@@ -179,7 +170,7 @@ def cluster_pairs(labels: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.nda
     bounds = np.flatnonzero(np.r_[True, sorted_labels[1:] != sorted_labels[:-1], True])
     starts, sizes = bounds[:-1], np.diff(bounds)
     small = (sizes > 1) & (sizes <= SAMPLE_ABOVE)
-    left, right = _pairs_within_groups(starts[small], sizes[small])
+    left, right = pairs_within_groups(starts[small], sizes[small])
     parts_a, parts_b, parts_w = [order[left]], [order[right]], [np.ones(len(left))]
     rng = np.random.default_rng(seed)
     for start, n in zip(starts[sizes > SAMPLE_ABOVE].tolist(), sizes[sizes > SAMPLE_ABOVE].tolist()):
@@ -197,25 +188,35 @@ def cluster_pairs(labels: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.nda
     return np.minimum(a, b), np.maximum(a, b), np.concatenate(parts_w)
 
 
-def unlike_kept(sets: list[np.ndarray], lengths, kept: np.ndarray, false_below: float = 0.5,
-                inside: float = 0.9, max_ratio: float = 1.6) -> np.ndarray:
-    """Which pages were removed (kept[i] != i) for a kept page they do not resemble: Jaccard below
-    false_below, and neither at least `inside` inside the other within max_ratio of its characters. This is
-    the job's promise for each removed page, which the pair precision (every two pages of a cluster) is
-    stricter than: two copies of one page that add different parts are both like it, not like each other."""
+def unlike_pairs(sets: list[np.ndarray], lengths, a, b, false_below: float = 0.5, inside: float = 0.9,
+                 max_ratio: float = 1.6) -> np.ndarray:
+    """Which pairs (a[p], b[p]) do not resemble each other as the job promises a removed page resembles its kept
+    page: Jaccard below false_below, and neither at least `inside` inside the other within max_ratio of its
+    characters. Two empty texts resemble; an empty and a non-empty one do not."""
     lengths = np.asarray(lengths, dtype=np.int64)
-    out = np.zeros(len(kept), dtype=bool)
-    for i in np.flatnonzero(kept != np.arange(len(kept))).tolist():
-        k = int(kept[i])
-        a, b = sets[i], sets[k]
-        if not len(a) or not len(b):
-            out[i] = len(a) != len(b)
+    out = np.zeros(len(a), dtype=bool)
+    for p, (i, k) in enumerate(zip(np.asarray(a).tolist(), np.asarray(b).tolist())):
+        sa, sb = sets[i], sets[k]
+        if not len(sa) or not len(sb):
+            out[p] = len(sa) != len(sb)
             continue
-        common = _held(a, b)
+        common = _held(sa, sb)
         small, large = (i, k) if lengths[i] <= lengths[k] else (k, i)
         within = lengths[large] <= max_ratio * lengths[small]
-        out[i] = (common / (len(a) + len(b) - common) < false_below
+        out[p] = (common / (len(sa) + len(sb) - common) < false_below
                   and not (within and common >= inside * len(sets[small]) - 1e-9))
+    return out
+
+
+def unlike_kept(sets: list[np.ndarray], lengths, kept: np.ndarray, false_below: float = 0.5,
+                inside: float = 0.9, max_ratio: float = 1.6) -> np.ndarray:
+    """Which pages were removed (kept[i] != i) for a kept page they do not resemble (unlike_pairs). This is
+    the job's promise for each removed page, which the pair precision (every two pages of a cluster) is
+    stricter than: two copies of one page that add different parts are both like it, not like each other."""
+    kept = np.asarray(kept)
+    removed = np.flatnonzero(kept != np.arange(len(kept)))
+    out = np.zeros(len(kept), dtype=bool)
+    out[removed] = unlike_pairs(sets, lengths, removed, kept[removed], false_below, inside, max_ratio)
     return out
 
 
@@ -236,7 +237,7 @@ class Evaluation:
 
     def table(self) -> str:
         cols = ["bucket", "docs", "oracle_pairs", "recall", "job_pairs", "false_pairs", "precision", "f1",
-                "truth_recall", "truth_precision", "truth_f1"]
+                "unlike_pairs", "resemble_precision", "truth_recall", "truth_precision", "truth_f1"]
         lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         for r in self.rows:
             lines.append("| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |")
@@ -294,6 +295,8 @@ class Oracle:
         jac = np.fromiter((jaccard(self.sets[i], self.sets[j]) for i, j in zip(ja.tolist(), jb.tolist())),
                           dtype=np.float64, count=len(ja))
         false = jac < self.false_below
+        unlike = false.copy()  # of the false pairs, those that do not resemble either (no containment within bounds)
+        unlike[false] = unlike_pairs(self.sets, self.lengths, ja[false], jb[false], self.false_below)
         found = job_cluster[self.pos_a] == job_cluster[self.pos_b]
         pos_masks = self._bucket_masks(self.pos_a, self.pos_b)
         job_masks = self._bucket_masks(ja, jb)
@@ -316,7 +319,9 @@ class Oracle:
             precision = 1 - _ratio(jw[jm & false].sum(), job_pairs) if job_pairs else float("nan")
             row = {"bucket": name, "docs": int(in_bucket.sum()), "oracle_pairs": int(pm.sum()), "recall": recall,
                    "job_pairs": round(float(job_pairs)), "false_pairs": round(float(jw[jm & false].sum())),
-                   "precision": precision, "f1": _f1(precision, recall)}
+                   "precision": precision, "f1": _f1(precision, recall),
+                   "unlike_pairs": round(float(jw[jm & unlike].sum())),
+                   "resemble_precision": 1 - _ratio(jw[jm & unlike].sum(), job_pairs) if job_pairs else float("nan")}
             if truth_cluster is not None:
                 tm = t_masks[name]
                 t_recall = _ratio((tw * t_found)[tm].sum(), tw[tm].sum())

@@ -89,11 +89,11 @@ class DedupConfig:
     band_bins: int = option(5, "search", "signature bins a band (bands x bins <= 128; 8 bits a bin)")
     min_containment: float = option(_VERIFY.min_containment, "search", "a pair also verifies when this share of the "
                                     "smaller page's features (estimated) is in the larger page and the larger is at "
-                                    "most --max-size-ratio times the smaller: a page inside another page's frame, "
-                                    "comments or ads; 0 = off (similarity alone)")
+                                    "most --max-size-ratio times the smaller, and the two texts hold it too: a page "
+                                    "inside another page's frame, comments or ads; 0 = off (similarity alone)")
     max_size_ratio: float = option(_VERIFY.max_size_ratio, "search", "a contained pair's larger page has at most this "
                                    "many times the smaller's characters (a poem is not a copy of the anthology holding it)")
-    sentence_keys: int = option(0, "search", "a third candidate source: pages sharing one of their this many "
+    sentence_keys: int = option(3, "search", "a third candidate source: pages sharing one of their this many "
                                 "longest sentences are compared, then verified; 0 = off (off without verification)")
     sentence_min_chars: int = option(_SENTENCES.min_chars, "search", "letters a sentence needs to make a key "
                                      "(digits, punctuation and white space not counted)")

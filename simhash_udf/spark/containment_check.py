@@ -16,7 +16,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, LongType, StructField, StructType
 
 from ..core.signature import from_arrow, similarity
-from ..core.verified import VerifySpec, first_holding_targets, texts_confirm, verified_centres
+from ..core.verified import (
+    PROPOSAL_FIELDS,
+    VerifySpec,
+    first_holding_targets,
+    lone_proposal_rows,
+    rank_key,
+    texts_confirm,
+    verified_centres,
+)
 from .joins import broadcast_if_small, is_small
 
 
@@ -106,8 +114,7 @@ def checked_containment(clusters: DataFrame, flagged: DataFrame | None, n_local:
     left = flagged.join(refused.select("id"), "id", "left_semi").select(
         "id", "fingerprint", "signature", "short_text",
         F.row_number().over(Window.partitionBy("cluster_id").orderBy("rank", "id")).alias("pos"), "cluster_id")
-    again_schema = StructType([StructField("_refused", id_type), StructField("_kept", id_type),
-                               StructField("_kept_fp", LongType()), StructField("_similarity", DoubleType())])
+    again_schema = _moved_schema("_refused", id_type)
     again = persist(left.groupBy("cluster_id").applyInPandas(
         lambda rows: _clustered_again(rows.sort_values("pos"), spec), again_schema))
     n_refused = again.count()
@@ -118,13 +125,18 @@ def checked_containment(clusters: DataFrame, flagged: DataFrame | None, n_local:
         # as rows of the driver: the clusters every later stage reads then hold in their plan the cache of resolve
         # and these rows, not this step's plan (with a history, the write and the report took ~10x longer)
         again = clusters.sparkSession.createDataFrame(again.collect(), again_schema)
+    return _clustered_apart(result, again, n_refused), check
+
+
+def _clustered_apart(result: DataFrame, again: DataFrame, n_refused: int) -> DataFrame:
+    """result with the pages of `again` (_refused, _kept, _kept_fp, _similarity) in their new clusters."""
     moved = F.col("_refused").isNotNull()
     cols = {"cluster_id": F.coalesce("_kept", "cluster_id"),
             "is_duplicate": F.when(moved, F.col("id") != F.col("_kept")).otherwise(F.col("is_duplicate")),
             "kept_fp": F.when(moved, F.col("_kept_fp")).otherwise(F.col("kept_fp")),
             "similarity": F.when(moved, F.col("_similarity")).otherwise(F.col("similarity"))}
     joined = result.join(broadcast_if_small(again, n_refused), result["id"] == again["_refused"], "left")
-    return joined.select(*(cols[c].alias(c) if c in cols else F.col(c) for c in result.columns)), check
+    return joined.select(*(cols[c].alias(c) if c in cols else F.col(c) for c in result.columns))
 
 
 @dataclass
@@ -200,11 +212,11 @@ def joined_on_texts(clusters: DataFrame, proposals: DataFrame, n_proposals: int,
     jobs less than the same work in Spark, seconds of a small run); many in a mapInArrow pass."""
     if not n_proposals:
         return clusters, JoinedOnTexts(0, 0)
-    id_type = proposals.schema["id"].dataType
-    moved_schema = StructType([StructField("_moved", id_type), StructField("_kept", id_type),
-                               StructField("_kept_fp", LongType()), StructField("_similarity", DoubleType())])
+    moved_schema = _moved_schema("_moved", proposals.schema["id"].dataType)
     if is_small(n_proposals):
-        rows = _moved_on_driver(proposals, texts, spec)
+        rows = proposals.collect()
+        wanted = {r["id"] for r in rows} | {r["kept"] for r in rows}
+        rows = _moved_rows(rows, {r["id"]: r["text"] for r in texts.collect() if r["id"] in wanted}, spec)
         moved, n_moved = clusters.sparkSession.createDataFrame(rows, moved_schema), len(rows)
     else:
         moved = persist(_moved_in_spark(proposals, texts, spec, persist))
@@ -212,19 +224,27 @@ def joined_on_texts(clusters: DataFrame, proposals: DataFrame, n_proposals: int,
     result = JoinedOnTexts(n_lone, n_moved)
     if not n_moved:
         return clusters, result
+    return _joined(clusters, moved, n_moved), result
+
+
+def _moved_schema(name: str, id_type) -> StructType:
+    return StructType([StructField(name, id_type), StructField("_kept", id_type), StructField("_kept_fp", LongType()),
+                       StructField("_similarity", DoubleType())])
+
+
+def _joined(clusters: DataFrame, moved: DataFrame, n_moved: int) -> DataFrame:
+    """clusters with the pages of `moved` (_moved, _kept, _kept_fp, _similarity) duplicates in their new clusters."""
     on = F.col("_moved").isNotNull()
     cols = {"cluster_id": F.coalesce("_kept", "cluster_id"), "is_duplicate": F.col("is_duplicate") | on,
             "kept_fp": F.when(on, F.col("_kept_fp")).otherwise(F.col("kept_fp")),
             "similarity": F.when(on, F.col("_similarity")).otherwise(F.col("similarity"))}
     joined = clusters.join(broadcast_if_small(moved, n_moved), clusters["id"] == moved["_moved"], "left")
-    return joined.select(*(cols[c].alias(c) if c in cols else F.col(c) for c in clusters.columns)), result
+    return joined.select(*(cols[c].alias(c) if c in cols else F.col(c) for c in clusters.columns))
 
 
-def _moved_on_driver(proposals: DataFrame, texts: DataFrame, spec: VerifySpec) -> list[tuple]:
-    """joined_on_texts' (moved, kept, kept_fp, similarity) rows from proposals and texts collected."""
-    rows = proposals.collect()
-    wanted = {r["id"] for r in rows} | {r["kept"] for r in rows}
-    text = {r["id"]: r["text"] for r in texts.collect() if r["id"] in wanted}
+def _moved_rows(rows, text: dict, spec: VerifySpec) -> list[tuple]:
+    """joined_on_texts' (moved, kept, kept_fp, similarity) rows from proposal rows (PROPOSAL_FIELDS, by name)
+    and the texts of their pages (id -> text)."""
     holds = texts_confirm([text.get(r["id"]) for r in rows], [text.get(r["kept"]) for r in rows], spec,
                           similar_too=False)
     sigs_a = from_arrow(pa.array([r["sig_a"] for r in rows], pa.binary()), spec.signature)
@@ -237,7 +257,7 @@ def _moved_on_driver(proposals: DataFrame, texts: DataFrame, spec: VerifySpec) -
 
 def _moved_in_spark(proposals: DataFrame, texts: DataFrame, spec: VerifySpec,
                     persist: Callable[[DataFrame], DataFrame]) -> DataFrame:
-    """_moved_on_driver's rows for many proposals: the texts compared in a mapInArrow pass, the choice by windows."""
+    """_moved_rows' rows for many proposals: the texts compared in a mapInArrow pass, the choice by windows."""
     both = (proposals.join(texts.withColumnRenamed("text", "text_a"), "id")
             .join(texts.select(F.col("id").alias("kept"), F.col("text").alias("text_b")), "kept"))
     id_type = proposals.schema["id"].dataType
@@ -264,3 +284,61 @@ def texts_of(texts: DataFrame, id_frames: list[DataFrame], n_ids: int,
     needed = persist(texts.join(broadcast_if_small(ids, n_ids), "id", "left_semi"))
     needed.count()
     return needed
+
+
+# Fingerprints of a run up to which both text steps run on the driver (text_steps_on_driver): the rows they
+# read and the texts they compare are a small share of such a run's pages.
+DRIVER_TEXT_FINGERPRINTS = 50_000
+
+
+def text_steps_on_driver(clusters: DataFrame, rows: pa.Table, pairs: pa.Table | None, texts: DataFrame,
+                         spec: VerifySpec) -> tuple[DataFrame, ContainmentCheck, JoinedOnTexts]:
+    """checked_containment, then joined_on_texts, for a small run: rows_to_compare's rows and the sentence-key
+    pairs (src, dst) collected, the texts of the pages both steps compare read in one pass over the input, and
+    the same rules in Python (texts_confirm, _clustered_again, verified.lone_proposal_rows, _moved_rows): the
+    same clusters with two or three Spark jobs instead of a few dozen."""
+    spark = clusters.sparkSession
+    recs = rows.to_pylist()
+    flagged = [r for r in recs if r["is_duplicate"] and r["by_containment"]]
+    proposals = [dict(zip(PROPOSAL_FIELDS, p)) for p in lone_proposal_rows(
+        recs, zip(pairs.column("src").to_pylist(), pairs.column("dst").to_pylist()))] if pairs is not None else []
+    ids = {r["id"] for r in flagged} | {r["cluster_id"] for r in flagged}
+    ids |= {p["id"] for p in proposals} | {p["kept"] for p in proposals}
+    text = {}
+    if ids:
+        id_type = rows.schema.field("id").type
+        wanted = spark.createDataFrame(pa.table({"id": pa.array(sorted(ids), id_type)}))
+        found = texts.join(F.broadcast(wanted), "id", "left_semi").toArrow()
+        text = dict(zip(found.column("id").to_pylist(), found.column("text").to_pylist()))
+    # the check: a page joined only by containment whose texts do not hold leaves its cluster
+    compared = [r for r in flagged if r["id"] in text and r["cluster_id"] in text]
+    holds = texts_confirm([text[r["id"]] for r in compared], [text[r["cluster_id"]] for r in compared], spec)
+    again = _clustered_again_on_driver([r for r, h in zip(compared, holds) if not h], spec)
+    result = clusters.drop("by_containment", "rank", "short_text")
+    id_type = result.schema["id"].dataType
+    if again.num_rows:
+        result = _clustered_apart(result, spark.createDataFrame(again, _moved_schema("_refused", id_type)),
+                                  again.num_rows)
+    moved = _moved_rows([p for p in proposals if p["id"] in text and p["kept"] in text], text, spec)
+    if moved:
+        result = _joined(result, spark.createDataFrame(moved, _moved_schema("_moved", id_type)), len(moved))
+    return (result, ContainmentCheck(len(flagged), again.num_rows),
+            JoinedOnTexts(len({p["id"] for p in proposals}), len(moved)))
+
+
+def _clustered_again_on_driver(refused: list[dict], spec: VerifySpec) -> pa.Table:
+    """checked_containment's again rows (_refused, _kept, _kept_fp, _similarity; null similarity for a kept page)
+    of the refused pages, each cluster's in keep order (rank, id)."""
+    import pandas as pd  # here, not at the top: the spark modules import without pandas (test_layout.py)
+
+    parts = []
+    by_cluster: dict = {}
+    for r in refused:
+        by_cluster.setdefault(r["cluster_id"], []).append(r)
+    for cluster_id in sorted(by_cluster):
+        group = sorted(by_cluster[cluster_id], key=lambda r: (rank_key(r["rank"]), r["id"]))
+        parts.append(_clustered_again(pd.DataFrame({c: [r[c] for r in group] for c in
+                                                    ("id", "fingerprint", "signature", "short_text")}), spec))
+    if not parts:
+        return pa.table({})
+    return pa.Table.from_pandas(pd.concat(parts, ignore_index=True), preserve_index=False)

@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
+from ..core.sentence_keys import key_groups
 from ..core.signature import from_arrow, similarity
 from ..core.verified import VerifySpec, containment_estimate, pairs_verify
 
@@ -75,6 +76,21 @@ def fingerprint_info(pages: DataFrame) -> DataFrame:
                                                                       "text_chars")
 
 
+def _verdicts(src, dst, sig_a, sig_b, n_a, n_b, size_a, size_b, spec: VerifySpec) -> pa.RecordBatch:
+    """PAIR_SCHEMA's rows of pairs (src, dst) from the two sides' signatures (binary), feature counts and
+    characters (Arrow arrays, nulls allowed in the counts): pairs_verify's verdict, similarity and containment."""
+    sig_a, sig_b = from_arrow(sig_a, spec.signature), from_arrow(sig_b, spec.signature)
+    n_a, n_b, size_a, size_b = (pc.fill_null(c, -1).to_numpy(zero_copy_only=False) for c in (n_a, n_b, size_a, size_b))
+    ok, by_containment = pairs_verify(sig_a, sig_b, n_a, n_b, spec, size_a, size_b)
+    how = np.where(by_containment, BY_CONTAINMENT, np.where(ok, BY_SIMILARITY, REJECTED)).astype(np.int32)
+    sim = similarity(sig_a, sig_b, spec.signature.bits)
+    cont = containment_estimate(sim, n_a, n_b)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(np.asarray(src), pa.int64()), pa.array(np.asarray(dst), pa.int64()), pa.array(how),
+         pa.array(np.round(sim * 1000).astype(np.int32)), pa.array(np.round(cont * 1000).astype(np.int32))],
+        schema=_PAIR_ARROW)
+
+
 def verified_pairs(pairs: DataFrame, info: DataFrame, spec: VerifySpec) -> DataFrame:
     """Each pair with its verdict (PAIR_SCHEMA): how (REJECTED, BY_SIMILARITY, BY_CONTAINMENT), and its estimated
     similarity and containment in thousandths (for the report's examples)."""
@@ -87,17 +103,56 @@ def verified_pairs(pairs: DataFrame, info: DataFrame, spec: VerifySpec) -> DataF
 
     def verify(batches):
         for batch in batches:
-            sig_a = from_arrow(batch.column("sig_a"), spec.signature)
-            sig_b = from_arrow(batch.column("sig_b"), spec.signature)
-            n_a, n_b, size_a, size_b = (pc.fill_null(batch.column(c), -1).to_numpy(zero_copy_only=False)
-                                        for c in ("n_a", "n_b", "size_a", "size_b"))
-            ok, by_containment = pairs_verify(sig_a, sig_b, n_a, n_b, spec, size_a, size_b)
-            how = np.where(by_containment, BY_CONTAINMENT, np.where(ok, BY_SIMILARITY, REJECTED)).astype(np.int32)
-            sim = similarity(sig_a, sig_b, spec.signature.bits)
-            cont = containment_estimate(sim, n_a, n_b)
-            yield pa.RecordBatch.from_arrays(
-                [batch.column("fingerprint"), batch.column("other"), pa.array(how),
-                 pa.array(np.round(sim * 1000).astype(np.int32)), pa.array(np.round(cont * 1000).astype(np.int32))],
-                schema=_PAIR_ARROW)
+            yield _verdicts(batch.column("fingerprint"), batch.column("other"), batch.column("sig_a"), batch.column("sig_b"),
+                            *(batch.column(c) for c in ("n_a", "n_b", "size_a", "size_b")), spec=spec)
 
     return rows.mapInArrow(verify, PAIR_SCHEMA)
+
+
+# Distinct fingerprints up to which the keys are grouped and the pairs verified on the driver: at most 3 keys a
+# fingerprint (24 MB of rows), and the signatures of the paired fingerprints alone. The Spark search's shuffles
+# cost a Spark job each, a few seconds of a small run; the same pairs and counts (tests/test_sentence_keys.py).
+DRIVER_FINGERPRINTS = 500_000
+DRIVER_PAIRS = 4_000_000  # pairs (before their repeats are dropped) up to which they are verified on the driver
+
+
+@dataclass
+class DriverSearch:
+    """searched_on_driver's answer: the pairs (PAIR_SCHEMA rows) as a DataFrame and as Arrow, the counts."""
+
+    pairs: DataFrame
+    table: pa.Table
+    groups: KeyGroupCounts
+    info: pa.Table | None  # fingerprint_info of the paired fingerprints, by fingerprint (None: no pair)
+
+
+def searched_on_driver(pages: DataFrame, max_group: int, spec: VerifySpec) -> DriverSearch | None:
+    """The search of shared_key_pairs and verified_pairs, on the driver: the pages' (fingerprint, key) rows
+    collected, grouped in numpy (core/sentence_keys.key_groups), the paired fingerprints' best pages collected,
+    and each pair verified (_verdicts). Two Spark jobs; one when no key is shared. None when the key groups
+    hold more than DRIVER_PAIRS pairs (then the Spark search runs)."""
+    spark = pages.sparkSession
+    rows = pages.where(F.col("fingerprint").isNotNull() & F.col("sentence_keys").isNotNull()).select(
+        "fingerprint", F.explode("sentence_keys").alias("key")).toArrow()
+    found = key_groups(rows.column("fingerprint").to_numpy(), rows.column("key").to_numpy(), max_group, DRIVER_PAIRS)
+    if found is None:
+        return None
+    groups = KeyGroupCounts(found.keys, found.groups, found.skipped_keys, found.skipped_fingerprints)
+    a, b, info = found.a, found.b, None
+    if len(a):
+        wanted = spark.createDataFrame(pa.table({"fingerprint": np.unique(np.r_[a, b])}), "fingerprint long")
+        info = fingerprint_info(pages).join(F.broadcast(wanted), "fingerprint", "left_semi").toArrow()
+        info = info.take(pc.sort_indices(info, [("fingerprint", "ascending")])).combine_chunks()
+        known = info.column("fingerprint").to_numpy()
+        at = np.searchsorted(known, np.r_[a, b])
+        ok = at < len(known)
+        ok[ok] = known[at[ok]] == np.r_[a, b][ok]
+        keep = ok[: len(a)] & ok[len(a):]  # a pair of a fingerprint without a signature is not compared (as joins drop it)
+        a, b, at = a[keep], b[keep], np.r_[at[: len(a)][keep], at[len(a):][keep]]
+    if not len(a):
+        table = _PAIR_ARROW.empty_table()
+        return DriverSearch(spark.createDataFrame(table, PAIR_SCHEMA).coalesce(1), table, groups, None)
+    sides = [pa.array(at[: len(a)]), pa.array(at[len(a):])]
+    columns = [info.column(c).chunk(0).take(side) for c in ("signature", "n_features", "text_chars") for side in sides]
+    table = pa.Table.from_batches([_verdicts(a, b, *columns, spec=spec)])
+    return DriverSearch(spark.createDataFrame(table, PAIR_SCHEMA).coalesce(1), table, groups, info)

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from ...core.signature import SignatureSpec
 from ...spark.clusters import cluster_shape, resolve_clusters, with_similarity_to_kept
 from ...spark.containment_check import (
+    DRIVER_TEXT_FINGERPRINTS,
     ContainmentCheck,
     JoinedOnTexts,
     checked_containment,
@@ -18,6 +19,7 @@ from ...spark.containment_check import (
     lone_proposals,
     pages_to_check,
     rows_to_compare,
+    text_steps_on_driver,
     texts_of,
 )
 from ...spark.history_search import attach_history, with_history_copies
@@ -61,7 +63,8 @@ def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: 
         clusters = ctx.persist(clusters)
         check = lone = None
         if mode == "verified" and ctx.specs.verify is not None and ctx.specs.verify.containment:
-            clusters, check, lone = checked_on_texts(clusters, sentence_pairs, n_sentence_pairs, ctx)
+            clusters, check, lone = checked_on_texts(clusters, sentence_pairs, n_sentence_pairs, ctx,
+                                                     collapsed.n_distinct)
             counts.update(dataclasses.asdict(check), **dataclasses.asdict(lone))
         # with a history, a copy of an earlier day's page is an exact duplicate too (the shape's input only)
         shaped = clusters if history is None else with_history_copies(clusters, match.related, match.n_related)
@@ -71,13 +74,18 @@ def resolve_stage(collapsed: Collapsed, blocks: Blocks, comps: Components, ctx: 
 
 
 def checked_on_texts(clusters: DataFrame, sentence_pairs: DataFrame | None, n_sentence_pairs: int,
-                     ctx: StageContext) -> tuple[DataFrame, ContainmentCheck, JoinedOnTexts]:
+                     ctx: StageContext, n_fingerprints: int = -1) -> tuple[DataFrame, ContainmentCheck, JoinedOnTexts]:
     """With containment: the pages joined only by containment checked on the texts (containment_check.
     checked_containment), then the pages alone joined to a cluster whose kept page holds them on the texts
-    (joined_on_texts); the texts of both read in one pass over the input. Without texts (stored fingerprints)
-    nothing is compared, and only the columns of the check go."""
+    (joined_on_texts); the texts of both read in one pass over the input. A run of at most
+    DRIVER_TEXT_FINGERPRINTS fingerprints does both on the driver (text_steps_on_driver: the same clusters).
+    Without texts (stored fingerprints) nothing is compared, and only the columns of the check go."""
     spec, texts = ctx.specs.verify, ctx.texts
     flagged, n_flagged, proposals, n_proposals, n_lone = None, 0, None, 0, 0
+    if texts is not None and 0 <= n_fingerprints <= DRIVER_TEXT_FINGERPRINTS:
+        rows = rows_to_compare(clusters, sentence_pairs, n_sentence_pairs, lambda df: df).toArrow()
+        pairs = sentence_pairs.select("src", "dst").toArrow() if sentence_pairs is not None else None
+        return text_steps_on_driver(clusters, rows, pairs, texts, spec)
     if texts is not None:
         rows = rows_to_compare(clusters, sentence_pairs, n_sentence_pairs, ctx.checkpoint)
         flagged, n_flagged = pages_to_check(rows)
