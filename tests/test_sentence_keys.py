@@ -248,8 +248,8 @@ def test_key_groups_on_the_driver_equal_the_reference(rows, max_group, max_pairs
         assert got is None
         return
     assert got.a.tolist() == a.tolist() and got.b.tolist() == b.tolist()
-    assert (got.keys, got.groups, got.skipped_keys) == (len(holders), groups, skipped)
-    assert got.skipped_fingerprints == sum(len(m) for m in holders.values() if len(m) > max_group)
+    assert (got.counts.keys, got.counts.groups, got.counts.skipped_keys) == (len(holders), groups, skipped)
+    assert got.counts.skipped_fingerprints == sum(len(m) for m in holders.values() if len(m) > max_group)
 
 
 @settings(max_examples=300, deadline=None)

@@ -457,16 +457,23 @@ def pairs_within_groups(group_starts: np.ndarray, group_sizes: np.ndarray) -> tu
     return left, left + 1 + step
 
 
+@dataclass
+class KeyGroupCounts:
+    """The key groups' counts (report.json's candidates.sentence_keys), from Spark or from key_groups."""
+
+    keys: int  # distinct keys of this run's fingerprints
+    groups: int  # keys of 2..max_group fingerprints
+    skipped_keys: int  # keys of more than max_group fingerprints: no pairs
+    skipped_fingerprints: int  # the fingerprint-key rows of those keys
+
+
 @dataclass(frozen=True)
 class KeyGroups:
     """The key search's pairs and counts (of (fingerprint, key) rows)."""
 
     a: np.ndarray  # the distinct pairs a < b of fingerprints that share a key of 2..max_group fingerprints
     b: np.ndarray
-    keys: int  # distinct keys
-    groups: int  # keys of 2..max_group fingerprints
-    skipped_keys: int  # keys of more than max_group fingerprints: no pairs
-    skipped_fingerprints: int  # the (fingerprint, key) rows of those keys
+    counts: KeyGroupCounts
 
 
 def key_groups(fingerprints: np.ndarray, keys: np.ndarray, max_group: int, max_pairs: int = -1) -> KeyGroups | None:
@@ -488,4 +495,4 @@ def key_groups(fingerprints: np.ndarray, keys: np.ndarray, max_group: int, max_p
     order = np.lexsort((b, a))
     a, b = a[order], b[order]
     keep = np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])] if len(a) else np.zeros(0, bool)
-    return KeyGroups(a[keep], b[keep], len(starts), int(use.sum()), int(big.sum()), int(sizes[big].sum()))
+    return KeyGroups(a[keep], b[keep], KeyGroupCounts(len(starts), int(use.sum()), int(big.sum()), int(sizes[big].sum())))

@@ -125,17 +125,19 @@ def checked_containment(clusters: DataFrame, flagged: DataFrame | None, n_local:
         # as rows of the driver: the clusters every later stage reads then hold in their plan the cache of resolve
         # and these rows, not this step's plan (with a history, the write and the report took ~10x longer)
         again = clusters.sparkSession.createDataFrame(again.collect(), again_schema)
-    return _clustered_apart(result, again, n_refused), check
+    return _in_new_clusters(result, again, n_refused, "_refused"), check
 
 
-def _clustered_apart(result: DataFrame, again: DataFrame, n_refused: int) -> DataFrame:
-    """result with the pages of `again` (_refused, _kept, _kept_fp, _similarity) in their new clusters."""
-    moved = F.col("_refused").isNotNull()
+def _in_new_clusters(result: DataFrame, moved: DataFrame, n_moved: int, key: str) -> DataFrame:
+    """result with the pages of `moved` (key, _kept, _kept_fp, _similarity) in their new clusters: the pages that
+    left a cluster (checked_containment, key _refused: kept, or duplicates of the first of them) and the pages
+    alone that joined one (joined_on_texts, key _moved: duplicates of its kept page)."""
+    on = F.col(key).isNotNull()
     cols = {"cluster_id": F.coalesce("_kept", "cluster_id"),
-            "is_duplicate": F.when(moved, F.col("id") != F.col("_kept")).otherwise(F.col("is_duplicate")),
-            "kept_fp": F.when(moved, F.col("_kept_fp")).otherwise(F.col("kept_fp")),
-            "similarity": F.when(moved, F.col("_similarity")).otherwise(F.col("similarity"))}
-    joined = result.join(broadcast_if_small(again, n_refused), result["id"] == again["_refused"], "left")
+            "is_duplicate": F.when(on, F.col("id") != F.col("_kept")).otherwise(F.col("is_duplicate")),
+            "kept_fp": F.when(on, F.col("_kept_fp")).otherwise(F.col("kept_fp")),
+            "similarity": F.when(on, F.col("_similarity")).otherwise(F.col("similarity"))}
+    joined = result.join(broadcast_if_small(moved, n_moved), result["id"] == moved[key], "left")
     return joined.select(*(cols[c].alias(c) if c in cols else F.col(c) for c in result.columns))
 
 
@@ -224,22 +226,12 @@ def joined_on_texts(clusters: DataFrame, proposals: DataFrame, n_proposals: int,
     result = JoinedOnTexts(n_lone, n_moved)
     if not n_moved:
         return clusters, result
-    return _joined(clusters, moved, n_moved), result
+    return _in_new_clusters(clusters, moved, n_moved, "_moved"), result
 
 
 def _moved_schema(name: str, id_type) -> StructType:
     return StructType([StructField(name, id_type), StructField("_kept", id_type), StructField("_kept_fp", LongType()),
                        StructField("_similarity", DoubleType())])
-
-
-def _joined(clusters: DataFrame, moved: DataFrame, n_moved: int) -> DataFrame:
-    """clusters with the pages of `moved` (_moved, _kept, _kept_fp, _similarity) duplicates in their new clusters."""
-    on = F.col("_moved").isNotNull()
-    cols = {"cluster_id": F.coalesce("_kept", "cluster_id"), "is_duplicate": F.col("is_duplicate") | on,
-            "kept_fp": F.when(on, F.col("_kept_fp")).otherwise(F.col("kept_fp")),
-            "similarity": F.when(on, F.col("_similarity")).otherwise(F.col("similarity"))}
-    joined = clusters.join(broadcast_if_small(moved, n_moved), clusters["id"] == moved["_moved"], "left")
-    return joined.select(*(cols[c].alias(c) if c in cols else F.col(c) for c in clusters.columns))
 
 
 def _moved_rows(rows, text: dict, spec: VerifySpec) -> list[tuple]:
@@ -317,11 +309,12 @@ def text_steps_on_driver(clusters: DataFrame, rows: pa.Table, pairs: pa.Table | 
     result = clusters.drop("by_containment", "rank", "short_text")
     id_type = result.schema["id"].dataType
     if again.num_rows:
-        result = _clustered_apart(result, spark.createDataFrame(again, _moved_schema("_refused", id_type)),
-                                  again.num_rows)
+        result = _in_new_clusters(result, spark.createDataFrame(again, _moved_schema("_refused", id_type)),
+                                  again.num_rows, "_refused")
     moved = _moved_rows([p for p in proposals if p["id"] in text and p["kept"] in text], text, spec)
     if moved:
-        result = _joined(result, spark.createDataFrame(moved, _moved_schema("_moved", id_type)), len(moved))
+        result = _in_new_clusters(result, spark.createDataFrame(moved, _moved_schema("_moved", id_type)), len(moved),
+                                  "_moved")
     return (result, ContainmentCheck(len(flagged), again.num_rows),
             JoinedOnTexts(len({p["id"] for p in proposals}), len(moved)))
 

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-from ..core.sentence_keys import key_groups
+from ..core.sentence_keys import KeyGroupCounts, key_groups
 from ..core.signature import from_arrow, similarity
 from ..core.verified import VerifySpec, containment_estimate, pairs_verify
 
@@ -30,14 +30,6 @@ PAIR_SCHEMA = StructType([
 _PAIR_ARROW = pa.schema([pa.field(f.name, pa.int64() if f.dataType == LongType() else pa.int32(), False)
                          for f in PAIR_SCHEMA])
 REJECTED, BY_SIMILARITY, BY_CONTAINMENT = 0, 1, 2
-
-
-@dataclass
-class KeyGroupCounts:
-    keys: int  # distinct keys of this run's fingerprints
-    groups: int  # keys of 2..max_group fingerprints
-    skipped_keys: int  # keys of more than max_group fingerprints: no pairs
-    skipped_fingerprints: int  # the fingerprint-key rows of those keys
 
 
 def fingerprint_keys(pages: DataFrame) -> DataFrame:
@@ -137,22 +129,21 @@ def searched_on_driver(pages: DataFrame, max_group: int, spec: VerifySpec) -> Dr
     found = key_groups(rows.column("fingerprint").to_numpy(), rows.column("key").to_numpy(), max_group, DRIVER_PAIRS)
     if found is None:
         return None
-    groups = KeyGroupCounts(found.keys, found.groups, found.skipped_keys, found.skipped_fingerprints)
-    a, b, info = found.a, found.b, None
+    a, b, info, table = found.a, found.b, None, _PAIR_ARROW.empty_table()
     if len(a):
-        wanted = spark.createDataFrame(pa.table({"fingerprint": np.unique(np.r_[a, b])}), "fingerprint long")
+        both = np.r_[a, b]
+        wanted = spark.createDataFrame(pa.table({"fingerprint": np.unique(both)}), "fingerprint long")
         info = fingerprint_info(pages).join(F.broadcast(wanted), "fingerprint", "left_semi").toArrow()
         info = info.take(pc.sort_indices(info, [("fingerprint", "ascending")])).combine_chunks()
         known = info.column("fingerprint").to_numpy()
-        at = np.searchsorted(known, np.r_[a, b])
+        at = np.searchsorted(known, both)
         ok = at < len(known)
-        ok[ok] = known[at[ok]] == np.r_[a, b][ok]
+        ok[ok] = known[at[ok]] == both[ok]
         keep = ok[: len(a)] & ok[len(a):]  # a pair of a fingerprint without a signature is not compared (as joins drop it)
         a, b, at = a[keep], b[keep], np.r_[at[: len(a)][keep], at[len(a):][keep]]
-    if not len(a):
-        table = _PAIR_ARROW.empty_table()
-        return DriverSearch(spark.createDataFrame(table, PAIR_SCHEMA).coalesce(1), table, groups, None)
-    sides = [pa.array(at[: len(a)]), pa.array(at[len(a):])]
-    columns = [info.column(c).chunk(0).take(side) for c in ("signature", "n_features", "text_chars") for side in sides]
-    table = pa.Table.from_batches([_verdicts(a, b, *columns, spec=spec)])
-    return DriverSearch(spark.createDataFrame(table, PAIR_SCHEMA).coalesce(1), table, groups, info)
+    if len(a):
+        sides = [pa.array(at[: len(a)]), pa.array(at[len(a):])]
+        columns = [info.column(c).chunk(0).take(side) for c in ("signature", "n_features", "text_chars") for side in sides]
+        table = pa.Table.from_batches([_verdicts(a, b, *columns, spec=spec)])
+    return DriverSearch(spark.createDataFrame(table, PAIR_SCHEMA).coalesce(1), table, found.counts,
+                        info if len(a) else None)
