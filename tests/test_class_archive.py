@@ -12,10 +12,13 @@ from pyspark import SparkConf
 from simhash_udf.spark import class_archive
 from simhash_udf.spark.class_archive import ARCHIVE_ENV, archive_options, usable_archive
 from simhash_udf.spark.session import (
+    DEFAULT_DRIVER_BYTES,
+    LARGE_RUN_JAVA_OPTIONS,
     RELAUNCHED_ENV,
     SHORT_RUN_JAVA_OPTIONS,
-    archive_relaunch_command,
-    archive_relaunch_wanted,
+    fits_default_driver,
+    small_relaunch_command,
+    small_relaunch_wanted,
 )
 
 CHECK = os.path.join(os.path.dirname(__file__), "submit_relaunch_check.py")
@@ -92,36 +95,47 @@ def test_the_relaunch_for_an_archive_only_for_a_small_local_input_without_the_us
             c.set(key.replace("_", "."), value)
         return c
 
-    assert archive_relaunch_wanted(str(small), conf())
-    assert not archive_relaunch_wanted(str(tmp_path / "missing"), conf())
-    assert not archive_relaunch_wanted(str(small), conf().set("spark.master", "spark://127.0.0.1:7077"))
+    assert small_relaunch_wanted(str(small), conf())
+    assert not small_relaunch_wanted(str(tmp_path / "missing"), conf())
+    assert not small_relaunch_wanted(str(small), conf().set("spark.master", "spark://127.0.0.1:7077"))
     for key in ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions"):
-        assert not archive_relaunch_wanted(str(small), conf().set(key, "2g" if "memory" in key else "-Xss4m"))
+        assert not small_relaunch_wanted(str(small), conf().set(key, "2g" if "memory" in key else "-Xss4m"))
     monkeypatch.setenv("SIMHASH_DEDUP_JAVA_OPTIONS", "")
-    assert not archive_relaunch_wanted(str(small), conf())
+    assert not small_relaunch_wanted(str(small), conf())
     monkeypatch.delenv("SIMHASH_DEDUP_JAVA_OPTIONS")
     monkeypatch.setenv(RELAUNCHED_ENV, "1")
-    assert not archive_relaunch_wanted(str(small), conf())
+    assert not small_relaunch_wanted(str(small), conf())
     monkeypatch.delenv(RELAUNCHED_ENV)
     monkeypatch.setattr(session.SparkSession, "getActiveSession", staticmethod(lambda: object()))
-    assert not archive_relaunch_wanted(str(small), conf())  # a session runs already: its JVM stays
+    assert not small_relaunch_wanted(str(small), conf())  # a session runs already: its JVM stays
     monkeypatch.setattr(session.SparkSession, "getActiveSession", staticmethod(lambda: None))
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT")  # python -m: its JVM is started with the job's own options
-    assert not archive_relaunch_wanted(str(small), conf())
+    assert not small_relaunch_wanted(str(small), conf())
 
+    medium = tmp_path / "medium.jsonl"
+    with open(medium, "wb") as fh:
+        fh.truncate(DEFAULT_DRIVER_BYTES + 1)  # sparse: the size without the disk
+    assert fits_default_driver(str(small)) and not fits_default_driver(str(medium))
+    assert not fits_default_driver(str(tmp_path / "missing"))
+
+    monkeypatch.setenv("SIMHASH_DEDUP_DRIVER_MEMORY", "3g")
     given = conf().set("spark.sql.shuffle.partitions", "8").set("spark.app.submitTime", "1")
-    command = archive_relaunch_command(given, ["/jobs/dedup_job.py", "--input", str(small)], "/a/classes.jsa")
+    command = small_relaunch_command(given, ["/jobs/dedup_job.py", "--input", str(small)], "/a/classes.jsa")
     assert command[0].endswith(os.path.join("bin", "spark-submit"))
-    assert command[1:] == ["--conf", f"spark.driver.defaultJavaOptions={archive_options('/a/classes.jsa')}",
-                           "--conf", "spark.master=local[2]", "--conf", "spark.sql.shuffle.partitions=8",
-                           "/jobs/dedup_job.py", "--input", str(small)]
+    rest = ["--conf", "spark.master=local[2]", "--conf", "spark.sql.shuffle.partitions=8",
+            "/jobs/dedup_job.py", "--input", str(small)]
+    assert command[1:] == ["--driver-memory", "3g",
+                           "--conf", f"spark.driver.defaultJavaOptions={archive_options('/a/classes.jsa')}", *rest]
+    assert small_relaunch_command(given, rest[4:], None)[1:] == ["--driver-memory", "3g", *rest]
 
 
 def test_spark_submit_of_a_small_input_runs_again_in_a_jvm_that_maps_the_archive(tmp_path):
     """write_archive stores what a real spark-submit's JVM loaded (here the check script's: spark-submit and the
     gateway), with its stamp; the next spark-submit on a small local input is relaunched once with it, and its JVM
-    maps it (HotSpot's vmInfo: the mapped archives are larger than the archive alone). Without an archive, or with
-    the user's own JVM options, the run stays in its JVM. A `python -m` run's own JVM maps it from the start."""
+    maps it (HotSpot's vmInfo: the mapped archives are larger than the archive alone), with a larger heap than Spark's
+    default driver. Without an archive, or with the user's own JVM options, the run stays in its JVM; an input over
+    DEFAULT_DRIVER_BYTES is relaunched without an archive too, for the heap. A `python -m` run's own JVM maps it from
+    the start."""
     small = tmp_path / "small.jsonl"
     small.write_text('{"id": 1, "text": "a page"}\n')
     archive = str(tmp_path / "archive" / "classes.jsa")
@@ -133,9 +147,9 @@ def test_spark_submit_of_a_small_input_runs_again_in_a_jvm_that_maps_the_archive
     assert os.path.getsize(archive) > 1_000_000 and os.path.isfile(archive + ".stamp")
     assert not [name for name in os.listdir(os.path.dirname(archive)) if name.startswith(".spark-classes-")]
 
-    def check(*options, **more_env):
+    def check(*options, path=small, **more_env):
         proc = subprocess.run([spark_submit, "--master", "local[1]", "--conf", "spark.ui.enabled=false", *options,
-                               CHECK, str(small), "--an-argument"], env={**env, **more_env}, capture_output=True,
+                               CHECK, str(path), "--an-argument"], env={**env, **more_env}, capture_output=True,
                               text=True, timeout=300)
         output = proc.stdout + proc.stderr
         assert proc.returncode == 0, output[-3000:]
@@ -144,15 +158,23 @@ def test_spark_submit_of_a_small_input_runs_again_in_a_jvm_that_maps_the_archive
         return answers[0], output
 
     without, _ = check(**{ARCHIVE_ENV: ""})
-    assert not without["relaunched"]
+    assert not without["relaunched"] and without["max_heap_mb"] <= 1024  # Spark's default driver: 1g
     answer, output = check()
     assert answer["relaunched"] and answer["arguments"] == [str(small), "--an-argument"]
     assert f"-XX:SharedArchiveFile={archive}" in answer["jvm_arguments"]
+    assert answer["max_heap_mb"] > 1536 and not set(LARGE_RUN_JAVA_OPTIONS.split()) & set(answer["jvm_arguments"])
     assert answer["cds_mapped_bytes"] > without["cds_mapped_bytes"] + os.path.getsize(archive) // 2
     assert answer["conf"]["spark.master"] == "local[1]" and answer["conf"]["spark.ui.enabled"] == "false"
     assert "running spark-submit again with the class archive" in output
     answer, _ = check("--driver-java-options", "-Xss4m")
     assert not answer["relaunched"]
+    medium = tmp_path / "medium.jsonl"  # more than Spark's default driver of 1g holds: relaunched without an archive
+    with open(medium, "wb") as fh:
+        fh.truncate(DEFAULT_DRIVER_BYTES + 1)
+    answer, output = check(path=medium, SIMHASH_DEDUP_DRIVER_MEMORY="2g", **{ARCHIVE_ENV: ""})
+    assert answer["relaunched"] and "-Xmx2g" in answer["jvm_arguments"] and answer["max_heap_mb"] > 1536
+    assert not [arg for arg in answer["jvm_arguments"] if arg.startswith("-XX:SharedArchiveFile")]
+    assert "running spark-submit again with --driver-memory 2g" in output
 
     def own_jvm(**more_env):  # `python -m`: the JVM the job starts itself for a small input (small_run_conf)
         proc = subprocess.run([sys.executable, CHECK, "--own-jvm", str(small)], env={**env, **more_env},

@@ -74,3 +74,31 @@ def test_unique_key_aggregation_plans_one_phase_and_puts_the_setting_back(spark)
         assert sorted(map(tuple, one_phase.collect())) == sorted(map(tuple, two_phase.where("n > 2").collect()))
     finally:
         one_phase.unpersist()
+
+
+def test_a_large_table_of_the_driver_is_read_from_its_checkpoint_not_shipped_in_every_task(spark, tmp_path):
+    """driver_frame (the components found on the driver, the sentence-key pairs verified there): a table of more
+    than SHIPPED_BYTES is checkpointed in pieces, so that a task reading it carries no rows (a local relation's scan
+    ships its partition's rows in every task that reads it, even from a cache); a small one stays a local relation.
+    The same rows and at most the partitions asked for either way, and the session's setting as before."""
+    import pyarrow as pa
+
+    from simhash_udf.spark.driver_tables import SHIPPED_BYTES, driver_frame
+
+    spark.sparkContext.setCheckpointDir(str(tmp_path))
+    checkpoints = []
+
+    def checkpoint(df):
+        checkpoints.append(df.rdd.getNumPartitions())
+        return df.checkpoint(eager=True)
+
+    key = "spark.sql.leafNodeDefaultParallelism"
+    before = spark.conf.get(key, None)
+    for n in (100, SHIPPED_BYTES // 8):  # 1.6 KB and 2 x SHIPPED_BYTES of two long columns
+        table = pa.table({"node": np.arange(n, dtype=np.int64), "root": np.arange(n, dtype=np.int64) // 3})
+        df = driver_frame(spark, table, "node long, root long", 1, checkpoint)
+        assert sorted(map(tuple, df.collect())) == list(zip(range(n), (i // 3 for i in range(n))))
+        assert df.rdd.getNumPartitions() == 1
+        assert ("LocalTableScan" in _plan(df)) == (n == 100), _plan(df)
+    assert checkpoints == [-(-table.nbytes // SHIPPED_BYTES)]  # one checkpoint, in pieces of SHIPPED_BYTES
+    assert spark.conf.get(key, None) == before

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from ..core.components import component_roots
 from ..errors import DedupError
+from .driver_tables import driver_frame
 from .session import unique_key_aggregation
 
 # Edges up to which the components are found on the driver: 32 MB of (src, dst) pairs from the executors, a few
@@ -26,17 +27,17 @@ DRIVER_EDGES = 2_000_000
 ROOTS_PER_PARTITION = 500_000  # rows of the driver's (node, root) table per partition of its DataFrame
 
 
-def components_on_driver(edges: DataFrame, src: str = "src", dst: str = "dst") -> tuple[DataFrame, int, int]:
+def components_on_driver(edges: DataFrame, checkpoint: Callable[[DataFrame], DataFrame], src: str = "src",
+                         dst: str = "dst") -> tuple[DataFrame, int, int]:
     """connected_components' answer (node, root rows, rounds, rows) from the edges collected to the driver
     (core.components.component_roots; rounds: its hooking rounds). An edge with a null end is dropped, as the
-    Spark rounds drop it."""
+    Spark rounds drop it. checkpoint: for a large answer (driver_tables.driver_frame)."""
     table = edges.where(F.col(src).isNotNull() & F.col(dst).isNotNull()).select(
         F.col(src).cast("long").alias("src"), F.col(dst).cast("long").alias("dst")).toArrow()
     node, root, rounds = component_roots(table.column("src").to_numpy(), table.column("dst").to_numpy())
     spark = edges.sparkSession
-    roots = spark.createDataFrame(pa.table({"node": node, "root": root}), "node long, root long")
-    # createDataFrame makes a partition of every Arrow batch (spark.sql.execution.arrow.maxRecordsPerBatch rows)
-    roots = roots.coalesce(max(1, -(-len(node) // ROOTS_PER_PARTITION)))
+    roots = driver_frame(spark, pa.table({"node": node, "root": root}), "node long, root long",
+                         max(1, -(-len(node) // ROOTS_PER_PARTITION)), checkpoint)
     return roots, rounds, len(node)
 
 

@@ -10,6 +10,7 @@ row per table and band, and nearly every key is met once."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +22,7 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 from ..core.sentence_keys import KeyGroupCounts, key_groups
 from ..core.signature import from_arrow, similarity
 from ..core.verified import VerifySpec, containment_estimate, pairs_verify
+from .driver_tables import driver_frame
 
 # how: 0 rejected, 1 verified by similarity, 2 verified by containment alone
 PAIR_SCHEMA = StructType([
@@ -118,11 +120,13 @@ class DriverSearch:
     info: pa.Table | None  # fingerprint_info of the paired fingerprints, by fingerprint (None: no pair)
 
 
-def searched_on_driver(pages: DataFrame, max_group: int, spec: VerifySpec) -> DriverSearch | None:
+def searched_on_driver(pages: DataFrame, max_group: int, spec: VerifySpec,
+                       checkpoint: Callable[[DataFrame], DataFrame]) -> DriverSearch | None:
     """The search of shared_key_pairs and verified_pairs, on the driver: the pages' (fingerprint, key) rows
     collected, grouped in numpy (core/sentence_keys.key_groups), the paired fingerprints' best pages collected,
     and each pair verified (_verdicts). Two Spark jobs; one when no key is shared. None when the key groups
-    hold more than DRIVER_PAIRS pairs (then the Spark search runs)."""
+    hold more than DRIVER_PAIRS pairs (then the Spark search runs). checkpoint: for many pairs
+    (driver_tables.driver_frame)."""
     spark = pages.sparkSession
     rows = pages.where(F.col("fingerprint").isNotNull() & F.col("sentence_keys").isNotNull()).select(
         "fingerprint", F.explode("sentence_keys").alias("key")).toArrow()
@@ -145,5 +149,5 @@ def searched_on_driver(pages: DataFrame, max_group: int, spec: VerifySpec) -> Dr
         sides = [pa.array(at[: len(a)]), pa.array(at[len(a):])]
         columns = [info.column(c).chunk(0).take(side) for c in ("signature", "n_features", "text_chars") for side in sides]
         table = pa.Table.from_batches([_verdicts(a, b, *columns, spec=spec)])
-    return DriverSearch(spark.createDataFrame(table, PAIR_SCHEMA).coalesce(1), table, found.counts,
+    return DriverSearch(driver_frame(spark, table, PAIR_SCHEMA, 1, checkpoint), table, found.counts,
                         info if len(a) else None)

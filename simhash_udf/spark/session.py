@@ -170,31 +170,46 @@ def _given(conf: SparkConf) -> list[str]:
             for arg in ("--conf", f"{key}={value}")]
 
 
-def archive_relaunch_wanted(input_path: str, conf: SparkConf) -> bool:
-    """Whether a small run goes to a new spark-submit whose JVM maps the class archive (class_archive: the JVM
-    spark-submit started has loaded Spark's classes one by one already, but a run of a small input then spends
-    more on loading and compiling them than a second launch costs): under spark-submit, not relaunched already,
-    before any session, in local mode, for a local input of at most SMALL_RUN_BYTES, and never over the user's own
-    choice of driver memory or JVM options (USER_DRIVER_SETTINGS, spark.driver.defaultJavaOptions,
-    USER_DRIVER_ENVIRONMENT). The archive's own conditions are class_archive.usable_archive's."""
+# Spark's default driver of 1g runs a small input too, but not every small input: a crawl's page mix of 56 MB of Parquet
+# (120 MB of text) filled it and its scheduler's thread ran out of heap. A local input of more than this is run in a
+# new spark-submit with the driver a `python -m` run gives its own JVM (small_relaunch_command).
+DEFAULT_DRIVER_BYTES = 16 * 2**20
+
+
+def small_relaunch_wanted(input_path: str, conf: SparkConf) -> bool:
+    """Whether a small run may go to a new spark-submit (small_relaunch_command): under spark-submit, not relaunched
+    already, before any session, in local mode, for a local input of at most SMALL_RUN_BYTES, and never over the
+    user's own choice of driver memory or JVM options (USER_DRIVER_SETTINGS, spark.driver.defaultJavaOptions,
+    USER_DRIVER_ENVIRONMENT). relaunch_if_faster relaunches when there is a class archive to map, or when the input
+    is larger than DEFAULT_DRIVER_BYTES."""
     return _may_relaunch(conf, (*USER_DRIVER_SETTINGS, "spark.driver.defaultJavaOptions")) and small_local_input(
         input_path)
 
 
-def archive_relaunch_command(conf: SparkConf, application: list[str], archive: str) -> list[str]:
-    """spark-submit with the JVM's configuration as it was given and the archive's options as the driver's default
-    JVM options (so that the run's own choices, such as the short-run compiler directive, stay as they would be),
-    then `application`."""
+def fits_default_driver(input_path: str) -> bool:
+    """The local input is at most DEFAULT_DRIVER_BYTES (io.paths.local_input_bytes)."""
+    size = local_input_bytes(input_path, DEFAULT_DRIVER_BYTES)
+    return size is not None and size <= DEFAULT_DRIVER_BYTES
+
+
+def small_relaunch_command(conf: SparkConf, application: list[str], archive: str | None) -> list[str]:
+    """spark-submit with the driver's memory a `python -m` run gets (half of the RAM or SIMHASH_DEDUP_DRIVER_MEMORY),
+    the class archive's options as the driver's default JVM options when there is an archive (so that the run's own
+    choices, such as the short-run compiler directive, stay as they would be), the JVM's configuration as it was
+    given, then `application`."""
+    archive_conf = ["--conf", f"spark.driver.defaultJavaOptions={class_archive.archive_options(archive)}"] if archive \
+        else []
     return [os.path.join(class_archive.spark_home(), "bin", "spark-submit"),
-            "--conf", f"spark.driver.defaultJavaOptions={class_archive.archive_options(archive)}", *_given(conf),
-            *application]
+            "--driver-memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()), *archive_conf,
+            *_given(conf), *application]
 
 
 def relaunch_if_faster(input_path: str, application: list[str]) -> None:
     """Run spark-submit again in place of this process (os.execv: the same process, whose exit spark-submit's first
-    JVM waits for and reports) when that is faster: with the large-run driver for a large local input
-    (relaunch_wanted; with the class archive too when there is one), or with the class archive for a small one
-    (archive_relaunch_wanted, class_archive.usable_archive). Otherwise return. Logged."""
+    JVM waits for and reports) when that is faster or needed: with the large-run driver for a large local input
+    (relaunch_wanted; with the class archive too when there is one), or with the heap of a `python -m` run for a
+    small one (small_relaunch_wanted) when there is a class archive to map (class_archive.usable_archive) or the
+    input does not fit Spark's default driver (fits_default_driver). Otherwise return. Logged."""
     if not under_spark_submit() or RELAUNCHED_ENV in os.environ:
         return
     conf = spark_submit_conf()
@@ -205,10 +220,16 @@ def relaunch_if_faster(input_path: str, application: list[str]) -> None:
         log.info("a large local input and Spark's default driver of 1g: running spark-submit again with --driver-memory "
                  "%s --driver-java-options %s (--driver-memory or --driver-java-options choose otherwise)",
                  command[2], command[4])
-    elif archive_relaunch_wanted(input_path, conf) and (archive := class_archive.usable_archive()):
-        command = archive_relaunch_command(conf, application, archive)
-        log.info("a small local input: running spark-submit again with the class archive %s (its JVM maps the "
-                 "classes this one loaded one by one; %s= turns it off)", archive, class_archive.ARCHIVE_ENV)
+    elif small_relaunch_wanted(input_path, conf) and (
+            (archive := class_archive.usable_archive()) or not fits_default_driver(input_path)):
+        command = small_relaunch_command(conf, application, archive)
+        if archive:
+            log.info("a small local input: running spark-submit again with the class archive %s and --driver-memory %s "
+                     "(its JVM maps the classes this one loaded one by one; %s= turns the archive off, --driver-memory "
+                     "chooses otherwise)", archive, command[2], class_archive.ARCHIVE_ENV)
+        else:
+            log.info("a local input over %d MB and Spark's default driver of 1g: running spark-submit again with "
+                     "--driver-memory %s (--driver-memory chooses otherwise)", DEFAULT_DRIVER_BYTES >> 20, command[2])
     else:
         return
     for stream in (sys.stdout, sys.stderr):

@@ -29,7 +29,7 @@ def components_stage(verified: Verified, ctx: StageContext) -> Components:
             n_edges = verified.edges.count()
         on_driver = bool(limit) and n_edges is not None and n_edges <= limit
         if on_driver:
-            roots, rounds, n_roots = components_on_driver(verified.edges)
+            roots, rounds, n_roots = components_on_driver(verified.edges, ctx.checkpoint)
         else:
             roots, rounds, n_roots = connected_components(verified.edges, ctx.checkpoint, ctx.specs.max_rounds)
         counts.update(rounds=rounds, on="the driver" if on_driver else "Spark")

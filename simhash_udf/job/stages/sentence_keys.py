@@ -49,7 +49,7 @@ def sentence_keys_stage(collapsed: Collapsed, ctx: StageContext) -> SentencePair
     with ctx.timer("sentence_keys") as counts:
         found = None
         if 0 <= collapsed.n_distinct <= DRIVER_FINGERPRINTS:
-            found = searched_on_driver(collapsed.pages, specs.sentences.max_group, specs.verify)
+            found = searched_on_driver(collapsed.pages, specs.sentences.max_group, specs.verify, ctx.checkpoint)
         if found is not None:
             pairs, groups = ctx.persist(found.pairs), found.groups
             how = found.table.column("how").to_numpy()
