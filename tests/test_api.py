@@ -401,21 +401,47 @@ def test_only_local_mode_under_spark_submit_leaves_the_session_to_its_jvm(monkey
     assert not stopped_by_its_jvm("local[2]")
 
 
-def test_the_entry_point_imports_the_installed_pyspark_under_its_own_spark_submit():
+def test_the_entry_point_and_its_workers_import_the_installed_pyspark_under_its_own_spark_submit():
     """Under the spark-submit of the installed pyspark, jobs/dedup_job.py imports pyspark and py4j from the installed
     packages (compiled modules) rather than from the zips spark-submit puts first on PYTHONPATH (same code,
-    compiled at every import)."""
+    compiled at every import), and so do the Python workers of the job's session (worker_daemon, Spark's
+    spark.python.daemon.module: Spark puts the zips first on the workers' path too)."""
     import pyspark
 
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
     env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "spark-submit"), "--master", "local[1]",
+                           "--conf", "spark.ui.enabled=false",
                            os.path.join(os.path.dirname(__file__), "submit_import_check.py")],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    answer = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"pyspark"')]
-    assert answer == [{"pyspark": pyspark.__file__, "py4j": sys.modules["py4j"].__file__}], proc.stdout[-3000:]
+    answers = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"driver"')]
+    installed = {"pyspark": pyspark.__file__, "py4j": sys.modules["py4j"].__file__}
+    assert answers == [{"driver": installed, "worker": installed, "daemon": "simhash_udf.spark.worker_daemon"}], \
+        proc.stdout[-3000:]
     assert ".zip" not in pyspark.__file__
+
+
+def test_the_workers_daemon_only_where_the_workers_find_this_package_installed(monkeypatch, tmp_path):
+    """worker_daemon.daemon_conf: Spark's daemon module is replaced for a local master whose workers run this very
+    interpreter (its path: a virtualenv's python links to its base), which has this package installed; not on a
+    cluster, for another interpreter, or without the package's distribution (a checkout on sys.path, --py-files)."""
+    from importlib import metadata
+
+    from simhash_udf.spark.worker_daemon import MODULE, daemon_conf
+
+    assert daemon_conf("local[2]", sys.executable) == {"spark.python.daemon.module": MODULE}
+    assert daemon_conf("local", sys.executable) == {"spark.python.daemon.module": MODULE}
+    assert daemon_conf("spark://127.0.0.1:7077", sys.executable) == {} and daemon_conf("yarn", sys.executable) == {}
+    link = tmp_path / "python"
+    link.symlink_to(sys.executable)
+    assert daemon_conf("local[2]", str(link)) == {}
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "distribution", missing)
+    assert daemon_conf("local[2]", sys.executable) == {}
 
 
 def test_short_run_compiler_directives_only_for_a_small_local_input_under_spark_submit(monkeypatch, tmp_path):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -11,7 +12,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from ..io.paths import local_input_bytes
-from . import class_archive
+from . import class_archive, worker_daemon
 
 # JVM options for a JVM that lives for one small run (a local run of a small input, a test's spark-submit, a
 # cluster test's executors): the client compiler only and the parallel collector. Such a JVM spends more CPU
@@ -381,12 +382,18 @@ def get_spark(app_name: str = "simhash-dedup", master: str | None = None,
     if master or not under_spark_submit():
         # Local workers must run this interpreter (the one with our dependencies), not the system python.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        builder = builder.master(master or os.environ.get("SIMHASH_DEDUP_MASTER", "local[*]"))
-        builder = builder.config("spark.ui.showConsoleProgress", "false")
+        master = master or os.environ.get("SIMHASH_DEDUP_MASTER", "local[*]")
+        builder = builder.master(master).config("spark.ui.showConsoleProgress", "false")
         # Local mode runs everything in the driver JVM: Spark's default of 1g is too small past ~10^6 pages.
         builder = builder.config("spark.driver.memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()))
         conf = with_java_options(conf)
-    for key, value in job_session_conf(conf).items():
+        python = (conf or {}).get("spark.pyspark.python") or os.environ["PYSPARK_PYTHON"]
+    else:
+        given = spark_submit_conf()
+        master = given.get("spark.master") or ""
+        python = given.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or "python3"
+    settings = {**JOB_SESSION_SETTINGS, **worker_daemon.daemon_conf(master, shutil.which(python) or python)}
+    for key, value in job_session_conf(conf, settings).items():
         builder = builder.config(key, value)
     spark = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate()
     sc = spark.sparkContext
