@@ -18,7 +18,7 @@ from simhash_udf.core.fingerprint import (
 )
 from simhash_udf.core.mmh3_batch import MAX_BLOCKS, hash_joined, mmh3_64_batch, padded_buffer
 from simhash_udf.core.signature import SignatureSpec
-from simhash_udf.core.text import normalize_text, normalize_texts
+from simhash_udf.core.text import normalize_text, normalize_texts, normalized_codes
 
 # lengths around every block and tail boundary, and past MAX_BLOCKS (the per-feature fallback)
 LENGTHS = st.one_of(st.integers(0, 40), st.sampled_from([63, 64, 65, 16 * MAX_BLOCKS - 1, 16 * MAX_BLOCKS,
@@ -88,13 +88,30 @@ def test_fingerprints_of_joined_equal_the_per_feature_path(sets):
         assert np.array_equal(a, b)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(st.one_of(CHARS, st.sampled_from(["\x00", "\ud800", " ", "\n", "Σ", "ΑΣ", "中 文", "中 ,", "\u0301",
-                                                           "\u1100", "\u1161", "\u11a8"])), max_size=20).map("".join),
-                max_size=10))
+# White space of every kind (ASCII, the separators \x1c-\x1f, U+0085, no-break, ideographic, line and paragraph
+# separators, the ones NFKC maps to a space), the marks of the Han-mark gap and the Chinese ones folded into them,
+# Han (unified, extension B, a compatibility ideograph), digits of other scripts.
+NORMAL_PIECES = st.sampled_from(["\x00", "\ud800", " ", "  ", "\n", "\t\r", "\x1c", "\x1f", "\x85", "\xa0", "\u2007",
+                                 "\u2028", "\u3000", "\u200b", "Σ", "ΑΣ", "中 文", "中 ,", ", 中", "中\n\n文", "。 文",
+                                 "“中” 文", "中 (", ") 中", "中 -", "\U00020000 中", "\uf900 ", "\u0301", "\u1100",
+                                 "\u1161", "\u11a8", "٣", "２", "a", "B"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.lists(st.one_of(CHARS, NORMAL_PIECES), max_size=20).map("".join), max_size=10))
 def test_normalize_texts_normalise_each_text_as_alone(batch):
-    """Greek final sigma, Hangul jamo, combining marks, white space and Han next to the separator, and texts
-    holding the separator itself."""
+    """Greek final sigma, Hangul jamo, combining marks, white space of every kind between Han, marks and the
+    separator, and texts holding the separator itself; normalized_codes gives the same texts as code points."""
+    want = [normalize_text(t) for t in batch]
+    assert normalize_texts(batch) == want
+    codes, lengths = normalized_codes(batch)
+    assert lengths.tolist() == [len(t) for t in want]
+    assert codes.tobytes().decode("utf-32-le") == "".join(want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=30), min_size=2, max_size=6))
+def test_normalize_texts_of_any_unicode_text(batch):
     assert normalize_texts(batch) == [normalize_text(t) for t in batch]
 
 

@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from .text import normalize_text, normalize_texts
+from .text import normalize_text, normalized_codes
 
 SHINGLE = 5
 
@@ -59,12 +59,10 @@ def shingle_sets(texts: list[str | None], n: int = SHINGLE) -> tuple[np.ndarray,
     `owner` the text's index of each hash. The same hashes as text by text: one normalisation of the joined texts
     and one pass of numpy over all their n-grams (text by text, a short text's ~40 numpy calls cost more than its
     n-grams)."""
-    normals = normalize_texts([t or "" for t in texts])
-    lengths = np.fromiter((len(t) for t in normals), dtype=np.int64, count=len(normals))
+    chars, lengths = normalized_codes([t or "" for t in texts])
     padded = np.where(lengths == 0, 0, np.maximum(lengths, n))  # a text shorter than n is one shingle
     starts = np.cumsum(padded) - padded
     codes = np.zeros(int(padded.sum()), np.uint64)
-    chars = np.frombuffer("".join(normals).encode("utf-32-le"), dtype=np.uint32)
     first_char = np.cumsum(lengths) - lengths
     codes[np.repeat(starts - first_char, lengths) + np.arange(len(chars))] = chars
     grams = np.where(padded > 0, padded - n + 1, 0)
@@ -88,31 +86,66 @@ def pair_jaccards(texts_a: list[str | None], texts_b: list[str | None], n: int =
 def pair_overlaps(texts_a: list[str | None], texts_b: list[str | None],
                   n: int = SHINGLE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(shared, size_a, size_b) of each pair (a_i, b_i): the shingles the two sets share and their sizes, as
-    one batch: the two sides' shingles tagged by their pair, and a hash a pair holds twice is in both sets."""
+    one batch. Each distinct text is shingled once (a kept page is one side of many pairs: the text checks compare
+    it with each page joined to it, and its normalisation and hashing are most of the work), and each pair's
+    smaller set is looked up in the larger one (shared_shingles)."""
     k = len(texts_a)
     if len(texts_b) != k:
         raise ValueError(f"pair_overlaps: {k} texts on one side and {len(texts_b)} on the other")
-    owner, hashes = _pair_sides(list(texts_a) + list(texts_b), n)
-    sizes = np.bincount(owner, minlength=2 * k)
-    pair = owner % max(k, 1)
-    order = _order_by(pair, hashes)
-    pair, hashes = pair[order], hashes[order]
-    both = (pair[1:] == pair[:-1]) & (hashes[1:] == hashes[:-1])
-    return np.bincount(pair[1:][both], minlength=k), sizes[:k], sizes[k:]
-
-
-def _pair_sides(texts: list[str | None], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """shingle_sets(texts, n), each distinct text shingled once: a kept page is one side of many pairs (the text
-    checks compare it with each page joined to it), and its normalisation and hashing are most of the work."""
     index: dict = {}
-    which = np.fromiter((index.setdefault(t or "", len(index)) for t in texts), dtype=np.int64, count=len(texts))
-    owner_u, h_u = shingle_sets(list(index), n)  # sorted by owner
-    counts = np.bincount(owner_u, minlength=len(index))
+    which = np.fromiter((index.setdefault(t or "", len(index)) for t in list(texts_a) + list(texts_b)),
+                        dtype=np.int64, count=2 * k)
+    owner, hashes = shingle_sets(list(index), n)  # sorted by text, then hash
+    counts = np.bincount(owner, minlength=len(index))
+    return shared_shingles(which[:k], which[k:], owner, hashes, counts), counts[which[:k]], counts[which[k:]]
+
+
+def shared_shingles(a: np.ndarray, b: np.ndarray, owner: np.ndarray, hashes: np.ndarray,
+                    counts: np.ndarray) -> np.ndarray:
+    """The hashes texts a[i] and b[i] share, for each i; (owner, hashes): the texts' distinct hashes, ordered by
+    text and then hash (shingle_sets), counts: each text's number of them.
+
+    The smaller set's hashes are looked up in the larger's with one binary search of all of them over a key that
+    orders the whole array, the text in its high bits and the hash's top bits below (the hash itself confirms a
+    match): no sort, and a set is never copied once for each pair it is in. Two hashes of one text that share the
+    key's bits (never seen) send the batch to a sort of both sides' hashes per pair (shared_shingles_by_sort)."""
+    if len(hashes) == 0 or len(a) == 0:
+        return np.zeros(len(a), dtype=np.int64)
+    bits = max(int(owner[-1]).bit_length(), 1)
+    if bits >= 32:
+        return shared_shingles_by_sort(a, b, owner, hashes, counts)
+    top = np.uint64(64 - bits)
+    key = (owner.astype(np.uint64) << top) | (hashes >> np.uint64(bits))
+    if (key[1:] == key[:-1]).any():
+        return shared_shingles_by_sort(a, b, owner, hashes, counts)
+    query, target = np.where(counts[a] <= counts[b], a, b), np.where(counts[a] <= counts[b], b, a)
+    sizes = counts[query]
     starts = np.cumsum(counts) - counts
-    sizes = counts[which]
+    pair = np.repeat(np.arange(len(a)), sizes)
+    at = np.repeat(starts[query] - (np.cumsum(sizes) - sizes), sizes) + np.arange(len(pair))
+    wanted = hashes[at]
+    pos = np.minimum(np.searchsorted(key, (target[pair].astype(np.uint64) << top) | (wanted >> np.uint64(bits))),
+                     len(key) - 1)
+    found = (hashes[pos] == wanted) & (owner[pos] == target[pair])
+    return np.bincount(pair[found], minlength=len(a))
+
+
+def shared_shingles_by_sort(a: np.ndarray, b: np.ndarray, owner: np.ndarray, hashes: np.ndarray,
+                            counts: np.ndarray) -> np.ndarray:
+    """shared_shingles by one sort of both sides' hashes tagged by their pair: a hash a pair holds twice is in both
+    sets."""
+    k = len(a)
+    starts = np.cumsum(counts) - counts
+    sides = np.r_[a, b]
+    sizes = counts[sides]
     ends = np.cumsum(sizes)
-    at = np.repeat(starts[which] - (ends - sizes), sizes) + np.arange(int(ends[-1]) if len(ends) else 0)
-    return np.repeat(np.arange(len(texts)), sizes), h_u[at]
+    at = np.repeat(starts[sides] - (ends - sizes), sizes) + np.arange(int(ends[-1]) if len(ends) else 0)
+    pair = np.repeat(np.arange(2 * k), sizes) % max(k, 1)
+    h = hashes[at]
+    order = _order_by(pair, h)
+    pair, h = pair[order], h[order]
+    both = (pair[1:] == pair[:-1]) & (h[1:] == h[:-1])
+    return np.bincount(pair[1:][both], minlength=k)
 
 
 def _order_by(group: np.ndarray, h: np.ndarray) -> np.ndarray:

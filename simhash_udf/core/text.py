@@ -18,6 +18,8 @@ from functools import lru_cache
 from importlib.metadata import version
 from typing import Callable
 
+import numpy as np
+
 # Han ideographs (CJK unified, extension A, compatibility, extensions B+). Kana and Hangul are left to the
 # word tokenizer: they are written with spaces or are rare in our crawls.
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
@@ -103,12 +105,78 @@ _TEXT_SEPARATOR = "\x00"
 
 def normalize_texts(texts: list[str]) -> list[str]:
     """[normalize_text(t) for t in texts], the same strings, normalised as one string (each step's Python and
-    regular-expression calls once, not once a text: most of the cost of a short text's normalisation). Texts that
-    hold the separator themselves are normalised one by one."""
+    regular-expression calls once, not once a text: most of the cost of a short text's normalisation), the white
+    space of all of them folded in one numpy pass (normalized_codes). Texts that hold the separator themselves are
+    normalised one by one."""
+    joined = _joined_normal(texts)
+    if joined is None:
+        return [normalize_text(t) for t in texts]
+    return joined.tobytes().decode("utf-32-le").split(_TEXT_SEPARATOR)
+
+
+def normalized_codes(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The code points (uint32) of normalize_text(t) of every text, one text after another, and each text's
+    number of them (int64): normalize_texts without making strings of the results (the shingles hash code points)."""
+    joined = _joined_normal(texts)
+    if joined is None:
+        normals = [normalize_text(t) for t in texts]
+        codes = np.frombuffer("".join(normals).encode("utf-32-le"), dtype=np.uint32)
+        return codes, np.fromiter(map(len, normals), dtype=np.int64, count=len(normals))
+    cut = np.flatnonzero(joined == ord(_TEXT_SEPARATOR))
+    return np.delete(joined, cut), np.diff(np.r_[-1, cut, len(joined)]) - 1
+
+
+def _joined_normal(texts: list[str]) -> np.ndarray | None:
+    """The code points of the texts normalised as one string, separated by _TEXT_SEPARATOR; None for fewer than two
+    texts or a text that holds the separator. normalize_text's steps up to the white space run on the joined
+    string (each is the same character by character); its white-space steps, three regular expressions with
+    look-arounds that tried every position of the text, are one pass of numpy over the runs (_fold_white)."""
     joined = _TEXT_SEPARATOR.join(texts)
     if len(texts) < 2 or joined.count(_TEXT_SEPARATOR) != len(texts) - 1:
-        return [normalize_text(t) for t in texts]
-    return [piece.strip() for piece in normalize_text(joined).split(_TEXT_SEPARATOR)]
+        return None
+    normal = fold_punctuation(_DIGIT.sub("0", unicodedata.normalize("NFKC", _SURROGATE.sub("\ufffd", joined)).lower()))
+    return _fold_white(np.frombuffer(normal.encode("utf-32-le"), dtype=np.uint32), ord(_TEXT_SEPARATOR))
+
+
+# _fold_white's classes of code points: white space (str.isspace, what \s, str.split and str.strip take; none is
+# above U+3000), Han (HAN) and the ASCII marks of _HAN_MARK_GAP.
+_WHITE, _HAN_CLASS, _MARK = 1, 2, 4
+_CLASS_LIMIT = 0x31350  # above the last Han code point: every code point from here on is of no class
+
+
+@lru_cache(maxsize=1)
+def _code_classes() -> np.ndarray:
+    table = np.zeros(_CLASS_LIMIT + 1, dtype=np.uint8)
+    table[[c for c in range(0x3001) if chr(c).isspace()]] = _WHITE
+    for lo, hi in ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x3134F)):  # HAN
+        table[lo:hi + 1] = _HAN_CLASS
+    table[[ord(c) for c in ",.!?;:\"'()<>[]-"]] = _MARK  # _MARKS
+    return table
+
+
+def _fold_white(codes: np.ndarray, separator: int) -> np.ndarray:
+    """normalize_text's white-space steps on code points, each text's ending at `separator`: a white-space run
+    between two Han characters, or between a Han character and a mark (either side), is removed (_HAN_GAP,
+    _HAN_MARK_GAP), one at a text's start or end is removed (strip), and any other becomes one space (_WHITESPACE).
+    Each run is decided by its two neighbours alone, which those steps do not change."""
+    cls = _code_classes()[np.minimum(codes, _CLASS_LIMIT)]
+    white = (cls & _WHITE) != 0
+    if not white.any():
+        return codes
+    edges = np.diff(np.r_[np.int8(0), white.view(np.int8), np.int8(0)])
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)  # each run is codes[starts:ends]
+    last = len(codes) - 1
+    before, after = np.maximum(starts - 1, 0), np.minimum(ends, last)
+    cls_before, cls_after = cls[before], cls[after]
+    removed = ((starts == 0) | (ends > last) | (codes[before] == separator) | (codes[after] == separator)
+               | (((cls_before & _HAN_CLASS) != 0) & ((cls_after & (_HAN_CLASS | _MARK)) != 0))
+               | (((cls_before & _MARK) != 0) & ((cls_after & _HAN_CLASS) != 0)))
+    one_space = starts[~removed]
+    out = codes.copy()
+    out[one_space] = 0x20
+    keep = ~white
+    keep[one_space] = True
+    return out[keep]
 
 
 def normalize_chars(text: str) -> str:
