@@ -1,7 +1,8 @@
 """A spark-submit application for tests/test_api.py: prepares spark-submit's JVM as the job does before its
 session starts (session.prepare_job_jvm, the first half of start_job_session) for the input given, then prints one
 JSON object: the settings job_session_conf would add to the session (none for a key the user gave with --conf),
-and the compiler directives of this JVM that keep the optimising compiler (C2) off every method. No SparkContext is
+and the compiler directives of this JVM that keep the optimising compiler (C2) off every method, and those
+that keep it for some. No SparkContext is
 started: the JVM and its configuration are spark-submit's own."""
 import json
 import logging
@@ -22,4 +23,6 @@ listing = diagnostic_command(SparkContext._gateway, "compilerDirectivesPrint")
 blocks = listing.split("Directive:")[1:]
 c2_off = [b for b in blocks if not b.startswith(" (default)") and " matching: *.*" in b
           and "Exclude:true" in b.split("c2 directives:")[1]]
-print(json.dumps({"session_settings_added": added, "c2_excluded_everywhere": len(c2_off)}))
+c2_kept = [b.split(" matching: ")[1].split()[0] for b in blocks if not b.startswith(" (default)")
+           and "Exclude:false" in b.split("c2 directives:")[1] and " matching: *.*" not in b]
+print(json.dumps({"session_settings_added": added, "c2_excluded_everywhere": len(c2_off), "c2_kept_for": c2_kept}))

@@ -311,7 +311,8 @@ def test_spark_submits_jvm_keeps_the_users_settings_and_gets_the_short_run_compi
     output = proc.stdout + proc.stderr  # spark-submit merges its Python's stderr into its stdout
     assert proc.returncode == 0, output[-3000:]
     answer = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"session_settings_added"')]
-    assert answer == [{"session_settings_added": {}, "c2_excluded_everywhere": 1}], output[-3000:]
+    assert answer == [{"session_settings_added": {}, "c2_excluded_everywhere": 1,
+                       "c2_kept_for": ["org/apache/spark/unsafe/types/UTF8String.*"]}], output[-3000:]
     assert "compiles with the client compiler alone from now on" in output
 
 

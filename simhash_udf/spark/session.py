@@ -97,11 +97,15 @@ def small_local_input(input_path: str) -> bool:
 
 # Under spark-submit the driver's JVM runs before the job's code does, so SHORT_RUN_JAVA_OPTIONS cannot reach it.
 # HotSpot's compiler directives (JEP 165) can: added to the running JVM through its DiagnosticCommand MBean (what
-# `jcmd PID Compiler.directives_add FILE` does), this one excludes every method from the optimising compiler (C2),
-# so hot methods are compiled by the client compiler alone, as with -XX:TieredStopAtLevel=1, and a small run is
-# as fast as with that option (docs/performance.md). Only in local mode (that JVM runs the tasks too), for a small
-# local input (short_run_directives_wanted); the directive lives as long as the JVM, i.e. this application.
-SHORT_RUN_COMPILER_DIRECTIVES = '[{match: "*.*", c2: {Exclude: true}}]'
+# `jcmd PID Compiler.directives_add FILE` does), these exclude every method from the optimising compiler (C2) but
+# those of UTF8String, so hot methods are compiled by the client compiler alone, as with -XX:TieredStopAtLevel=1,
+# and a small run is as fast as with that option (docs/performance.md). UTF8String's loops over a text's bytes (the
+# UTF-8 check of every page, its length) are the hottest Java of the fingerprint stage, a third of its task threads'
+# samples, and C2 compiles them in a moment: the stage's JVM CPU on a crawl's page mix 4.3 -> 3.6 s. The first
+# directive that matches a method applies. Only in local mode (that JVM runs the tasks too), for a small local input
+# (short_run_directives_wanted); the directives live as long as the JVM, i.e. this application.
+SHORT_RUN_COMPILER_DIRECTIVES = ('[{match: "org/apache/spark/unsafe/types/UTF8String.*", c2: {Exclude: false}}, '
+                                 '{match: "*.*", c2: {Exclude: true}}]')
 
 
 def short_run_directives_wanted(input_path: str, conf: SparkConf) -> bool:

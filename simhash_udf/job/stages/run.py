@@ -44,15 +44,15 @@ from .verify import Verified, verify_stage
 
 log = logging.getLogger("simhash_dedup")
 
-# Session settings of the clustering stages (put back afterwards):
-# - caches not compressed: they hold random 64-bit fingerprints and 128-byte signatures, which do not compress,
-#   and compressing them made each persist of 3M pages ~2x slower;
-# - a join whose keys include the ones a side is already partitioned by keeps that partitioning: the pages are
-#   partitioned by fingerprint (with_units, unless split in a large run), and Spark turns "join on
-#   fingerprint, then unit = unit" into a join on both, which would re-shuffle every unit's signature to fetch those
-#   of the few multi-unit components. Skew is no worse: that side is partitioned by fingerprint already.
-CLUSTERING_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false",
-                       "spark.sql.requireAllClusterKeysForCoPartition": "false"}
+# Session settings of the stages from the fingerprint stage on (put back afterwards): caches not compressed. They
+# hold random 64-bit fingerprints and 128-byte signatures, which do not compress: compressing them made each persist
+# of 3M pages ~2x slower, and the fingerprint stage's cache of a crawl's page mix took 0.8 of its 4.7 JVM CPU seconds.
+CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
+# And those of the clustering stages: a join whose keys include the ones a side is already partitioned by keeps that
+# partitioning: the pages are partitioned by fingerprint (with_units, unless split in a large run), and Spark turns
+# "join on fingerprint, then unit = unit" into a join on both, which would re-shuffle every unit's signature to fetch
+# those of the few multi-unit components. Skew is no worse: that side is partitioned by fingerprint already.
+CLUSTERING_SETTINGS = {**CACHE_SETTINGS, "spark.sql.requireAllClusterKeysForCoPartition": "false"}
 # From this many pages on (the fingerprint stage's count), the exact collapse shuffles only the pages of repeated
 # fingerprints (with_units' split), the verify joins meet the candidates' signatures alone (signatures_of) and
 # resolve broadcasts the units' assignments: passes over every page's signature saved (about a tenth of a 10M run's
@@ -98,7 +98,14 @@ def run_stages(raw: DataFrame, cfg: DedupConfig, *, timer: StageTimer, persist: 
     stages with the search settings taken from cfg once (SearchSpecs.of). persist caches a DataFrame and
     registers it for clean-up; checkpoint cuts each component round's lineage; history: the earlier runs'
     rows (--history), None without them. input_rows is called with the fingerprint stage's row count before
-    the stages that shuffle (the Python API sizes its shuffle partitions there, not knowing the count before)."""
+    the stages that shuffle (the Python API sizes its shuffle partitions there, not knowing the count before).
+    Under CACHE_SETTINGS."""
+    with scoped_settings(raw.sparkSession, CACHE_SETTINGS):
+        return _run_stages(raw, cfg, timer, persist, checkpoint, history, input_rows)
+
+
+def _run_stages(raw: DataFrame, cfg: DedupConfig, timer: StageTimer, persist: Persist, checkpoint: Persist,
+                history: HistoryView | None, input_rows: Callable[[int], None] | None) -> StageResults:
     fp = fingerprint_stage(raw, cfg, persist, timer)
     if input_rows is not None:
         input_rows(fp.stats["input_rows"])
