@@ -88,46 +88,67 @@ def pair_overlaps(texts_a: list[str | None], texts_b: list[str | None],
     """(shared, size_a, size_b) of each pair (a_i, b_i): the shingles the two sets share and their sizes, as
     one batch. Each distinct text is shingled once (a kept page is one side of many pairs: the text checks compare
     it with each page joined to it, and its normalisation and hashing are most of the work), and each pair's
-    smaller set is looked up in the larger one (shared_shingles)."""
+    smaller set is looked up in the larger one (ShingleSets.shared)."""
     k = len(texts_a)
     if len(texts_b) != k:
         raise ValueError(f"pair_overlaps: {k} texts on one side and {len(texts_b)} on the other")
     index: dict = {}
     which = np.fromiter((index.setdefault(t or "", len(index)) for t in list(texts_a) + list(texts_b)),
                         dtype=np.int64, count=2 * k)
-    owner, hashes = shingle_sets(list(index), n)  # sorted by text, then hash
-    counts = np.bincount(owner, minlength=len(index))
-    return shared_shingles(which[:k], which[k:], owner, hashes, counts), counts[which[:k]], counts[which[k:]]
+    sets = ShingleSets(*shingle_sets(list(index), n), len(index))
+    return sets.shared(which[:k], which[k:]), sets.counts[which[:k]], sets.counts[which[k:]]
 
 
-def shared_shingles(a: np.ndarray, b: np.ndarray, owner: np.ndarray, hashes: np.ndarray,
-                    counts: np.ndarray) -> np.ndarray:
-    """The hashes texts a[i] and b[i] share, for each i; (owner, hashes): the texts' distinct hashes, ordered by
-    text and then hash (shingle_sets), counts: each text's number of them.
+class ShingleSets:
+    """Texts' distinct shingle hashes (owner, hashes: shingle_sets, ordered by text and then hash; texts: their
+    number), indexed once to count the hashes any two of them share (shared) or their Jaccard index (jaccard).
 
     The smaller set's hashes are looked up in the larger's with one binary search of all of them over a key that
     orders the whole array, the text in its high bits and the hash's top bits below (the hash itself confirms a
     match): no sort, and a set is never copied once for each pair it is in. Two hashes of one text that share the
-    key's bits (never seen) send the batch to a sort of both sides' hashes per pair (shared_shingles_by_sort)."""
-    if len(hashes) == 0 or len(a) == 0:
-        return np.zeros(len(a), dtype=np.int64)
-    bits = max(int(owner[-1]).bit_length(), 1)
-    if bits >= 32:
-        return shared_shingles_by_sort(a, b, owner, hashes, counts)
-    top = np.uint64(64 - bits)
-    key = (owner.astype(np.uint64) << top) | (hashes >> np.uint64(bits))
-    if (key[1:] == key[:-1]).any():
-        return shared_shingles_by_sort(a, b, owner, hashes, counts)
-    query, target = np.where(counts[a] <= counts[b], a, b), np.where(counts[a] <= counts[b], b, a)
-    sizes = counts[query]
-    starts = np.cumsum(counts) - counts
-    pair = np.repeat(np.arange(len(a)), sizes)
-    at = np.repeat(starts[query] - (np.cumsum(sizes) - sizes), sizes) + np.arange(len(pair))
-    wanted = hashes[at]
-    pos = np.minimum(np.searchsorted(key, (target[pair].astype(np.uint64) << top) | (wanted >> np.uint64(bits))),
-                     len(key) - 1)
-    found = (hashes[pos] == wanted) & (owner[pos] == target[pair])
-    return np.bincount(pair[found], minlength=len(a))
+    key's bits (never seen) leave the texts without a key: then both sides' hashes are sorted per pair
+    (shared_shingles_by_sort)."""
+
+    def __init__(self, owner: np.ndarray, hashes: np.ndarray, texts: int):
+        self.owner, self.hashes = owner, hashes
+        self.counts = np.bincount(owner, minlength=texts)
+        self.starts = np.cumsum(self.counts) - self.counts
+        self.bits = max(texts - 1, 1).bit_length()
+        self.key = None
+        if len(hashes) and self.bits < 32:
+            key = (owner.astype(np.uint64) << np.uint64(64 - self.bits)) | (hashes >> np.uint64(self.bits))
+            self.key = None if (key[1:] == key[:-1]).any() else key
+
+    def shared(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The hashes texts a[i] and b[i] share, for each i."""
+        counts = self.counts
+        if len(self.hashes) == 0 or len(a) == 0:
+            return np.zeros(len(a), dtype=np.int64)
+        if self.key is None:
+            return shared_shingles_by_sort(a, b, self.owner, self.hashes, counts)
+        smaller = counts[a] <= counts[b]
+        query, target = np.where(smaller, a, b), np.where(smaller, b, a)
+        sizes = counts[query]
+        pair = np.repeat(np.arange(len(a)), sizes)
+        at = np.repeat(self.starts[query] - (np.cumsum(sizes) - sizes), sizes) + np.arange(len(pair))
+        wanted = self.hashes[at]
+        where = (target[pair].astype(np.uint64) << np.uint64(64 - self.bits)) | (wanted >> np.uint64(self.bits))
+        pos = np.minimum(np.searchsorted(self.key, where), len(self.key) - 1)
+        found = (self.hashes[pos] == wanted) & (self.owner[pos] == target[pair])
+        return np.bincount(pair[found], minlength=len(a))
+
+    def jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """[jaccard(set of a[i], set of b[i])], the same floats (0.0 when either set is empty)."""
+        shared = self.shared(a, b)
+        size_a, size_b = self.counts[a], self.counts[b]
+        union = np.maximum(size_a + size_b - shared, 1)
+        return np.where((size_a == 0) | (size_b == 0), 0.0, shared / union)
+
+
+def shared_shingles(a: np.ndarray, b: np.ndarray, owner: np.ndarray, hashes: np.ndarray, texts: int) -> np.ndarray:
+    """The hashes texts a[i] and b[i] share, for each i (ShingleSets.shared); (owner, hashes): shingle_sets' of
+    `texts` texts."""
+    return ShingleSets(owner, hashes, texts).shared(a, b)
 
 
 def shared_shingles_by_sort(a: np.ndarray, b: np.ndarray, owner: np.ndarray, hashes: np.ndarray,

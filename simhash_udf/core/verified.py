@@ -28,7 +28,7 @@ import numpy as np
 
 from .bands import FarFilter, SignatureBands
 from .candidates import SMALL_GROUP, _small_group_pairs, bfs_forest, key_groups, pair_filter, spanning_forest_edges
-from .shingles import SHINGLE, jaccard, pair_overlaps, shingle_set
+from .shingles import SHINGLE, ShingleSets, pair_overlaps, shingle_sets
 from .signature import SignatureSpec, agreeing_bins, agreement_similarity, min_agreeing_bins, similarity
 
 BANDS = 10  # similarity bands of the report: [0, 0.1), ..., [0.9, 1.0]
@@ -455,11 +455,12 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
         centre = np.zeros(n, dtype=np.int64)
         centre[:fixed] = np.arange(fixed)
         return centre
-    shingles = None
     is_short = np.zeros(n, dtype=bool)
-    if short_texts is not None:
+    if short_texts is not None:  # the short units' shingle sets, made in one batch (shingle_sets)
         is_short = np.array([t is not None for t in short_texts], dtype=bool)
-        shingles = [shingle_set(t, spec.short_ngram) if t is not None else None for t in short_texts]
+        shingles = ShingleSets(*shingle_sets([t for t in short_texts if t is not None], spec.short_ngram),
+                               int(is_short.sum()))
+        short_at = np.cumsum(is_short) - 1  # a short unit's index among the short ones
     with_containment = spec.containment and counts is not None
     reach = resemble = agree = None
     if with_containment and n - fixed <= MEDOID_MAX:
@@ -479,8 +480,17 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
             if len(by) > 1:  # the closest to the centre first, then keep order
                 by = by[np.argsort(-closeness[by], kind="stable")]
                 near[by] = _agreeing(sigs, counts, sizes, spec, c, others[by], prose, resemble)
-        for x in np.flatnonzero(is_short[others] & is_short[c]):
-            near[x] = jaccard(shingles[others[x]], shingles[c]) >= spec.short_min_jaccard
+        both_short = np.flatnonzero(is_short[others] & is_short[c])
+        if len(both_short):  # the shingles' exact Jaccard decides (shingles.jaccard, all pairs with c at once)
+            a, b = short_at[others[both_short]], short_at[c]
+            near[both_short] = False
+            # a Jaccard index is at most the smaller set's size over the larger's: the pairs below the threshold
+            # by their sizes alone (with a margin for rounding) are not compared
+            size_a, size_b = shingles.counts[a], shingles.counts[b]
+            may = np.minimum(size_a, size_b) >= (spec.short_min_jaccard - 1e-9) * np.maximum(size_a, size_b)
+            if may.any():
+                at = both_short[may]
+                near[at] = shingles.jaccard(a[may], np.full(len(at), b)) >= spec.short_min_jaccard
         return near
 
     def take(c: int) -> None:
