@@ -426,6 +426,18 @@ def _most_joined(open_: np.ndarray, reach: np.ndarray, joins) -> int:
     return best_at
 
 
+def _short_near(shingles: ShingleSets, a: np.ndarray, b: int, min_jaccard: float) -> np.ndarray:
+    """Whether each short unit a (indices among the short units) has a shingle Jaccard index >= min_jaccard
+    with the short unit b. A Jaccard index is at most the smaller set's size over the larger's: the pairs below
+    the threshold by their sizes alone (with a margin for rounding) are not compared."""
+    near = np.zeros(len(a), dtype=bool)
+    size_a, size_b = shingles.counts[a], shingles.counts[b]
+    may = np.minimum(size_a, size_b) >= (min_jaccard - 1e-9) * np.maximum(size_a, size_b)
+    if may.any():
+        near[may] = shingles.jaccard(a[may], np.full(int(may.sum()), b)) >= min_jaccard
+    return near
+
+
 def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | None, spec: VerifySpec | None,
                      fixed: int = 0, n: int | None = None, counts: np.ndarray | None = None,
                      sizes: np.ndarray | None = None, prose: np.ndarray | None = None) -> np.ndarray:
@@ -482,15 +494,8 @@ def verified_centres(sigs: np.ndarray | None, short_texts: list[str | None] | No
                 near[by] = _agreeing(sigs, counts, sizes, spec, c, others[by], prose, resemble)
         both_short = np.flatnonzero(is_short[others] & is_short[c])
         if len(both_short):  # the shingles' exact Jaccard decides (shingles.jaccard, all pairs with c at once)
-            a, b = short_at[others[both_short]], short_at[c]
-            near[both_short] = False
-            # a Jaccard index is at most the smaller set's size over the larger's: the pairs below the threshold
-            # by their sizes alone (with a margin for rounding) are not compared
-            size_a, size_b = shingles.counts[a], shingles.counts[b]
-            may = np.minimum(size_a, size_b) >= (spec.short_min_jaccard - 1e-9) * np.maximum(size_a, size_b)
-            if may.any():
-                at = both_short[may]
-                near[at] = shingles.jaccard(a[may], np.full(len(at), b)) >= spec.short_min_jaccard
+            near[both_short] = _short_near(shingles, short_at[others[both_short]], short_at[c],
+                                           spec.short_min_jaccard)
         return near
 
     def take(c: int) -> None:
