@@ -10,24 +10,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import glob
-import os
-import shutil
-import subprocess
 import sys
 import time
 
+from simhash_udf.evaluation.benchmark import ensure_manpages_zh
 from simhash_udf.evaluation.corpus import make_corpus, write_corpus
-
-
-def manpages_zh_installed() -> bool:
-    """Debian's manpages-zh is installed (dpkg's word where there is one: other packages put a few Chinese
-    pages under /usr/share/man/zh_CN too, 17 on a machine without it, which made a corpus of 550 Chinese
-    pages in 18,195 instead of thousands)."""
-    if shutil.which("dpkg-query"):
-        status = subprocess.run(["dpkg-query", "-W", "-f=${Status}", "manpages-zh"], capture_output=True, text=True)
-        return status.returncode == 0 and status.stdout.endswith(" installed")
-    return len(glob.glob("/usr/share/man/zh_CN/man*/*.gz")) >= 500
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,12 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--source", choices=("generated", "manpages"), default="generated")
     args = p.parse_args(argv)
-    if args.source == "manpages" and not manpages_zh_installed() and os.geteuid() == 0:
-        for cmd in (["apt-get", "install", "-y", "-qq", "manpages-zh"], ["apt-get", "update", "-qq"],
-                    ["apt-get", "install", "-y", "-qq", "manpages-zh"]):  # a fresh machine's package list is empty
-            if subprocess.run(cmd, capture_output=True).returncode == 0 and "install" in cmd:
-                break
-    if args.source == "manpages" and not manpages_zh_installed():
+    if args.source == "manpages" and not ensure_manpages_zh():
         print("warning: Debian's manpages-zh is not installed, so the corpus has few Chinese pages "
               "(apt-get install manpages-zh)", file=sys.stderr)
     start = time.perf_counter()

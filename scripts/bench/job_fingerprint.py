@@ -53,6 +53,7 @@ from simhash_udf.evaluation.benchmark import (
     best,
     checkout_name,
     checkouts,
+    ensure_manpages_zh,
     man_page_corpus,
     run_job_process,
     stop_jvm,
@@ -82,9 +83,9 @@ def chinese_pages(n: int, chars: int, seed: int = 0) -> list[str]:
 
 def man_pages(n: int, chars: int) -> list[str]:
     """n pages of about `chars` characters cut from the Chinese man pages, repeated as needed."""
-    texts, source = man_page_corpus("zh", 8.0)
-    if "manpages-zh" not in source:
-        raise SystemExit(f"no Chinese man pages here ({source}): apt-get install manpages-zh, or --source generated")
+    if not ensure_manpages_zh():
+        raise SystemExit("Debian's manpages-zh is not installed: apt-get install manpages-zh, or --source generated")
+    texts, _ = man_page_corpus("zh", 8.0)
     pieces = [t[i:i + chars] for t in dict.fromkeys(texts) for i in range(0, len(t) - chars // 2, chars)]
     return [pieces[i % len(pieces)] for i in range(n)]
 
@@ -125,8 +126,9 @@ def _run_of(rng: random.Random, pages: list[list[str]], chars: int) -> str:
 
 def crawl_mix(megabytes: float, seed: int = 0) -> list[str]:
     """About `megabytes` MB of pages in the crawl's mix (the module's docstring), shuffled."""
+    installed = ensure_manpages_zh()
     zh, en = man_paragraphs(ZH_MAN_PAGES, 10_000), man_paragraphs(EN_MAN_PAGES, EN_MAN_FILES)
-    if not zh or not en:
+    if not installed or not zh or not en:
         raise SystemExit("the page mix needs the Chinese (manpages-zh) and the English man pages installed")
     rng = random.Random(seed)
     pages, size, long_size = [], 0, 0
