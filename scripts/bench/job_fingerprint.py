@@ -4,6 +4,7 @@
     python scripts/bench/job_fingerprint.py --pages-set mix --warm-rounds 0 --compare /work/wt/base
     python scripts/bench/job_fingerprint.py --pages-set uniform --chars 500 --cold-runs 0
     python scripts/bench/job_fingerprint.py --pages-set mix --cold-runs 0 --key-cost 3   # what sentence keys cost
+    python scripts/bench/job_fingerprint.py --warm-rounds 0 --cold-runs 0 --python-pass 3  # the Python pass alone
 
 Two page sets, each written as one Parquet file:
 
@@ -29,6 +30,9 @@ Two ways of running the stage, each reported as MB/s per core (MB of UTF-8 text 
   new JVM and new Python workers, no warm-up, `local[2]`), the stage's seconds from its report.json, and the CPU
   seconds of the run's Python workers (mostly the fingerprint pass) and of its JVM; a user's daily run. With
   `--compare DIR` the same runs of another checkout take turns with this one's.
+- the Python pass (`--python-pass R`, best of R rounds taking turns, no Spark): `fingerprint_record_batches` over
+  the page set's Arrow batches of the job's size in this process, as the job's stage runs it (its sentence keys and
+  prose) and without the sentence keys, in MB of text per CPU second of this process.
 """
 from __future__ import annotations
 
@@ -39,11 +43,13 @@ import os
 import random
 import shlex
 import tempfile
+import time
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simhash_udf.core.sentence_keys import SentenceKeySpec
+from simhash_udf.core.sentence_keys import PROSE_MIN_LETTERS, SentenceKeySpec
 from simhash_udf.evaluation.benchmark import (
     EN_MAN_PAGES,
     ZH_MAN_PAGES,
@@ -63,7 +69,8 @@ from simhash_udf.evaluation.corpus import generated_body, man_page_paragraphs
 from simhash_udf.job.config import load_config
 from simhash_udf.job.pipeline import job_settings, read_stage
 from simhash_udf.job.stages import StageTimer, fingerprint_stage
-from simhash_udf.spark.fingerprint import with_fingerprints
+from simhash_udf.job.stages.fingerprint import REPLACEMENT_FLAG
+from simhash_udf.spark.fingerprint import fingerprint_record_batches, with_fingerprints
 from simhash_udf.spark.session import scoped_settings
 
 # The crawl's page mix (the module's docstring)
@@ -177,6 +184,8 @@ def parse_args() -> argparse.Namespace:
                     help="another checkout whose cold runs take turns with this one's (repeatable)")
     ap.add_argument("--key-cost", type=int, default=0, metavar="N",
                     help="also time 'alone' with --sentence-keys N (warm)")
+    ap.add_argument("--python-pass", type=int, default=0, metavar="R",
+                    help="also time the Python pass alone (fingerprint_record_batches, no Spark), best of R rounds")
     ap.add_argument("--workdir")
     ap.add_argument("--job-args", default="", help="more job options for every run, e.g. '--arrow-batch-size 10000'")
     add_json_option(ap)
@@ -264,6 +273,32 @@ def cold_rows(path: str, work: str, megabytes: float, args) -> list[list]:
     return rows
 
 
+def python_pass_rows(path: str, megabytes: float, args) -> list[list]:
+    """The Python pass alone over the page set's Arrow batches, as the job's stage runs it and without the sentence
+    keys, taking turns: (name, CPU s, MB per CPU s)."""
+    cfg = load_config(["--input", path, "--output", "unused", *shlex.split(args.job_args)])
+    table = pq.read_table(path).select(["id", "text"])
+    batches = table.append_column(REPLACEMENT_FLAG, pa.array(np.zeros(len(table), dtype=bool))).to_batches(
+        max_chunksize=cfg.arrow_batch_size)
+    short = None if cfg.short_text_off_because() else cfg.short_text
+
+    def timed(**kw):
+        def run() -> dict:
+            start = time.process_time()
+            for _ in fingerprint_record_batches(iter(batches), "text", cfg.features, short, cfg.signature,
+                                                REPLACEMENT_FLAG, **kw):
+                pass
+            return {"seconds": time.process_time() - start}
+        return run
+
+    variants = {"the job's pass (sentence keys and prose)": timed(sentences=cfg.sentences or SentenceKeySpec(0),
+                                                                   prose_min=PROSE_MIN_LETTERS),
+                "without the sentence keys and prose": timed()}
+    turns = take_turns(variants, args.python_pass)
+    return [[f"Python pass alone, {name}", best(results)["seconds"], megabytes / best(results)["seconds"]]
+            for name, results in turns.items()]
+
+
 def main() -> None:
     args = parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="bench_job_fp_")
@@ -282,8 +317,12 @@ def main() -> None:
         del texts
         rows = (warm_rows(path, work, megabytes, args) if args.warm_rounds else []) + (
             cold_rows(path, work, megabytes, args) if args.cold_runs else [])
-        tables.table(["run", "read s", "fingerprint s", "MB/s per core, fingerprint stage",
-                      "MB/s per core, read + fingerprint"], rows, [None, "{:.1f}", "{:.1f}", None, None], title=title)
+        if rows:
+            tables.table(["run", "read s", "fingerprint s", "MB/s per core, fingerprint stage",
+                          "MB/s per core, read + fingerprint"], rows, [None, "{:.1f}", "{:.1f}", None, None], title=title)
+        if args.python_pass:
+            tables.table(["run", "CPU s", "MB per CPU s"], python_pass_rows(path, megabytes, args),
+                         [None, "{:.2f}", "{:.1f}"], title=title)
     tables.write()
 
 
