@@ -104,11 +104,11 @@ def test_rows_ordered_by_group_then_hash(rows):
 @given(st.lists(st.sets(st.integers(0, 2**64 - 1) | st.integers(0, 40) | st.integers(2**63, 2**63 + 40), max_size=12),
                 min_size=1, max_size=8), st.data())
 def test_shared_shingles_count_each_pairs_common_hashes(sets, data):
-    """shingles.shared_shingles and ShingleSets.jaccard (the text checks' and the verified centres' counts) against
+    """ShingleSets.shared and ShingleSets.jaccard (the text checks' and the verified centres' counts) against
     Python's set intersection and union, on distinct hashes per text as shingle_sets gives them: large random
     hashes (the binary search), and small or nearby ones that share the key's top bits within a text (the sort of
     both sides), a text paired with itself, an empty set."""
-    from simhash_udf.core.shingles import ShingleSets, shared_shingles, shared_shingles_by_sort
+    from simhash_udf.core.shingles import ShingleSets, shared_shingles_by_sort
 
     owner = np.array([i for i, s in enumerate(sets) for _ in s], dtype=np.int64)
     hashes = np.array([h for s in sets for h in sorted(s)], dtype=np.uint64)
@@ -118,7 +118,7 @@ def test_shared_shingles_count_each_pairs_common_hashes(sets, data):
     a = np.array([x for x, _ in pairs], dtype=np.int64)
     b = np.array([y for _, y in pairs], dtype=np.int64)
     want = [len(sets[x] & sets[y]) for x, y in pairs]
-    assert shared_shingles(a, b, owner, hashes, len(sets)).tolist() == want
+    assert ShingleSets(owner, hashes, len(sets)).shared(a, b).tolist() == want
     assert shared_shingles_by_sort(a, b, owner, hashes, counts).tolist() == want
     jaccards = [len(sets[x] & sets[y]) / len(sets[x] | sets[y]) if sets[x] and sets[y] else 0.0 for x, y in pairs]
     assert ShingleSets(owner, hashes, len(sets)).jaccard(a, b).tolist() == jaccards

@@ -77,10 +77,9 @@ def shingle_sets(texts: list[str | None], n: int = SHINGLE) -> tuple[np.ndarray,
 
 
 def pair_jaccards(texts_a: list[str | None], texts_b: list[str | None], n: int = SHINGLE) -> np.ndarray:
-    """[jaccard(shingle_set(a, n), shingle_set(b, n)) for each pair (a_i, b_i)], as one batch (pair_overlaps)."""
-    inter, size_a, size_b = pair_overlaps(texts_a, texts_b, n)
-    union = size_a + size_b - inter
-    return np.where((size_a == 0) | (size_b == 0), 0.0, inter / np.maximum(union, 1))
+    """[jaccard(shingle_set(a, n), shingle_set(b, n)) for each pair (a_i, b_i)], as one batch (ShingleSets.jaccard)."""
+    sets, a, b = _indexed_pairs(texts_a, texts_b, n)
+    return sets.jaccard(a, b)
 
 
 def pair_overlaps(texts_a: list[str | None], texts_b: list[str | None],
@@ -89,14 +88,20 @@ def pair_overlaps(texts_a: list[str | None], texts_b: list[str | None],
     one batch. Each distinct text is shingled once (a kept page is one side of many pairs: the text checks compare
     it with each page joined to it, and its normalisation and hashing are most of the work), and each pair's
     smaller set is looked up in the larger one (ShingleSets.shared)."""
+    sets, a, b = _indexed_pairs(texts_a, texts_b, n)
+    return sets.shared(a, b), sets.counts[a], sets.counts[b]
+
+
+def _indexed_pairs(texts_a: list[str | None], texts_b: list[str | None],
+                   n: int) -> tuple[ShingleSets, np.ndarray, np.ndarray]:
+    """The distinct texts' ShingleSets, and each pair's two texts as indices into it."""
     k = len(texts_a)
     if len(texts_b) != k:
         raise ValueError(f"pair_overlaps: {k} texts on one side and {len(texts_b)} on the other")
     index: dict = {}
     which = np.fromiter((index.setdefault(t or "", len(index)) for t in list(texts_a) + list(texts_b)),
                         dtype=np.int64, count=2 * k)
-    sets = ShingleSets(*shingle_sets(list(index), n), len(index))
-    return sets.shared(which[:k], which[k:]), sets.counts[which[:k]], sets.counts[which[k:]]
+    return ShingleSets(*shingle_sets(list(index), n), len(index)), which[:k], which[k:]
 
 
 class ShingleSets:
@@ -145,15 +150,9 @@ class ShingleSets:
         return np.where((size_a == 0) | (size_b == 0), 0.0, shared / union)
 
 
-def shared_shingles(a: np.ndarray, b: np.ndarray, owner: np.ndarray, hashes: np.ndarray, texts: int) -> np.ndarray:
-    """The hashes texts a[i] and b[i] share, for each i (ShingleSets.shared); (owner, hashes): shingle_sets' of
-    `texts` texts."""
-    return ShingleSets(owner, hashes, texts).shared(a, b)
-
-
 def shared_shingles_by_sort(a: np.ndarray, b: np.ndarray, owner: np.ndarray, hashes: np.ndarray,
                             counts: np.ndarray) -> np.ndarray:
-    """shared_shingles by one sort of both sides' hashes tagged by their pair: a hash a pair holds twice is in both
+    """ShingleSets.shared by one sort of both sides' hashes tagged by their pair: a hash a pair holds twice is in both
     sets."""
     k = len(a)
     starts = np.cumsum(counts) - counts

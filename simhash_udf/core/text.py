@@ -134,7 +134,7 @@ def _joined_normal(texts: list[str]) -> np.ndarray | None:
     joined = _TEXT_SEPARATOR.join(texts)
     if len(texts) < 2 or joined.count(_TEXT_SEPARATOR) != len(texts) - 1:
         return None
-    normal = fold_punctuation(_DIGIT.sub("0", unicodedata.normalize("NFKC", _SURROGATE.sub("\ufffd", joined)).lower()))
+    normal = fold_punctuation(_folded_chars(_SURROGATE.sub("\ufffd", joined)))
     return _fold_white(np.frombuffer(normal.encode("utf-32-le"), dtype=np.uint32), ord(_TEXT_SEPARATOR))
 
 
@@ -181,8 +181,13 @@ def _fold_white(codes: np.ndarray, separator: int) -> np.ndarray:
 
 def normalize_chars(text: str) -> str:
     """normalize_text without the white-space folding, which cannot change any token but char n-grams."""
-    normal = _DIGIT.sub("0", unicodedata.normalize("NFKC", text).lower())
+    normal = _folded_chars(text)
     return _HAN_GAP.sub("", normal) if _HAN_CHAR.search(normal) else normal
+
+
+def _folded_chars(text: str) -> str:
+    """NFKC, lower case, every decimal digit to 0: the character steps of normalize_chars and normalize_texts."""
+    return _DIGIT.sub("0", unicodedata.normalize("NFKC", text).lower())
 
 
 def is_han_gap(piece: str) -> bool:
