@@ -124,16 +124,17 @@ def test_the_relaunch_for_an_archive_only_for_a_small_local_input_without_the_us
     assert command[0].endswith(os.path.join("bin", "spark-submit"))
     rest = ["--conf", "spark.master=local[2]", "--conf", "spark.sql.shuffle.partitions=8",
             "/jobs/dedup_job.py", "--input", str(small)]
-    assert command[1:] == ["--driver-memory", "3g",
-                           "--conf", f"spark.driver.defaultJavaOptions={archive_options('/a/classes.jsa')}", *rest]
-    assert small_relaunch_command(given, rest[4:], None)[1:] == ["--driver-memory", "3g", *rest]
+    assert command[1:] == ["--driver-memory", "3g", "--conf", "spark.driver.defaultJavaOptions="
+                           f"{SHORT_RUN_JAVA_OPTIONS} {archive_options('/a/classes.jsa')}", *rest]
+    assert small_relaunch_command(given, rest[4:], None)[1:] == [
+        "--driver-memory", "3g", "--conf", f"spark.driver.defaultJavaOptions={SHORT_RUN_JAVA_OPTIONS}", *rest]
 
 
 def test_spark_submit_of_a_small_input_runs_again_in_a_jvm_that_maps_the_archive(tmp_path):
     """write_archive stores what a real spark-submit's JVM loaded (here the check script's: spark-submit and the
     gateway), with its stamp; the next spark-submit on a small local input is relaunched once with it, and its JVM
     maps it (HotSpot's vmInfo: the mapped archives are larger than the archive alone), with a larger heap than Spark's
-    default driver. Without an archive, or with the user's own JVM options, the run stays in its JVM; an input over
+    default driver and SHORT_RUN_JAVA_OPTIONS. Without an archive, or with the user's own JVM options, the run stays in its JVM; an input over
     DEFAULT_DRIVER_BYTES is relaunched without an archive too, for the heap. A `python -m` run's own JVM maps it from
     the start."""
     small = tmp_path / "small.jsonl"
@@ -162,7 +163,9 @@ def test_spark_submit_of_a_small_input_runs_again_in_a_jvm_that_maps_the_archive
     answer, output = check()
     assert answer["relaunched"] and answer["arguments"] == [str(small), "--an-argument"]
     assert f"-XX:SharedArchiveFile={archive}" in answer["jvm_arguments"]
-    assert answer["max_heap_mb"] > 1536 and not set(LARGE_RUN_JAVA_OPTIONS.split()) & set(answer["jvm_arguments"])
+    large_only = set(LARGE_RUN_JAVA_OPTIONS.split()) - set(SHORT_RUN_JAVA_OPTIONS.split())
+    assert answer["max_heap_mb"] > 1536 and not large_only & set(answer["jvm_arguments"])
+    assert set(SHORT_RUN_JAVA_OPTIONS.split()) <= set(answer["jvm_arguments"])  # the client compiler alone
     assert answer["cds_mapped_bytes"] > without["cds_mapped_bytes"] + os.path.getsize(archive) // 2
     assert answer["conf"]["spark.master"] == "local[1]" and answer["conf"]["spark.ui.enabled"] == "false"
     assert "running spark-submit again with the class archive" in output
@@ -173,6 +176,7 @@ def test_spark_submit_of_a_small_input_runs_again_in_a_jvm_that_maps_the_archive
         fh.truncate(DEFAULT_DRIVER_BYTES + 1)
     answer, output = check(path=medium, SIMHASH_DEDUP_DRIVER_MEMORY="2g", **{ARCHIVE_ENV: ""})
     assert answer["relaunched"] and "-Xmx2g" in answer["jvm_arguments"] and answer["max_heap_mb"] > 1536
+    assert set(SHORT_RUN_JAVA_OPTIONS.split()) <= set(answer["jvm_arguments"])
     assert not [arg for arg in answer["jvm_arguments"] if arg.startswith("-XX:SharedArchiveFile")]
     assert "running spark-submit again with --driver-memory 2g" in output
 

@@ -98,8 +98,9 @@ def small_local_input(input_path: str) -> bool:
 # Under spark-submit the driver's JVM runs before the job's code does, so SHORT_RUN_JAVA_OPTIONS cannot reach it.
 # HotSpot's compiler directives (JEP 165) can: added to the running JVM through its DiagnosticCommand MBean (what
 # `jcmd PID Compiler.directives_add FILE` does), these exclude every method from the optimising compiler (C2) but
-# those of UTF8String, so hot methods are compiled by the client compiler alone, as with -XX:TieredStopAtLevel=1,
-# and a small run is as fast as with that option (docs/performance.md). UTF8String's loops over a text's bytes (the
+# those of UTF8String, so hot methods are compiled by the client compiler alone. They first run in its profiling tier
+# (whose profile is for C2, which then declines them), which -XX:TieredStopAtLevel=1 skips: a JVM started with that
+# option is faster still (small_relaunch_command), the directives are for the JVM the job has. UTF8String's loops over a text's bytes (the
 # UTF-8 check of every page, its length) are the hottest Java of the fingerprint stage, a third of its task threads'
 # samples, and C2 compiles them in a moment: the stage's JVM CPU on a crawl's page mix 4.3 -> 3.6 s. The first
 # directive that matches a method applies. Only in local mode (that JVM runs the tasks too), for a small local input
@@ -113,13 +114,16 @@ def short_run_directives_wanted(input_path: str, conf: SparkConf) -> bool:
     before any session, in local mode, for a local input of at most SMALL_RUN_BYTES, and never over the user's own
     choice of JVM options (spark.driver.extraJavaOptions in the JVM's configuration, from --driver-java-options,
     --conf or a spark-defaults.conf; SIMHASH_DEDUP_JAVA_OPTIONS set, even empty). conf: the JVM's configuration
-    (spark_submit_conf()). Speed only, never the output."""
+    (spark_submit_conf()). Not for a JVM started with SHORT_RUN_JAVA_OPTIONS (small_relaunch_command's). Speed only,
+    never the output."""
     if not under_spark_submit() or SparkSession.getActiveSession() is not None:
         return False
     if not (conf.get("spark.master") or "").startswith("local"):
         return False
     if "SIMHASH_DEDUP_JAVA_OPTIONS" in os.environ or conf.contains("spark.driver.extraJavaOptions"):
         return False
+    if SHORT_RUN_JAVA_OPTIONS in (conf.get("spark.driver.defaultJavaOptions") or ""):
+        return False  # started with the client compiler alone already (small_relaunch_command)
     return small_local_input(input_path)
 
 
@@ -198,22 +202,21 @@ def fits_default_driver(input_path: str) -> bool:
 
 
 def small_relaunch_command(conf: SparkConf, application: list[str], archive: str | None) -> list[str]:
-    """spark-submit with the driver's memory a `python -m` run gets (half of the RAM or SIMHASH_DEDUP_DRIVER_MEMORY),
-    the class archive's options as the driver's default JVM options when there is an archive (so that the run's own
-    choices, such as the short-run compiler directive, stay as they would be), the JVM's configuration as it was
-    given, then `application`."""
-    archive_conf = ["--conf", f"spark.driver.defaultJavaOptions={class_archive.archive_options(archive)}"] if archive \
-        else []
+    """spark-submit with the driver a `python -m` run gets for a small input: its memory (half of the RAM or
+    SIMHASH_DEDUP_DRIVER_MEMORY), SHORT_RUN_JAVA_OPTIONS and the class archive's options when there is an archive, as
+    the driver's default JVM options (spark.driver.defaultJavaOptions: the run's own JVM choices are left to it), the
+    JVM's configuration as it was given, then `application`."""
+    options = class_archive.with_archive_options(SHORT_RUN_JAVA_OPTIONS, archive)
     return [os.path.join(class_archive.spark_home(), "bin", "spark-submit"),
-            "--driver-memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()), *archive_conf,
-            *_given(conf), *application]
+            "--driver-memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()),
+            "--conf", f"spark.driver.defaultJavaOptions={options}", *_given(conf), *application]
 
 
 def relaunch_if_faster(input_path: str, application: list[str]) -> None:
     """Run spark-submit again in place of this process (os.execv: the same process, whose exit spark-submit's first
     JVM waits for and reports) when that is faster or needed: with the large-run driver for a large local input
-    (relaunch_wanted; with the class archive too when there is one), or with the heap of a `python -m` run for a
-    small one (small_relaunch_wanted) when there is a class archive to map (class_archive.usable_archive) or the
+    (relaunch_wanted; with the class archive too when there is one), or with the heap and JVM options of a
+    `python -m` run for a small one (small_relaunch_wanted) when there is a class archive to map (class_archive.usable_archive) or the
     input does not fit Spark's default driver (fits_default_driver). Otherwise return. Logged."""
     if not under_spark_submit() or RELAUNCHED_ENV in os.environ:
         return
@@ -229,12 +232,14 @@ def relaunch_if_faster(input_path: str, application: list[str]) -> None:
             (archive := class_archive.usable_archive()) or not fits_default_driver(input_path)):
         command = small_relaunch_command(conf, application, archive)
         if archive:
-            log.info("a small local input: running spark-submit again with the class archive %s and --driver-memory %s "
-                     "(its JVM maps the classes this one loaded one by one; %s= turns the archive off, --driver-memory "
-                     "chooses otherwise)", archive, command[2], class_archive.ARCHIVE_ENV)
+            log.info("a small local input: running spark-submit again with the class archive %s, --driver-memory %s "
+                     "and %s (its JVM maps the classes this one loaded one by one; %s= turns the archive off, "
+                     "--driver-memory or --driver-java-options choose otherwise)", archive, command[2],
+                     SHORT_RUN_JAVA_OPTIONS, class_archive.ARCHIVE_ENV)
         else:
             log.info("a local input over %d MB and Spark's default driver of 1g: running spark-submit again with "
-                     "--driver-memory %s (--driver-memory chooses otherwise)", DEFAULT_DRIVER_BYTES >> 20, command[2])
+                     "--driver-memory %s and %s (--driver-memory or --driver-java-options choose otherwise)",
+                     DEFAULT_DRIVER_BYTES >> 20, command[2], SHORT_RUN_JAVA_OPTIONS)
     else:
         return
     for stream in (sys.stdout, sys.stderr):
