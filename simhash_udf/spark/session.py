@@ -98,12 +98,12 @@ def small_local_input(input_path: str) -> bool:
 # Under spark-submit the driver's JVM runs before the job's code does, so SHORT_RUN_JAVA_OPTIONS cannot reach it.
 # HotSpot's compiler directives (JEP 165) can: added to the running JVM through its DiagnosticCommand MBean (what
 # `jcmd PID Compiler.directives_add FILE` does), these exclude every method from the optimising compiler (C2) but
-# those of UTF8String, so hot methods are compiled by the client compiler alone. They first run in its profiling tier
-# (whose profile is for C2, which then declines them), which -XX:TieredStopAtLevel=1 skips: a JVM started with that
-# option is faster still (small_relaunch_command), the directives are for the JVM the job has. UTF8String's loops over a text's bytes (the
-# UTF-8 check of every page, its length) are the hottest Java of the fingerprint stage, a third of its task threads'
-# samples, and C2 compiles them in a moment: the stage's JVM CPU on a crawl's page mix 4.3 -> 3.6 s. The first
-# directive that matches a method applies. Only in local mode (that JVM runs the tasks too), for a small local input
+# those of UTF8String, so hot methods are compiled by the client compiler alone. They first run in its profiling
+# tier (whose profile is for C2, which then declines them), which -XX:TieredStopAtLevel=1 skips: a JVM started with
+# that option is faster still (small_relaunch_command), the directives are for the JVM the job has. UTF8String's
+# loops over a text's bytes (the UTF-8 check of every page, its length) are the hottest Java of the fingerprint
+# stage, a third of its task threads' samples, and C2 compiles them in a moment. The first directive that matches a
+# method applies. Only in local mode (that JVM runs the tasks too), for a small local input
 # (short_run_directives_wanted); the directives live as long as the JVM, i.e. this application.
 SHORT_RUN_COMPILER_DIRECTIVES = ('[{match: "org/apache/spark/unsafe/types/UTF8String.*", c2: {Exclude: false}}, '
                                  '{match: "*.*", c2: {Exclude: true}}]')
@@ -216,8 +216,9 @@ def relaunch_if_faster(input_path: str, application: list[str]) -> None:
     """Run spark-submit again in place of this process (os.execv: the same process, whose exit spark-submit's first
     JVM waits for and reports) when that is faster or needed: with the large-run driver for a large local input
     (relaunch_wanted; with the class archive too when there is one), or with the heap and JVM options of a
-    `python -m` run for a small one (small_relaunch_wanted) when there is a class archive to map (class_archive.usable_archive) or the
-    input does not fit Spark's default driver (fits_default_driver). Otherwise return. Logged."""
+    `python -m` run for a small one (small_relaunch_wanted) when there is a class archive to map
+    (class_archive.usable_archive) or the input does not fit Spark's default driver (fits_default_driver). Otherwise
+    return. Logged."""
     if not under_spark_submit() or RELAUNCHED_ENV in os.environ:
         return
     conf = spark_submit_conf()
