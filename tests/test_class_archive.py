@@ -134,9 +134,9 @@ def test_spark_submit_of_a_small_input_runs_again_in_a_jvm_that_maps_the_archive
     """write_archive stores what a real spark-submit's JVM loaded (here the check script's: spark-submit and the
     gateway), with its stamp; the next spark-submit on a small local input is relaunched once with it, and its JVM
     maps it (HotSpot's vmInfo: the mapped archives are larger than the archive alone), with a larger heap than Spark's
-    default driver and SHORT_RUN_JAVA_OPTIONS. Without an archive, or with the user's own JVM options, the run stays in its JVM; an input over
-    DEFAULT_DRIVER_BYTES is relaunched without an archive too, for the heap. A `python -m` run's own JVM maps it from
-    the start."""
+    default driver and SHORT_RUN_JAVA_OPTIONS. Without an archive, or with the user's own JVM options, the run stays
+    in its JVM; an input over DEFAULT_DRIVER_BYTES is relaunched without an archive too, for the heap (with
+    SHORT_RUN_JAVA_OPTIONS as well). A `python -m` run's own JVM maps it from the start."""
     small = tmp_path / "small.jsonl"
     small.write_text('{"id": 1, "text": "a page"}\n')
     archive = str(tmp_path / "archive" / "classes.jsa")
