@@ -12,8 +12,16 @@ from test_fingerprint import PIECES, specs
 from simhash_udf.core import fingerprint
 from simhash_udf.core.fingerprint import FeatureSpec, fingerprint_arrow, fingerprint_batch
 from simhash_udf.core.signature import SignatureSpec
-from simhash_udf.core.text import INERT_HAN, normalize_chars, segmenter, tokens_auto
-from simhash_udf.core.text_batch import FOLD_RANGES, fold_table, pages_holding_replacement_char, split_pages
+from simhash_udf.core.text import INERT_HAN, is_han_gap, normalize_chars, segmenter, tokens_auto
+from simhash_udf.core.text_batch import (
+    FOLD_RANGES,
+    TABLE_SIZE,
+    all_chars,
+    fold_table,
+    pages_holding_replacement_char,
+    split_pages,
+    white_table,
+)
 
 TABLE = [chr(cp) for cp in np.flatnonzero(fold_table() >= 0) if cp >= 128]
 # Characters of every class split_pages tells apart: ASCII, Han in three and four bytes (inert and not),
@@ -138,6 +146,19 @@ def test_fold_table_is_the_definition_per_character():
             assert words == ([] if table[cp] == 0x20 else [chr(table[cp])]), hex(cp)
     assert table[ord("Ａ")] == ord("a") and table[ord("９")] == ord("0") and table[ord("。")] == 0x20
     assert table[ord("é")] < 0 and table[0x301] < 0 and table[ord("Ⅻ")] < 0
+
+
+def test_white_table_is_the_definition_per_code_point():
+    """white_table (made from all_chars in C loops) is is_han_gap of each character alone, a character a code point
+    (a surrogate: never white space), for every code point below TABLE_SIZE."""
+    table = white_table()
+    assert table.shape == (TABLE_SIZE,)
+    for cp in range(TABLE_SIZE):
+        assert table[cp] == (not 0xD800 <= cp < 0xE000 and is_han_gap(chr(cp))), hex(cp)
+    assert table[ord("\u3000")] and table[ord("\xa0")] and table[ord(" ")] and not table[ord("a")]
+    for n in (0, 1, 0xD801, 0xE001):
+        chars = all_chars(n)
+        assert len(chars) == n and all(chars[c] == (" " if 0xD800 <= c < 0xE000 else chr(c)) for c in range(n))
 
 
 def test_table_characters_never_compose_with_neighbours():

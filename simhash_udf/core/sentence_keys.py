@@ -34,13 +34,14 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 
 import mmh3
 import numpy as np
 import pyarrow as pa
 
 from .mmh3_batch import LOW_BYTES, mmh3_64_batch, padded_buffer, words_at
-from .text_batch import BatchChars, classify
+from .text_batch import BatchChars, all_chars, classify
 
 SEED = 0x5E47  # distinct from the features' seed 0: a one-word sentence's key is not that word's feature hash
 LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines cuts at
@@ -61,14 +62,14 @@ PROSE_MIN_LETTERS = 40
 def char_classes() -> np.ndarray:
     """uint8 per code point below LETTER_LIMIT: LETTER, END or OTHER, and OTHER at LETTER_LIMIT (for every code
     point from there on)."""
-    chars = "".join(" " if 0xD800 <= c < 0xE000 else chr(c) for c in range(LETTER_LIMIT))
+    chars = all_chars(LETTER_LIMIT)
     table = np.zeros(LETTER_LIMIT + 1, dtype=np.uint8)  # the last entry: every code point from LETTER_LIMIT on
     for m in LETTERS.finditer(chars):
         table[m.start():m.end()] = LETTER
+    holds_end = re.compile(f"[{re.escape(SENTENCE_ENDS)}]").search
     for lo, hi in END_RANGES:
-        for c in range(lo, hi):
-            if any(e in unicodedata.normalize("NFKC", chr(c)) for e in SENTENCE_ENDS):
-                table[c] = END
+        normals = map(unicodedata.normalize, repeat("NFKC"), chars[lo:hi])
+        table[lo:hi][np.fromiter(map(bool, map(holds_end, normals)), dtype=bool, count=hi - lo)] = END
     table[[ord(c) for c in LINE_ENDS]] = END
     return table
 

@@ -243,10 +243,21 @@ _HAN_BYTES = bytes(range(255)) + bytes([NEWLINE])
 _NOT_HAN_BYTES = bytes(range(128)) + bytes([_DROPPED])
 
 
+def all_chars(n: int) -> str:
+    """The code points below n in one string, each surrogate (never in a str decoded from UTF-8) as a space: the
+    per-code-point tables are made from it with C loops (map, a regular expression), not a Python loop a point."""
+    if n <= 0xD800:
+        return "".join(map(chr, range(n)))
+    return "".join(map(chr, range(0xD800))) + " " * (min(n, 0xE000) - 0xD800) + "".join(map(chr, range(0xE000, n)))
+
+
 @lru_cache(maxsize=1)
 def white_table() -> np.ndarray:
-    """bool per code point below TABLE_SIZE: the character is white space once normalised (text.is_han_gap)."""
-    return np.array([is_han_gap(chr(c)) if not 0xD800 <= c < 0xE000 else False for c in range(TABLE_SIZE)])
+    """bool per code point below TABLE_SIZE: the character is white space once normalised (text.is_han_gap); a
+    surrogate is not."""
+    table = np.fromiter(map(is_han_gap, all_chars(TABLE_SIZE)), dtype=bool, count=TABLE_SIZE)
+    table[0xD800:0xE000] = False
+    return table
 
 
 # First bytes of the characters that can be white space once normalised: ASCII white space, and the lead
