@@ -30,7 +30,10 @@ def main(argv: list[str] | None = None, script: str | None = None) -> int:
         return 0
     from pyspark.sql import SparkSession
 
+    from ..spark.py4j_converters import use_lighter_numpy_converters
     from ..spark.session import relaunch_if_faster, start_job_session, stopped_by_its_jvm
+
+    use_lighter_numpy_converters()  # before the first JVM call: none imports pandas (py4j_converters)
 
     if script is not None:  # before the pipeline's imports, which a relaunched process makes again
         relaunch_if_faster(cfg.input, [script, *(sys.argv[1:] if argv is None else argv)])
