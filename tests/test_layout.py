@@ -85,6 +85,8 @@ LAZY_IMPORTS = {
     ("simhash_udf.job.cli", "simhash_udf.job.sizing"): "--plan only",
     ("simhash_udf.job.cli", "simhash_udf.spark.session"):
         "an option error or --plan answers without loading the Spark job",
+    ("simhash_udf.job.cli", "simhash_udf.spark.py4j_converters"):
+        "an option error or --plan answers without loading the Spark job",
     ("simhash_udf.job.cli", "simhash_udf.job.pipeline"):
         "an option error or --plan answers without loading the Spark job",
 }
