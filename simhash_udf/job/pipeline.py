@@ -27,6 +27,7 @@ from ..io.read import (
 from ..io.write import OutputDir
 from ..spark.joins import without_ids
 from ..spark.session import scoped_settings
+from ..spark.warm_workers import WorkerWarmUp, start_worker_warm_up
 from . import termination
 from .config import DedupConfig
 from .plot_process import plots_aside
@@ -34,7 +35,17 @@ from .report import dedup_report, empty_report, run_report
 from .report_html import PageData, collect_page_data, render_html
 from .report_plots import write_plots
 from .report_schema import InputFiles, Report, RunHistory
-from .stages import Clustered, Fingerprinted, HistoryView, Persist, Related, StageTimer, persisting, run_stages
+from .stages import (
+    Clustered,
+    Fingerprinted,
+    HistoryView,
+    Persist,
+    Related,
+    StageTimer,
+    pass_specs,
+    persisting,
+    run_stages,
+)
 
 log = logging.getLogger("simhash_dedup")
 
@@ -49,7 +60,10 @@ def run(cfg: DedupConfig, spark: SparkSession, new_process: bool = False) -> dic
     out, history = check_before_writing(spark, cfg)
     persist = persisting(persisted)
     out.acquire(cfg.lock_stale_minutes * 60)  # one run at a time onto DIR; dead runs' leftovers removed
-    with plots_aside(new_process) as drawer, cleaned_up(spark, out, history, persisted):
+    # a one-off run's first Python worker made ready while the driver reads the input (spark.warm_workers)
+    warm_up = start_worker_warm_up(spark, pass_specs(cfg, cfg.features)) if (
+        new_process and cfg.input_format != "fingerprints") else None
+    with plots_aside(new_process) as drawer, cleaned_up(spark, out, history, persisted, warm_up):
         out.check_writable(cfg.overwrite)  # again: a run that held the lock may have finished DIR meanwhile
         if history is not None:
             history.recover(cfg.lock_stale_minutes * 60, cfg.fingerprint_version())  # dead runs settled, dates checked
@@ -83,13 +97,23 @@ def run(cfg: DedupConfig, spark: SparkSession, new_process: bool = False) -> dic
         return report.to_dict()
 
 
+# How long a failed run waits for its worker warm-up to end before it cancels its Spark jobs
+WARM_UP_WAIT_SECONDS = 10.0
+
+
 @contextmanager
-def cleaned_up(spark: SparkSession, out: OutputDir, history: History | None, persisted: list[DataFrame]):
+def cleaned_up(spark: SparkSession, out: OutputDir, history: History | None, persisted: list[DataFrame],
+               warm_up: WorkerWarmUp | None = None):
     """Whatever happens in the run: on a failure its Spark jobs cancelled, the staging directories removed
-    and an input error turned into a clear message; always the cached data freed and the lock released."""
+    and an input error turned into a clear message; always the cached data freed and the lock released.
+    warm_up: the run's worker warm-up, let finish before the jobs are cancelled and before the run ends (a second
+    at most), so that a user's error (most are found while the input is read) or an empty input's run is not shown
+    beside a warning of its killed task."""
     try:
         yield
     except BaseException as exc:
+        if warm_up is not None:
+            warm_up.join(WARM_UP_WAIT_SECONDS)
         settle_spark_jobs(spark)
         out.abort()
         if history is not None:
@@ -99,6 +123,8 @@ def cleaned_up(spark: SparkSession, out: OutputDir, history: History | None, per
             raise clear from None
         raise
     finally:
+        if warm_up is not None:  # a run that ends early (an empty input's) may end before it
+            warm_up.join(WARM_UP_WAIT_SECONDS)
         for df in persisted:
             df.unpersist()
         out.release()

@@ -19,7 +19,7 @@ returns a dataclass, and runs under the timer: it is materialised once (persist 
 be reported and nothing expensive, least of all the Python UDF, runs twice."""
 from .candidates import chance_warning
 from .context import HistoryView, Persist, SearchSpecs, StageContext, StageTimer, persisting, reliable_checkpoint
-from .fingerprint import REPLACEMENT_FLAG, Fingerprinted, fingerprint_stage, prepare_documents, simulation_mask
+from .fingerprint import REPLACEMENT_FLAG, Fingerprinted, fingerprint_stage, pass_specs, prepare_documents, simulation_mask
 from .related import Related, related_stage
 from .run import CLUSTERING_SETTINGS, LARGE_RUN_PAGES, Clustered, StageResults, near_duplicate_clusters, run_stages
 from .short_text import ShortText, short_text_stage
@@ -27,6 +27,6 @@ from .short_text import ShortText, short_text_stage
 __all__ = [
     "CLUSTERING_SETTINGS", "LARGE_RUN_PAGES", "REPLACEMENT_FLAG", "Clustered", "Fingerprinted", "HistoryView", "Persist",
     "Related", "SearchSpecs", "ShortText", "StageContext", "StageResults", "StageTimer", "chance_warning", "fingerprint_stage",
-    "near_duplicate_clusters", "persisting", "prepare_documents", "related_stage", "reliable_checkpoint", "run_stages",
-    "short_text_stage", "simulation_mask",
+    "near_duplicate_clusters", "pass_specs", "persisting", "prepare_documents", "related_stage", "reliable_checkpoint",
+    "run_stages", "short_text_stage", "simulation_mask",
 ]

@@ -91,20 +91,24 @@ def fingerprint_stage(raw: DataFrame, cfg: DedupConfig, persist: Persist, timer:
             prepared = prepare_documents(raw, cfg)
             if cfg.weighting == "tfidf-corpus":  # one extra pass over the texts for the idf table
                 spec = with_corpus_idf(prepared, "text", spec)
-            short = None if cfg.short_text_off_because() else cfg.short_text
-            # the sentence keys, and the pages' characters for containment's size bound (no keys: n = 0)
-            sentences = cfg.sentences or (SentenceKeySpec(0) if cfg.verify is not None and cfg.verify.containment
-                                          else None)
-            # with containment, also the pages' prose (letters, lead, tail): resolve tells a site frame by it
-            prose_min = PROSE_MIN_LETTERS if cfg.verify is not None and cfg.verify.containment else 0
-            docs = persist(with_fingerprints(prepared, "text", spec, short, cfg.signature, REPLACEMENT_FLAG, sentences,
-                                             prose_min))
+            docs = persist(with_fingerprints(prepared, "text", *pass_specs(cfg, spec)))
         if cfg.simulate_fingerprint_bits:  # a projection of the above
             docs = docs.withColumn("fingerprint", F.col("fingerprint").bitwiseAND(
                 F.lit(simulation_mask(cfg.simulate_fingerprint_bits))))
         stats = fingerprint_counts(docs, cfg)
         counts.update(rows=stats["input_rows"], fingerprinted=stats["fingerprinted"])
     return Fingerprinted(docs, stats, spec)
+
+
+def pass_specs(cfg: DedupConfig, spec: FeatureSpec) -> tuple:
+    """with_fingerprints' arguments after the text column: spec, the short-text, signature, flag, sentence-key and
+    prose specifications of the run."""
+    short = None if cfg.short_text_off_because() else cfg.short_text
+    # the sentence keys, and the pages' characters for containment's size bound (no keys: n = 0)
+    sentences = cfg.sentences or (SentenceKeySpec(0) if cfg.verify is not None and cfg.verify.containment else None)
+    # with containment, also the pages' prose (letters, lead, tail): resolve tells a site frame by it
+    prose_min = PROSE_MIN_LETTERS if cfg.verify is not None and cfg.verify.containment else 0
+    return spec, short, cfg.signature, REPLACEMENT_FLAG, sentences, prose_min
 
 
 def fingerprint_counts(docs: DataFrame, cfg: DedupConfig) -> dict[str, int]:

@@ -1,0 +1,92 @@
+"""A one-off local run's first Python worker started while the driver reads the input (start_worker_warm_up).
+
+A new run's first fingerprint task waits for Spark to start the workers' daemon, fork a worker, import numpy, pyarrow,
+this package and the segmenter, and build the pass's character tables in its first batch: about a second in which
+the task holds a core, on the critical path of a small run. Meanwhile the read stage keeps the driver busy planning
+its few small jobs and leaves a task slot idle. A Spark job of one task started beside it (in a thread) runs the
+fingerprint pass on a few sample pages in a worker that then returns, ready, to the pool the fingerprint stage
+takes its workers from: a mapInArrow like the stage's, since Spark keeps the workers of SQL's Python functions and
+those of RDDs in separate pools (their environments differ). One worker, so that the other task slots stay with
+the read stage's jobs."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark import InheritableThread
+from pyspark.sql import SparkSession
+
+from ..core.fingerprint import FeatureSpec
+from .fingerprint import fingerprint_record_batches
+
+log = logging.getLogger("simhash_dedup")
+
+# Pages that take every path of the pass: Han runs for the segmenter, ASCII words, full-width text, sentences for
+# the keys, a short page, and a null text
+SAMPLE_PAGES = ["重复的网页在这里。A copy of a page, 中文和English混排：ＡＢＣ１２３！第二句话也在这里，还有第三句。",
+                "短页", None]
+WARM_UP_GROUP = "simhash-dedup-worker-warm-up"
+WARM_UP_DESCRIPTION = "simhash-dedup: a Python worker started for the fingerprint stage"
+
+
+def warm_up_batches(batches: Iterator[pa.RecordBatch], specs: tuple) -> Iterator[pa.RecordBatch]:
+    """One batch holding this worker's process id, after the fingerprint pass (specs: with_fingerprints' arguments
+    after the text column) has run once on SAMPLE_PAGES here: its imports done, its tables built."""
+    for _ in batches:
+        pass
+    sample = pa.record_batch({"text": pa.array(SAMPLE_PAGES, pa.string()),
+                              "invalid_utf8": pa.array([False] * len(SAMPLE_PAGES))})
+    for _ in fingerprint_record_batches(iter([sample]), "text", *specs):
+        pass
+    yield pa.record_batch({"pid": pa.array([os.getpid()], pa.int64())})
+
+
+def warm_up_features(spec: FeatureSpec) -> FeatureSpec:
+    """The features a warm-up can take before the run's corpus idf table exists: "tfidf-corpus" as "tfidf" (the
+    same tokenizer and segmenter, so the same imports)."""
+    return dataclasses.replace(spec, weighting="tfidf", idf=None) if spec.weighting == "tfidf-corpus" else spec
+
+
+@dataclass
+class WorkerWarmUp:
+    """A started warm-up: its thread, and once its job has ended the process id of the worker it made ready (none
+    when it failed)."""
+
+    thread: InheritableThread
+    worker_pids: list[int] = field(default_factory=list)
+
+    def join(self, timeout: float | None = None) -> list[int]:
+        self.thread.join(timeout)
+        return self.worker_pids
+
+
+def start_worker_warm_up(spark: SparkSession, specs: tuple) -> WorkerWarmUp | None:
+    """Start the warm-up job (one task: warm_up_batches, in job group WARM_UP_GROUP) in a thread, for a local
+    session of two or more cores (None otherwise: on a cluster the task would warm one executor's worker of many,
+    and with one core it would take the read stage's only slot). specs: with_fingerprints' arguments after the text
+    column. A failure is only logged: the fingerprint stage starts its own workers and reports its own errors."""
+    sc = spark.sparkContext
+    if not sc.master.startswith("local") or sc.defaultParallelism < 2:
+        return None
+    specs = (warm_up_features(specs[0]), *specs[1:])
+
+    def warm_up() -> None:
+        sc.setJobGroup(WARM_UP_GROUP, WARM_UP_DESCRIPTION)
+        start = time.perf_counter()
+        try:
+            rows = spark.range(0, 1, 1, 1).mapInArrow(lambda batches: warm_up_batches(batches, specs),
+                                                      "pid long").collect()
+        except Exception as exc:  # e.g. the session stopped by a failed run before the task ran
+            log.debug("the Python workers' warm-up failed: %s", exc)
+            return
+        started.worker_pids.extend(row.pid for row in rows)
+        log.debug("Python worker %s ready in %.1f s", started.worker_pids, time.perf_counter() - start)
+
+    started = WorkerWarmUp(InheritableThread(target=warm_up, daemon=True))
+    started.thread.start()
+    return started
