@@ -97,7 +97,7 @@ def run(cfg: DedupConfig, spark: SparkSession, new_process: bool = False) -> dic
         return report.to_dict()
 
 
-# How long a failed run waits for its worker warm-up to end before it cancels its Spark jobs
+# How long a run that fails, or ends early, waits for its worker warm-up (about a second's job) to end
 WARM_UP_WAIT_SECONDS = 10.0
 
 
@@ -106,8 +106,8 @@ def cleaned_up(spark: SparkSession, out: OutputDir, history: History | None, per
                warm_up: WorkerWarmUp | None = None):
     """Whatever happens in the run: on a failure its Spark jobs cancelled, the staging directories removed
     and an input error turned into a clear message; always the cached data freed and the lock released.
-    warm_up: the run's worker warm-up, let finish before the jobs are cancelled and before the run ends (a second
-    at most), so that a user's error (most are found while the input is read) or an empty input's run is not shown
+    warm_up: the run's worker warm-up, let finish (up to WARM_UP_WAIT_SECONDS) before the jobs are cancelled and
+    before the run ends, so that a user's error (most are found while the input is read) or an empty input's run is not shown
     beside a warning of its killed task."""
     try:
         yield
