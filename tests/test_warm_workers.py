@@ -17,7 +17,7 @@ from simhash_udf.spark.warm_workers import (
     WARM_UP_GROUP,
     start_worker_warm_up,
     warm_up_batches,
-    warm_up_features,
+    warm_up_specs,
 )
 
 
@@ -66,8 +66,7 @@ def test_the_warm_up_readies_a_worker_of_the_fingerprint_stage_s_pool(spark, tmp
 def test_every_feature_choice_warms_without_an_error(tmp_path, options):
     """warm_up_batches with the specifications of the run's options: the pass runs on SAMPLE_PAGES (tfidf-corpus as
     tfidf, its idf table not made yet), and the task's one row is this process's id."""
-    specs = specs_of(tmp_path, *options)
-    specs = (warm_up_features(specs[0]), *specs[1:])
+    specs = warm_up_specs(specs_of(tmp_path, *options))
     if "tfidf-corpus" in options:
         assert specs[0].weighting == "tfidf" and specs[0].tokenizer == specs_of(tmp_path)[0].tokenizer
     out = list(warm_up_batches(iter([pa.record_batch({"id": pa.array([0], pa.int64())})]), specs))

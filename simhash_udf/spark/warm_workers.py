@@ -46,10 +46,14 @@ def warm_up_batches(batches: Iterator[pa.RecordBatch], specs: tuple) -> Iterator
     yield pa.record_batch({"pid": pa.array([os.getpid()], pa.int64())})
 
 
-def warm_up_features(spec: FeatureSpec) -> FeatureSpec:
-    """The features a warm-up can take before the run's corpus idf table exists: "tfidf-corpus" as "tfidf" (the
-    same tokenizer and segmenter, so the same imports)."""
-    return dataclasses.replace(spec, weighting="tfidf", idf=None) if spec.weighting == "tfidf-corpus" else spec
+def warm_up_specs(specs: tuple) -> tuple:
+    """with_fingerprints' arguments after the text column as a warm-up can take them before the run's corpus idf
+    table exists: features of weighting "tfidf-corpus" as "tfidf" (the same tokenizer and segmenter, so the same
+    imports), the others as they are."""
+    spec: FeatureSpec = specs[0]
+    if spec.weighting == "tfidf-corpus":
+        spec = dataclasses.replace(spec, weighting="tfidf", idf=None)
+    return (spec, *specs[1:])
 
 
 @dataclass
@@ -73,7 +77,7 @@ def start_worker_warm_up(spark: SparkSession, specs: tuple) -> WorkerWarmUp | No
     sc = spark.sparkContext
     if not sc.master.startswith("local") or sc.defaultParallelism < 2:
         return None
-    specs = (warm_up_features(specs[0]), *specs[1:])
+    specs = warm_up_specs(specs)
 
     def warm_up() -> None:
         sc.setJobGroup(WARM_UP_GROUP, WARM_UP_DESCRIPTION)
