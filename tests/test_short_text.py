@@ -74,16 +74,18 @@ BATCH_TEXT = st.text(alphabet=st.sampled_from(list("ab c1２。，！ .中文的
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.none(), BATCH_TEXT), st.one_of(st.none(), BATCH_TEXT)), max_size=8),
-       st.integers(1, 6))
-def test_pair_jaccards_equal_each_pairs_own_sets(pairs, n):
+       st.integers(1, 6), st.integers(1, 40))
+def test_pair_jaccards_equal_each_pairs_own_sets(pairs, n, group_chars):
     """The batch (shingle_sets over all the texts at once) gives each pair the Jaccard of its two shingle_set, the
-    definition the oracle uses too, bit for bit; and shingle_sets gives each text its shingle_set."""
+    definition the oracle uses too, bit for bit; and shingle_sets gives each text its shingle_set, in groups of
+    texts of any size (one text a group, a text longer than the group, all texts in one)."""
     a, b = [p[0] for p in pairs], [p[1] for p in pairs]
     want = [jaccard(shingle_set(x, n), shingle_set(y, n)) for x, y in pairs]
     assert pair_jaccards(a, b, n).tolist() == want
-    owner, hashes = shingle_sets(a + b, n)
-    for i, text in enumerate(a + b):
-        assert hashes[owner == i].tolist() == shingle_set(text, n).tolist()
+    for owner, hashes in (shingle_sets(a + b, n), shingle_sets(a + b, n, group_chars)):
+        assert owner.tolist() == sorted(owner.tolist())
+        for i, text in enumerate(a + b):
+            assert hashes[owner == i].tolist() == shingle_set(text, n).tolist()
 
 
 @settings(max_examples=300, deadline=None)
@@ -106,8 +108,8 @@ def test_rows_ordered_by_group_then_hash(rows):
 def test_shared_shingles_count_each_pairs_common_hashes(sets, data):
     """ShingleSets.shared and ShingleSets.jaccard (the text checks' and the verified centres' counts) against
     Python's set intersection and union, on distinct hashes per text as shingle_sets gives them: large random
-    hashes (the binary search), and small or nearby ones that share the key's top bits within a text (the sort of
-    both sides), a text paired with itself, an empty set."""
+    hashes (the binary search, all pairs at once and in groups of any size), and small or nearby ones that share the
+    key's top bits within a text (the sort of both sides), a text paired with itself, an empty set."""
     from simhash_udf.core.shingles import ShingleSets, shared_shingles_by_sort
 
     owner = np.array([i for i, s in enumerate(sets) for _ in s], dtype=np.int64)
@@ -119,6 +121,7 @@ def test_shared_shingles_count_each_pairs_common_hashes(sets, data):
     b = np.array([y for _, y in pairs], dtype=np.int64)
     want = [len(sets[x] & sets[y]) for x, y in pairs]
     assert ShingleSets(owner, hashes, len(sets)).shared(a, b).tolist() == want
+    assert ShingleSets(owner, hashes, len(sets)).shared(a, b, data.draw(st.integers(1, 20))).tolist() == want
     assert shared_shingles_by_sort(a, b, owner, hashes, counts).tolist() == want
     jaccards = [len(sets[x] & sets[y]) / len(sets[x] | sets[y]) if sets[x] and sets[y] else 0.0 for x, y in pairs]
     assert ShingleSets(owner, hashes, len(sets)).jaccard(a, b).tolist() == jaccards

@@ -39,12 +39,25 @@ def shingle_set(text: str | None, n: int = SHINGLE) -> np.ndarray:
 
 def _gram_hashes(whole: np.ndarray, chars_at: Callable[[int], np.ndarray], n: int) -> np.ndarray:
     """The hash of each n-gram: whole (uint64) 1 where the n-gram is a whole text shorter than n, 0 elsewhere;
-    chars_at(j) the code points at offset j of every n-gram (a view of one text's, or gathered from a batch's)."""
-    h = whole
+    chars_at(j) the code points at offset j of every n-gram (a view of one text's, or gathered from a batch's).
+    Made in place, with one scratch array: no temporary the size of the n-grams a step."""
+    h = whole.copy()
+    scratch = np.empty_like(h)
     with np.errstate(over="ignore"):
         for j in range(n):
-            h = _mix(h + chars_at(j) * _MULT[j % len(_MULT)])
+            np.multiply(chars_at(j), _MULT[j % len(_MULT)], out=scratch)
+            h += scratch
+            _mix_in_place(h, scratch)
     return h
+
+
+def _mix_in_place(x: np.ndarray, scratch: np.ndarray) -> None:
+    """x = _mix(x), in place (scratch: an array of x's shape and type, overwritten)."""
+    np.right_shift(x, np.uint64(31), out=scratch)
+    x ^= scratch
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    np.right_shift(x, np.uint64(29), out=scratch)
+    x ^= scratch
 
 
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -54,21 +67,49 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
-def shingle_sets(texts: list[str | None], n: int = SHINGLE) -> tuple[np.ndarray, np.ndarray]:
-    """(owner, hashes): shingle_set(t, n) of every text, computed as one batch and concatenated in text order,
-    `owner` the text's index of each hash. The same hashes as text by text: one normalisation of the joined texts
-    and one pass of numpy over all their n-grams (text by text, a short text's ~40 numpy calls cost more than its
-    n-grams)."""
+# shingle_sets shingles its texts in groups of about this many characters: each group's arrays stay in the CPU's
+# caches and its memory is reused, where one pass over all texts at once (the text checks' tens of MB) made every
+# numpy step a new array of hundreds of MB.
+GROUP_CHARS = 1 << 18
+
+
+def shingle_sets(texts: list[str | None], n: int = SHINGLE, group_chars: int = GROUP_CHARS) -> tuple[np.ndarray, np.ndarray]:
+    """(owner, hashes): shingle_set(t, n) of every text, computed in batches and concatenated in text order,
+    `owner` the text's index of each hash. The same hashes as text by text: one normalisation of a group's joined
+    texts (about group_chars characters, consecutive texts; a longer text alone) and one pass of numpy over all
+    their n-grams (text by text, a short text's ~40 numpy calls cost more than its n-grams)."""
+    ends = _group_ends(np.fromiter((len(t or "") for t in texts), dtype=np.int64, count=len(texts)), group_chars)
+    owners, hashes = [np.zeros(0, np.int64)], [np.zeros(0, np.uint64)]
+    for start, end in zip(np.r_[0, ends[:-1]].tolist(), ends.tolist()):
+        if end > start:
+            owner, h = _group_shingle_sets(texts[start:end], n)
+            owners.append(owner + start)
+            hashes.append(h)
+    return np.concatenate(owners), np.concatenate(hashes)
+
+
+def _group_ends(sizes: np.ndarray, group: int) -> np.ndarray:
+    """Where consecutive groups of items end (exclusive, ascending, the last len(sizes)), each group's sizes summing
+    to about `group` (an item larger than that alone); a repeated end is an empty group."""
+    cut = np.arange(1, int(sizes.sum()) // group + 1) * group
+    return np.r_[np.searchsorted(np.cumsum(sizes), cut, side="right"), len(sizes)]
+
+
+def _group_shingle_sets(texts: list[str | None], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """shingle_sets of one group of texts. The n-grams are hashed at every position of the texts laid out one after
+    another (each padded to n), each step a view of the code points, and the n-grams that start in their text kept."""
     chars, lengths = normalized_codes([t or "" for t in texts])
     padded = np.where(lengths == 0, 0, np.maximum(lengths, n))  # a text shorter than n is one shingle
     starts = np.cumsum(padded) - padded
-    codes = np.zeros(int(padded.sum()), np.uint64)
+    size = int(padded.sum())
+    codes = np.zeros(size + n, np.uint64)
     first_char = np.cumsum(lengths) - lengths
     codes[np.repeat(starts - first_char, lengths) + np.arange(len(chars))] = chars
+    whole = np.repeat((lengths < n).astype(np.uint64), padded)
+    h = _gram_hashes(whole, lambda j: codes[j:j + size], n)
     grams = np.where(padded > 0, padded - n + 1, 0)
     owner = np.repeat(np.arange(len(texts)), grams)
-    at = np.repeat(starts - (np.cumsum(grams) - grams), grams) + np.arange(int(grams.sum()))
-    h = _gram_hashes((lengths < n)[owner].astype(np.uint64), lambda j: codes[at + j], n)
+    h = h[np.repeat(starts - (np.cumsum(grams) - grams), grams) + np.arange(int(grams.sum()))]
     order = _order_by(owner, h)
     owner, h = owner[order], h[order]
     first = np.ones(len(h), dtype=bool)
@@ -124,8 +165,9 @@ class ShingleSets:
             key = (owner.astype(np.uint64) << np.uint64(64 - self.bits)) | (hashes >> np.uint64(self.bits))
             self.key = None if (key[1:] == key[:-1]).any() else key
 
-    def shared(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """The hashes texts a[i] and b[i] share, for each i."""
+    def shared(self, a: np.ndarray, b: np.ndarray, group: int = GROUP_CHARS) -> np.ndarray:
+        """The hashes texts a[i] and b[i] share, for each i (the pairs taken in groups of about `group` hashes looked
+        up, as shingle_sets groups its texts)."""
         counts = self.counts
         if len(self.hashes) == 0 or len(a) == 0:
             return np.zeros(len(a), dtype=np.int64)
@@ -133,14 +175,21 @@ class ShingleSets:
             return shared_shingles_by_sort(a, b, self.owner, self.hashes, counts)
         smaller = counts[a] <= counts[b]
         query, target = np.where(smaller, a, b), np.where(smaller, b, a)
-        sizes = counts[query]
-        pair = np.repeat(np.arange(len(a)), sizes)
+        ends = _group_ends(counts[query], group)
+        return np.concatenate([np.zeros(0, np.int64)] + [
+            self._shared_of(query[lo:hi], target[lo:hi]) for lo, hi in zip(np.r_[0, ends[:-1]].tolist(), ends.tolist())
+            if hi > lo])
+
+    def _shared_of(self, query: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """shared of the pairs (query[i], target[i]): query's hashes binary-searched among target's."""
+        sizes = self.counts[query]
+        pair = np.repeat(np.arange(len(query)), sizes)
         at = np.repeat(self.starts[query] - (np.cumsum(sizes) - sizes), sizes) + np.arange(len(pair))
         wanted = self.hashes[at]
         where = (target[pair].astype(np.uint64) << np.uint64(64 - self.bits)) | (wanted >> np.uint64(self.bits))
         pos = np.minimum(np.searchsorted(self.key, where), len(self.key) - 1)
         found = (self.hashes[pos] == wanted) & (self.owner[pos] == target[pair])
-        return np.bincount(pair[found], minlength=len(a))
+        return np.bincount(pair[found], minlength=len(query))
 
     def jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """[jaccard(set of a[i], set of b[i])], the same floats (0.0 when either set is empty)."""
