@@ -77,13 +77,23 @@ OTHER = " ".join(f"Unrelated {w} notes about compilers, their passes and a {w} r
 FRAMED = f"Example site\nHome | News | About\n{ARTICLE}\nAll rights reserved."
 SCHEMA = ("id long, fingerprint long, cluster_id long, is_duplicate boolean, signature binary, kept_fp long, "
           "similarity double, by_containment boolean, rank struct<i:long>, short_text string")
+# The same rows with a keep rank of two fields whose order is not the ids' (as --keep longest or earliest:COL give):
+# the larger id first.
+REVERSED_SCHEMA = SCHEMA.replace("rank struct<i:long>", "rank struct<l:long,i:long>")
+
+
+def with_rank_order(rows: list[tuple], order: str) -> tuple[list[tuple], str]:
+    """rows (SCHEMA's, rank (i,)) and their schema in keep order `order`: "id", or "reversed" (rank (-i, i))."""
+    if order == "id":
+        return rows, SCHEMA
+    return [r[:8] + ((-r[8][0], r[8][0]),) + r[9:] for r in rows], REVERSED_SCHEMA
 RNG = np.random.default_rng(3)
 S1, S2 = (RNG.integers(0, 256, 128, dtype=np.uint8) for _ in range(2))
 S1_NEAR = S1.copy()
 S1_NEAR[:10] ^= 1  # 118 of 128 bins agree with S1: similar at 0.8
 
 
-def resolved(spark, partitions: int):
+def resolved(spark, partitions: int, order: str = "id"):
     """A resolve result (resolve_verified's columns with containment): page 1 kept; 2 and 6 framed copies of it
     joined by containment; 3, 4, 7 and 8 other text joined by containment, of which 3, 4 and 8 are similar to
     each other by their signatures and 7 is not; 9 joined by containment to an earlier run's page (kept_fp null);
@@ -95,7 +105,7 @@ def resolved(spark, partitions: int):
             row(4, 1, True, True, 103, S1), row(6, 1, True, True, 106), row(7, 1, True, True, 107),
             row(8, 1, True, True, 108, S1_NEAR), row(9, 900, True, True, 109, kept_fp=None), row(10, 1, True, False, 110)]
     texts = {1: ARTICLE, 2: FRAMED, 3: OTHER, 4: OTHER, 6: FRAMED, 7: OTHER + " Seven.", 8: OTHER, 9: OTHER, 10: OTHER}
-    clusters = spark.createDataFrame(rows, SCHEMA).repartition(partitions)
+    clusters = spark.createDataFrame(*with_rank_order(rows, order)).repartition(partitions)
     return clusters, spark.createDataFrame(sorted(texts.items()), "id long, text string").repartition(partitions)
 
 
@@ -143,7 +153,7 @@ FRAMED2 = f"Another site\nMenu | Archive\n{ARTICLE2}\nContact us."
 FRAMED2_AGAIN = f"{FRAMED2}\nShared 3 times."
 
 
-def before_the_check(spark, partitions: int):
+def before_the_check(spark, partitions: int, order: str = "id"):
     """Resolve's rows with rank (the pages' ids as their keep order): cluster 1 (page 1 kept, 10 a duplicate)
     and cluster 40 (40, 41), both of the article; pages alone: 2 (the article framed), 7 (other text), 20 (a
     second article), 21 (that article framed), 22 (a copy of 21 with a line more), 30; page 9 a duplicate of an
@@ -159,7 +169,7 @@ def before_the_check(spark, partitions: int):
     texts = {1: ARTICLE, 10: ARTICLE, 40: ARTICLE + " Copy.", 41: ARTICLE, 2: FRAMED, 7: OTHER + " Seven.",
              20: ARTICLE2, 21: FRAMED2, 22: FRAMED2_AGAIN, 30: ARTICLE, 9: ARTICLE}
     pairs = [(102, 110), (141, 102), (107, 110), (120, 121), (121, 122), (109, 130)]
-    return (spark.createDataFrame(rows, SCHEMA).repartition(partitions),
+    return (spark.createDataFrame(*with_rank_order(rows, order)).repartition(partitions),
             spark.createDataFrame(pairs, "src long, dst long").repartition(partitions),
             spark.createDataFrame(sorted(texts.items()), "id long, text string").repartition(partitions))
 
@@ -209,11 +219,13 @@ def test_pages_alone_join_the_first_cluster_whose_kept_page_holds_them_on_the_te
 
 @pytest.mark.spark
 @pytest.mark.parametrize("case", ["check", "pages alone"])
-def test_both_steps_on_the_driver_equal_the_steps_in_spark(spark, case, monkeypatch):
+@pytest.mark.parametrize("order", ["id", "reversed"])
+def test_both_steps_on_the_driver_equal_the_steps_in_spark(spark, case, order, monkeypatch):
     """text_steps_on_driver (a small run: rows, pairs and texts collected, the rules in Python) gives the clusters
     and counts of checked_containment then joined_on_texts in Spark (every side taken as large), on the resolve
     results above: the pages whose texts do not hold leave and cluster again; the pages alone join the first
-    cluster whose kept page holds them."""
+    cluster whose kept page holds them; in keep order by id and in a keep order of two fields that is not the ids'
+    (the collected rows' ranks are dicts: their values, not their field names, order them)."""
     from simhash_udf.core.verified import lone_proposal_rows
     from simhash_udf.spark import joins
     from simhash_udf.spark.containment_check import (
@@ -227,14 +239,14 @@ def test_both_steps_on_the_driver_equal_the_steps_in_spark(spark, case, monkeypa
 
     spec = VerifySpec(0.8, min_containment=0.9)
     if case == "check":
-        (clusters, texts), pairs, n_pairs = resolved(spark, 3), None, 0
+        (clusters, texts), pairs, n_pairs = resolved(spark, 3, order), None, 0
     else:
-        clusters, pairs, texts = before_the_check(spark, 3)
+        clusters, pairs, texts = before_the_check(spark, 3, order)
         n_pairs = 6
     rows = rows_to_compare(clusters, pairs, n_pairs, lambda df: df)
     table = rows.toArrow()
     on_driver = text_steps_on_driver(clusters, table, pairs.toArrow() if pairs is not None else None, texts, spec)
-    if pairs is not None:  # the proposals' rule in Python, against the expected ones (the test above)
+    if pairs is not None and order == "id":  # the proposals' rule in Python, against the expected ones (the test above)
         got = [(p[0], p[1], p[4]) for p in lone_proposal_rows(table.to_pylist(), pairs.toPandas().itertuples(index=False))]
         assert got == [(2, 1, False), (2, 40, False), (7, 1, False), (21, 20, True), (22, 21, True)]
     monkeypatch.setattr(joins, "BROADCAST_MAX_ROWS", -1)

@@ -163,9 +163,16 @@ def first_holding_targets(ids: list, kept: list, alone: list[bool], kept_rank: l
     return sorted(i for _, i in best.values())
 
 
+def rank_fields(rank) -> tuple:
+    """A keep rank's field values in order: from a Row or tuple, or from the dict pyarrow's to_pylist makes of a
+    struct (whose iteration gives the field names, not their values)."""
+    return tuple(rank.values()) if isinstance(rank, dict) else tuple(rank)
+
+
 def rank_key(rank) -> tuple:
-    """A keep rank (a struct's fields) as a tuple Python orders as Spark orders the struct: nulls first."""
-    return tuple((v is not None, v if v is not None else 0) for v in rank)
+    """A keep rank (a struct's fields: rank_fields) as a tuple Python orders as Spark orders the struct: nulls
+    first."""
+    return tuple((v is not None, v if v is not None else 0) for v in rank_fields(rank))
 
 
 PROPOSAL_FIELDS = ("id", "kept", "kept_fp_b", "kept_rank", "alone", "sig_a", "sig_b")
@@ -197,10 +204,11 @@ def lone_proposal_rows(rows: list[dict], pairs) -> list[tuple]:
                 for target, target_fp in in_cluster.get(fp_b, ()):
                     k = kept.get(target)
                     if k is not None:
-                        out.add((a["id"], target, target_fp, tuple(k["rank"]), False, a["signature"], k["signature"]))
+                        out.add((a["id"], target, target_fp, rank_fields(k["rank"]), False, a["signature"],
+                                 k["signature"]))
                 for b in lone.get(fp_b, ()):
                     if (rank_key(b["rank"]), b["id"]) < (rank_key(a["rank"]), a["id"]):
-                        out.add((a["id"], b["id"], fp_b, tuple(b["rank"]), True, a["signature"], b["signature"]))
+                        out.add((a["id"], b["id"], fp_b, rank_fields(b["rank"]), True, a["signature"], b["signature"]))
     return sorted(out, key=lambda p: (p[0], p[1], p[4]))
 
 

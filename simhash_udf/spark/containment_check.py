@@ -21,6 +21,7 @@ from ..core.verified import (
     VerifySpec,
     first_holding_targets,
     lone_proposal_rows,
+    rank_fields,
     rank_key,
     texts_confirm,
     verified_centres,
@@ -243,7 +244,7 @@ def _moved_rows(rows, text: dict, spec: VerifySpec) -> list[tuple]:
     sigs_b = from_arrow(pa.array([r["sig_b"] for r in rows], pa.binary()), spec.signature)
     to_kept = similarity(sigs_a, sigs_b, spec.signature.bits)
     chosen = first_holding_targets([r["id"] for r in rows], [r["kept"] for r in rows], [r["alone"] for r in rows],
-                                   [tuple(r["kept_rank"]) for r in rows], holds)
+                                   [rank_fields(r["kept_rank"]) for r in rows], holds)
     return [(rows[i]["id"], rows[i]["kept"], rows[i]["kept_fp_b"], float(to_kept[i])) for i in chosen]
 
 
