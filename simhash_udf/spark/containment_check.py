@@ -217,9 +217,12 @@ def joined_on_texts(clusters: DataFrame, proposals: DataFrame, n_proposals: int,
         return clusters, JoinedOnTexts(0, 0)
     moved_schema = _moved_schema("_moved", proposals.schema["id"].dataType)
     if is_small(n_proposals):
-        rows = proposals.collect()
+        # through Arrow: Rows of long texts are pickled one by one
+        rows = proposals.toArrow().to_pylist()
         wanted = {r["id"] for r in rows} | {r["kept"] for r in rows}
-        rows = _moved_rows(rows, {r["id"]: r["text"] for r in texts.collect() if r["id"] in wanted}, spec)
+        found = texts.toArrow()
+        text = {i: t for i, t in zip(found.column("id").to_pylist(), found.column("text").to_pylist()) if i in wanted}
+        rows = _moved_rows(rows, text, spec)
         moved, n_moved = clusters.sparkSession.createDataFrame(rows, moved_schema), len(rows)
     else:
         moved = persist(_moved_in_spark(proposals, texts, spec, persist))
