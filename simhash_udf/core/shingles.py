@@ -39,8 +39,8 @@ def shingle_set(text: str | None, n: int = SHINGLE) -> np.ndarray:
 
 def _gram_hashes(whole: np.ndarray, chars_at: Callable[[int], np.ndarray], n: int) -> np.ndarray:
     """The hash of each n-gram: whole (uint64) 1 where the n-gram is a whole text shorter than n, 0 elsewhere;
-    chars_at(j) the code points at offset j of every n-gram (a view of one text's, or gathered from a batch's).
-    Made in place, with one scratch array: no temporary the size of the n-grams a step."""
+    chars_at(j) the code points at offset j of every n-gram (a view of the code points). Made in place, with one
+    scratch array: no new array the size of the n-grams a step."""
     h = whole.copy()
     scratch = np.empty_like(h)
     with np.errstate(over="ignore"):
@@ -74,7 +74,7 @@ GROUP_CHARS = 1 << 18
 
 
 def shingle_sets(texts: list[str | None], n: int = SHINGLE, group_chars: int = GROUP_CHARS) -> tuple[np.ndarray, np.ndarray]:
-    """(owner, hashes): shingle_set(t, n) of every text, computed in batches and concatenated in text order,
+    """(owner, hashes): shingle_set(t, n) of every text, computed in groups and concatenated in text order,
     `owner` the text's index of each hash. The same hashes as text by text: one normalisation of a group's joined
     texts (about group_chars characters, consecutive texts; a longer text alone) and one pass of numpy over all
     their n-grams (text by text, a short text's ~40 numpy calls cost more than its n-grams)."""
