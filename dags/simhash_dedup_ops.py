@@ -437,19 +437,21 @@ def stop_driver(submit: subprocess.Popen | None, application: str, grace_seconds
 
 def driver_processes(submit_pid: int, application: str) -> list:
     """The psutil processes under spark-submit (pid submit_pid) that run `application`: its Python driver in
-    client mode, none in cluster mode. psutil.NoSuchProcess when spark-submit has gone. A JVM is never one: the
-    spark-submit the job runs again for a large local input (session.relaunch_if_faster) names the
-    application too, and a SIGTERM to it would stop the JVM the driver needs for its cleanup."""
+    client mode (not the driver's own forks), none in cluster mode. psutil.NoSuchProcess when spark-submit has gone.
+    A JVM is never one: the spark-submit the job runs again for a large local input (session.relaunch_if_faster)
+    names the application too, and a SIGTERM to it would stop the JVM the driver needs for its cleanup."""
     import psutil
 
-    name, found = os.path.basename(application), []
+    name, found = os.path.basename(application), {}
     for child in psutil.Process(submit_pid).children(recursive=True):
         try:
             if child.name() != "java" and any(os.path.basename(arg) == name for arg in child.cmdline()[1:]):
-                found.append(child)
+                found[child.pid] = (child, child.ppid())
         except (psutil.NoSuchProcess, psutil.AccessDenied):  # a short-lived child that has gone
             continue
-    return found
+    # a child of a driver that shows the driver's command line is the driver forked (a subprocess between its fork
+    # and its exec), not a driver of its own
+    return [child for child, parent in found.values() if parent not in found]
 
 
 def _drain(fd: int) -> None:

@@ -314,3 +314,33 @@ def test_failure_callback_is_configurable(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv(ops.ON_FAILURE_ENV, "crawl_alerts:nothing")
     with pytest.raises(ValueError, match="SIMHASH_DEDUP_ON_FAILURE='crawl_alerts:nothing': cannot import it"):
         ops.failure_callback()
+
+
+def test_the_drivers_own_fork_is_not_a_second_driver(tmp_path):
+    """ops.driver_processes (the kill's driver search) under a real process tree: a stand-in for spark-submit whose
+    child runs the application, which forks (a subprocess between its fork and its exec shows the driver's command
+    line): one driver, the application's process, not its fork."""
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    app = tmp_path / "dedup_job.py"
+    app.write_text("import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\ntime.sleep(60)\n")
+    submit = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, {str(app)!r}])"])
+    try:
+        deadline = time.time() + 30
+        while True:
+            named = [p for p in psutil.Process(submit.pid).children(recursive=True) if str(app) in p.cmdline()]
+            if len(named) == 2 or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        assert len(named) == 2, named  # the premise: the driver and its fork, both naming the application
+        (driver,) = [p for p in named if p.ppid() == submit.pid]
+        assert [p.pid for p in ops.driver_processes(submit.pid, "jobs/dedup_job.py")] == [driver.pid]
+    finally:
+        for p in psutil.Process(submit.pid).children(recursive=True):
+            p.kill()
+        submit.kill()
+        submit.wait()
