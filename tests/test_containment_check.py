@@ -87,6 +87,8 @@ def with_rank_order(rows: list[tuple], order: str) -> tuple[list[tuple], str]:
     if order == "id":
         return rows, SCHEMA
     return [r[:8] + ((-r[8][0], r[8][0]),) + r[9:] for r in rows], REVERSED_SCHEMA
+
+
 RNG = np.random.default_rng(3)
 S1, S2 = (RNG.integers(0, 256, 128, dtype=np.uint8) for _ in range(2))
 S1_NEAR = S1.copy()

@@ -20,9 +20,11 @@ _MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
-    x = x ^ (x >> np.uint64(31))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    return x ^ (x >> np.uint64(29))
+    """The mixer of the n-gram hashes (_mix_in_place) on a copy of x."""
+    out = np.array(x, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        _mix_in_place(out, np.empty_like(out))
+    return out
 
 
 def shingle_set(text: str | None, n: int = SHINGLE) -> np.ndarray:
@@ -78,21 +80,21 @@ def shingle_sets(texts: list[str | None], n: int = SHINGLE, group_chars: int = G
     `owner` the text's index of each hash. The same hashes as text by text: one normalisation of a group's joined
     texts (about group_chars characters, consecutive texts; a longer text alone) and one pass of numpy over all
     their n-grams (text by text, a short text's ~40 numpy calls cost more than its n-grams)."""
-    ends = _group_ends(np.fromiter((len(t or "") for t in texts), dtype=np.int64, count=len(texts)), group_chars)
+    sizes = np.fromiter((len(t or "") for t in texts), dtype=np.int64, count=len(texts))
     owners, hashes = [np.zeros(0, np.int64)], [np.zeros(0, np.uint64)]
-    for start, end in zip(np.r_[0, ends[:-1]].tolist(), ends.tolist()):
-        if end > start:
-            owner, h = _group_shingle_sets(texts[start:end], n)
-            owners.append(owner + start)
-            hashes.append(h)
+    for start, end in _groups(sizes, group_chars):
+        owner, h = _group_shingle_sets(texts[start:end], n)
+        owners.append(owner + start)
+        hashes.append(h)
     return np.concatenate(owners), np.concatenate(hashes)
 
 
-def _group_ends(sizes: np.ndarray, group: int) -> np.ndarray:
-    """Where consecutive groups of items end (exclusive, ascending, the last len(sizes)), each group's sizes summing
-    to about `group` (an item larger than that alone); a repeated end is an empty group."""
+def _groups(sizes: np.ndarray, group: int) -> list[tuple[int, int]]:
+    """(start, end) of consecutive non-empty groups of the items, in order, each group's sizes summing to about
+    `group` (an item larger than that alone)."""
     cut = np.arange(1, int(sizes.sum()) // group + 1) * group
-    return np.r_[np.searchsorted(np.cumsum(sizes), cut, side="right"), len(sizes)]
+    ends = np.unique(np.r_[np.searchsorted(np.cumsum(sizes), cut, side="right"), len(sizes)])
+    return [(start, end) for start, end in zip(np.r_[0, ends[:-1]].tolist(), ends.tolist()) if end > start]
 
 
 def _group_shingle_sets(texts: list[str | None], n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -175,10 +177,8 @@ class ShingleSets:
             return shared_shingles_by_sort(a, b, self.owner, self.hashes, counts)
         smaller = counts[a] <= counts[b]
         query, target = np.where(smaller, a, b), np.where(smaller, b, a)
-        ends = _group_ends(counts[query], group)
         return np.concatenate([np.zeros(0, np.int64)] + [
-            self._shared_of(query[lo:hi], target[lo:hi]) for lo, hi in zip(np.r_[0, ends[:-1]].tolist(), ends.tolist())
-            if hi > lo])
+            self._shared_of(query[lo:hi], target[lo:hi]) for lo, hi in _groups(counts[query], group)])
 
     def _shared_of(self, query: np.ndarray, target: np.ndarray) -> np.ndarray:
         """shared of the pairs (query[i], target[i]): query's hashes binary-searched among target's."""
