@@ -167,6 +167,31 @@ def test_verified_mode_equals_brute_force_definition(cluster, seed, k, partition
     assert stats.candidates.pairs_verified + stats.candidates.pairs_rejected == stats.candidates.pairs_accepted
 
 
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 6), partitions=st.sampled_from([1, 4]),
+       large=st.sampled_from([False, True]))
+def test_verified_mode_without_verification_joins_each_component(cluster, seed, k, partitions, large):
+    """--min-similarity 0 (verify None; spark.verified.first_centres): every page of a component joins its
+    best page, as brute force's transitive clusters; with a history, the component's earliest cluster, as
+    transitive mode with the same history."""
+    rng = np.random.default_rng(seed)
+    fps = planted_fingerprints(rng, 30, k, max_extra=k)
+    fps += fps[: len(fps) // 4]
+    sigs = planted_signatures(rng, fps)
+    ids = [int(i) for i in rng.permutation(len(fps)) + 1]
+    n_pages = 10**9 if large else -1
+    got, _ = cluster(ids, fps, sigs, k, partitions=partitions, verify=None, n_pages=n_pages)
+    assert got == brute_force_clusters(ids, fps, k)
+    # earlier clusters: two of them near some of today's fingerprints, on different dates (the earliest is kept)
+    history = [(fps[i] ^ 1, 900 + j, f"2026-11-{10 + j % 3:02d}", sigs[i], sigs[i])
+               for j, i in enumerate(rng.choice(len(fps), size=6, replace=False))]
+    history += [(fps[int(rng.integers(len(fps)))] ^ 2, 990, "2026-11-01", sigs[0], sigs[0])]
+    with_history, _ = cluster(ids, fps, sigs, k, partitions=partitions, verify=None, history=history, n_pages=n_pages)
+    transitive, _ = cluster(ids, fps, sigs, k, partitions=partitions, mode="transitive", verify=None, history=history)
+    assert with_history == transitive
+    assert sum(date != "2026-11-23" for _, date in with_history.values()) >= 1
+
+
 def test_graph_nodes_broadcast_when_few_same_clusters_either_way(cluster, monkeypatch):
     """verified_clusters broadcasts the graph's nodes, and the units of multi-unit components, when they are
     known to be few (Spark's own broadcast is off in this fixture), so the units are not sorted to meet them;

@@ -6,7 +6,8 @@ pair in their group (within k, first shared table) and sends on only those, with
 fingerprint's signature by a join, are grouped again, and the second walk verifies every accepted pair and
 emits a spanning forest of the verified ones. Resolve: per component, units in keep order, greedy centres
 (verified.verified_centres); the components without earlier clusters or short texts of one Arrow batch in one
-vectorised pass (verified.greedy_centres), the others one Python call each."""
+vectorised pass (verified.greedy_centres), the others one Python call each; without verification, the first
+unit or earlier cluster of each component, in SQL (first_centres)."""
 from __future__ import annotations
 
 from functools import reduce
@@ -176,6 +177,26 @@ def _centres_of(table: pa.Table, spec: VerifySpec | None) -> Iterator[pa.RecordB
     yield from out.combine_chunks().to_batches()
 
 
+def first_centres(multi: DataFrame, first_fixed: DataFrame | None, fixed_rows: int) -> DataFrame:
+    """verified_clusters without verification (spec None: everyone joins the component's first centre,
+    verified_centres), in SQL: multi's units (verified_clusters' windows gave each its component's first unit,
+    first_unit and first_fingerprint) join the first earlier cluster of their component (first_fixed: (comp,
+    h_cluster, h_kept_date), pos 1; fixed_rows a bound on its rows, -1: not known) or, with none, the first unit.
+    No signature, no Python worker and no second sort of the components: the windows already sorted them."""
+    h_type = dict(first_fixed.dtypes)["h_cluster"] if first_fixed is not None else dict(multi.dtypes)["unit_id"]
+    if first_fixed is not None:
+        multi = multi.join(broadcast_if_small(first_fixed.select(
+            "comp", "h_cluster", "h_kept_date", F.lit(True).alias("to_fixed")), fixed_rows), "comp", "left")
+    else:
+        multi = multi.select("*", F.lit(None).cast(h_type).alias("h_cluster"),
+                             F.lit(None).cast("string").alias("h_kept_date"), F.lit(None).cast("boolean").alias("to_fixed"))
+    to_fixed = F.col("to_fixed").isNotNull()
+    return multi.select("fingerprint", "unit_id", F.when(~to_fixed, F.col("first_unit")).alias("kept_id"),
+                        F.col("h_cluster").cast(h_type).alias("h_cluster"), "h_kept_date",
+                        F.when(~to_fixed, F.col("first_fingerprint")).alias("kept_fingerprint"),
+                        F.lit(None).cast("double").alias("similarity"), F.lit(False).alias("by_containment"))
+
+
 def with_units(docs: DataFrame, keep: Callable[[DataFrame], DataFrame],
                checkpoint: Callable[[DataFrame], DataFrame], split: bool = True) -> tuple[DataFrame, int | None]:
     """docs plus `unit`: the best (rank, id) of the pages with the same fingerprint, signature and short text,
@@ -310,15 +331,26 @@ def verified_clusters(units: DataFrame, roots: DataFrame, spec: VerifySpec | Non
     # units of the component (whole components were kept above), and their place in keep order; only units
     # with another unit or an earlier cluster in their component get a row (single units keep their own best
     # page: resolve_verified)
-    cand = cand.select("*", F.count(F.lit(1)).over(by_comp).alias("n"),
-                       F.row_number().over(by_comp.orderBy("best")).alias("unit_pos"))
+    in_order = by_comp.orderBy("best")
+    cand = cand.select("*", F.count(F.lit(1)).over(by_comp).alias("n"), F.row_number().over(in_order).alias("unit_pos"),
+                       *((F.first("unit_id").over(in_order).alias("first_unit"),
+                          F.first("fingerprint").over(in_order).alias("first_fingerprint")) if spec is None else ()))
     multi = cand.where(F.col("n") + F.col("n_fixed") > 1).withColumn("pos", F.col("n_fixed") + F.col("unit_pos"))
+    earlier = f if fixed is not None else None
+    if spec is None:
+        return first_centres(multi, None if earlier is None else earlier.where(F.col("pos") == 1), fixed_rows)
+    return greedy_component_centres(multi, earlier, spec)
+
+
+def greedy_component_centres(multi: DataFrame, f: DataFrame | None, spec: VerifySpec) -> DataFrame:
+    """verified_clusters with verification: multi's units and the earlier clusters f (comp, pos, h_cluster,
+    h_kept_date, signature; None: no history), sorted by (comp, pos), to component_centres."""
     id_type = dict(multi.dtypes)["unit_id"]
-    h_type = dict(f.dtypes)["h_cluster"] if fixed is not None else id_type
+    h_type = dict(f.dtypes)["h_cluster"] if f is not None else id_type
     rows = multi.select("comp", "pos", "signature", "short_text", F.lit(False).alias("fixed"), "fingerprint", "unit_id",
                         F.lit(None).cast(h_type).alias("h_cluster"), F.lit(None).cast("string").alias("h_kept_date"),
                         *(F.col(c).cast("int").alias(c) for c in SIZE_COLUMNS))
-    if fixed is not None:
+    if f is not None:
         rows = rows.unionByName(f.select("comp", "pos", "signature", F.lit(None).cast("string").alias("short_text"),
                                          F.lit(True).alias("fixed"), F.lit(None).cast("long").alias("fingerprint"),
                                          F.lit(None).cast(id_type).alias("unit_id"), "h_cluster", "h_kept_date",
