@@ -34,7 +34,8 @@ def parent_pid(pid: int) -> int:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the processes' parents from /proc")
 def test_the_warm_up_readies_a_worker_of_the_fingerprint_stage_s_pool(spark, tmp_path):
-    """One task in WARM_UP_GROUP that succeeds; its worker stays alive, and its daemon is the one whose workers run
+    """Two jobs in WARM_UP_GROUP that succeed (one task, then one per core at once) and leave a worker per core;
+    these stay alive, and their daemon is the one whose workers run
     SQL's mapInArrow (the fingerprint pass's kind): Spark keeps RDD workers in a pool of their own, whose daemon
     differs, and a worker warmed there would never serve the fingerprint stage."""
     def daemons_of_workers(batches):  # mapInArrow: the parent (the workers' daemon) of the task's worker
@@ -50,12 +51,15 @@ def test_the_warm_up_readies_a_worker_of_the_fingerprint_stage_s_pool(spark, tmp
     warm_up = start_worker_warm_up(spark, specs)
     assert warm_up is not None  # the suite's session is local[2]
     pids = warm_up.join(300)
-    assert not warm_up.thread.is_alive() and len(pids) == 1, pids
+    cores = spark.sparkContext.defaultParallelism
+    # one worker per task slot, each a process of its own (the barrier job's tasks ran at once)
+    assert not warm_up.thread.is_alive() and len(pids) == cores, (pids, cores)
     jobs = set(tracker.getJobIdsForGroup(WARM_UP_GROUP)) - before
-    assert len(jobs) == 1 and tracker.getJobInfo(jobs.pop()).status == "SUCCEEDED"
+    assert len(jobs) == 2 and all(tracker.getJobInfo(j).status == "SUCCEEDED" for j in jobs)
     sql_daemons = {row.daemon for row in spark.range(0, 2, 1, 2).mapInArrow(daemons_of_workers, "daemon long").collect()}
-    assert os.path.isdir(f"/proc/{pids[0]}"), "the warmed worker did not stay"
-    assert parent_pid(pids[0]) in sql_daemons, (pids, sql_daemons)
+    for pid in pids:
+        assert os.path.isdir(f"/proc/{pid}"), "a warmed worker did not stay"
+        assert parent_pid(pid) in sql_daemons, (pids, sql_daemons)
 
 
 @pytest.mark.parametrize("options", [

@@ -1,4 +1,4 @@
-"""A one-off local run's first Python worker started while the driver reads the input (start_worker_warm_up).
+"""A one-off local run's Python workers started while the driver reads the input (start_worker_warm_up).
 
 A new run's first fingerprint task waits for Spark to start the workers' daemon, fork a worker, import numpy, pyarrow,
 this package and the segmenter, and build the pass's character tables in its first batch: about a second in which
@@ -6,8 +6,10 @@ the task holds a core, on the critical path of a small run. Meanwhile the read s
 its few small jobs and leaves a task slot idle. A Spark job of one task started beside it (in a thread) runs the
 fingerprint pass on a few sample pages in a worker that then returns, ready, to the pool the fingerprint stage
 takes its workers from: a mapInArrow like the stage's, since Spark keeps the workers of SQL's Python functions and
-those of RDDs in separate pools (their environments differ). One worker, so that the other task slots stay with
-the read stage's jobs."""
+those of RDDs in separate pools (their environments differ). One worker first, so that the other task slots stay
+with the read stage's jobs; then one per task slot, in a barrier job whose tasks run at once (each on a worker of its
+own): an input of one Parquet row group is split by one task, which leaves the other cores idle while the new
+workers start, and the fingerprint stage's first tasks then all find a worker ready."""
 from __future__ import annotations
 
 import dataclasses
@@ -69,8 +71,15 @@ class WorkerWarmUp:
         return self.worker_pids
 
 
+def warm_up_job(spark: SparkSession, tasks: int, specs: tuple, barrier: bool = False) -> list:
+    """A Spark job of `tasks` warm_up_batches tasks (barrier: all at once, in a barrier stage); their rows."""
+    return spark.range(0, tasks, 1, tasks).mapInArrow(lambda batches: warm_up_batches(batches, specs), "pid long",
+                                                      barrier=barrier).collect()
+
+
 def start_worker_warm_up(spark: SparkSession, specs: tuple) -> WorkerWarmUp | None:
-    """Start the warm-up job (one task: warm_up_batches, in job group WARM_UP_GROUP) in a thread, for a local
+    """Start the warm-up jobs (warm_up_batches in one task, then in one per core at once; job group WARM_UP_GROUP)
+    in a thread, for a local
     session of two or more cores (None otherwise: on a cluster the task would warm one executor's worker of many,
     and with one core it would take the read stage's only slot). specs: with_fingerprints' arguments after the text
     column. A failure is only logged: the fingerprint stage starts its own workers and reports its own errors."""
@@ -83,12 +92,15 @@ def start_worker_warm_up(spark: SparkSession, specs: tuple) -> WorkerWarmUp | No
         sc.setJobGroup(WARM_UP_GROUP, WARM_UP_DESCRIPTION)
         start = time.perf_counter()
         try:
-            rows = spark.range(0, 1, 1, 1).mapInArrow(lambda batches: warm_up_batches(batches, specs),
-                                                      "pid long").collect()
+            rows = warm_up_job(spark, 1, specs)
+            # then every slot's worker, in one barrier job: its tasks run at once, so each takes a worker of its
+            # own (the first one ready, the others new); it waits for slots the read stage leaves free, and its
+            # new workers start while the fingerprint stage's first task (the input's split) holds one core
+            rows += warm_up_job(spark, sc.defaultParallelism, specs, barrier=True)
         except Exception as exc:  # e.g. the session stopped by a failed run before the task ran
             log.debug("the Python workers' warm-up failed: %s", exc)
             return
-        started.worker_pids.extend(row.pid for row in rows)
+        started.worker_pids.extend(sorted({row.pid for row in rows}))
         log.debug("Python worker %s ready in %.1f s", started.worker_pids, time.perf_counter() - start)
 
     started = WorkerWarmUp(InheritableThread(target=warm_up, daemon=True))
