@@ -30,7 +30,9 @@ from simhash_udf.job.stages import (
     StageTimer,
     near_duplicate_clusters,
 )
+from simhash_udf.job.stages.exact_collapse import exact_collapse_stage
 from simhash_udf.spark.session import scoped_settings
+from simhash_udf.spark.verified import PROSE_COLUMNS
 
 SPEC = VerifySpec(0.7, min_containment=0.0)  # the brute-force references verify by similarity alone
 # a scan of the cached pages that reads the units' signatures along with their fingerprint's unit count
@@ -190,6 +192,35 @@ def test_verified_mode_without_verification_joins_each_component(cluster, seed, 
     transitive, _ = cluster(ids, fps, sigs, k, partitions=partitions, mode="transitive", verify=None, history=history)
     assert with_history == transitive
     assert sum(date != "2026-11-23" for _, date in with_history.values()) >= 1
+
+
+@pytest.mark.parametrize("verify", [None, SPEC])
+@pytest.mark.parametrize("large", [False, True])
+def test_the_fingerprints_keep_their_signatures_only_when_pairs_are_verified(spark, tmp_path, verify, large):
+    """The exact collapse's fingerprints (one row each, cached for the search): with verification each carries its
+    best page's signature; without, nothing compares signatures, and the cache holds none."""
+    spark.sparkContext.setCheckpointDir(str(tmp_path))
+    rng = np.random.default_rng(11)
+    fps = planted_fingerprints(rng, 20, 3)
+    fps += fps[:6]
+    sigs = planted_signatures(rng, fps)
+    docs = spark.createDataFrame([(i + 1, f, s) for i, (f, s) in enumerate(zip(fps, sigs))],
+                                 "id long, fingerprint long, signature binary").select(
+        "*", F.struct(F.col("id").alias("i")).alias("rank"), F.lit(None).cast("string").alias("short_text"),
+        F.lit(1).alias("n_features"), F.lit(None).cast("array<bigint>").alias("sentence_keys"),
+        *(F.lit(None).cast("int").alias(c) for c in ("text_chars", *PROSE_COLUMNS)))
+    persisted = []
+    ctx = StageContext(SearchSpecs(3, verify=verify), StageTimer(), lambda d: persisted.append(d.cache()) or d.cache(),
+                       large=large)
+    collapsed = exact_collapse_stage(docs, ctx)
+    rows = {r.fingerprint: r.signature for r in collapsed.fingerprints.collect()}
+    assert set(rows) == set(fps) and collapsed.n_distinct == len(set(fps))
+    if verify is None:
+        assert all(s is None for s in rows.values())
+    else:  # the signature of the fingerprint's best page (the smallest id)
+        assert rows == {f: sigs[fps.index(f)] for f in set(fps)}
+    for d in persisted:
+        d.unpersist()
 
 
 def test_graph_nodes_broadcast_when_few_same_clusters_either_way(cluster, monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from ...spark.history_search import history_rows
 from ...spark.verified import PROSE_COLUMNS, fingerprint_signatures, units_of, with_units
@@ -16,7 +17,8 @@ class Collapsed:
     pages: DataFrame  # id, fingerprint, rank, signature, short_text, n_features, sentence_keys, text_chars,
     # prose_letters, prose_lead, prose_tail, unit
     units: DataFrame  # one row per unit (spark.verified.units_of)
-    fingerprints: DataFrame  # (fingerprint, signature): one row per fingerprint, its best unit's signature; cached
+    fingerprints: DataFrame  # (fingerprint, signature): one row per fingerprint, its best unit's signature (null
+    # when nothing compares signatures); cached
     n_distinct: int  # distinct fingerprints of this run
     n_history: int  # the history's rows with a fingerprint (0 without one): a bound on its distinct fingerprints
 
@@ -42,7 +44,12 @@ def exact_collapse_stage(docs: DataFrame, ctx: StageContext) -> Collapsed:
         units = units_of(pages)
         # a narrow cache of its own: the band rows read from the wide cache of the pages took ~4x longer (2M
         # fingerprints: the map side of the band search 43 s -> 9 s, same session)
-        fingerprints = ctx.persist(fingerprint_signatures(pages))
+        fingerprints = fingerprint_signatures(pages)
+        if ctx.specs.verify is None:
+            # nothing compares signatures (no verification, so no band search either): the cache holds the
+            # fingerprints alone, and a large run's pages are read again without theirs
+            fingerprints = fingerprints.select("fingerprint", F.lit(None).cast("binary").alias("signature"))
+        fingerprints = ctx.persist(fingerprints)
         n_distinct = counts["distinct_fingerprints"] = fingerprints.count()
         # the history's rows with a fingerprint (a bound on its distinct fingerprints, for the planner): a
         # count reads one column, a distinct count would shuffle the whole history (~11 s of 30 million rows)
