@@ -15,6 +15,7 @@ from simhash_udf.spark.fingerprint import with_fingerprints
 from simhash_udf.spark.warm_workers import (
     SAMPLE_PAGES,
     WARM_UP_GROUP,
+    local_task_slots,
     start_worker_warm_up,
     warm_up_batches,
     warm_up_specs,
@@ -75,3 +76,13 @@ def test_every_feature_choice_warms_without_an_error(tmp_path, options):
         assert specs[0].weighting == "tfidf" and specs[0].tokenizer == specs_of(tmp_path)[0].tokenizer
     out = list(warm_up_batches(iter([pa.record_batch({"id": pa.array([0], pa.int64())})]), specs))
     assert len(out) == 1 and out[0].to_pylist() == [{"pid": os.getpid()}]
+
+
+def test_the_barrier_job_takes_the_local_masters_task_slots():
+    """The warm-up's barrier job has one task per slot of the local master, never more (Spark would refuse it and
+    retry its submission for minutes), and there is none on another master."""
+    assert local_task_slots("local", 8) == 1 and local_task_slots("local[2]", 8) == 2
+    assert local_task_slots("local[*]", 6) == 6 and local_task_slots("local[4, 3]", 8) == 4
+    assert local_task_slots("local[*,2]", 3) == 3 and local_task_slots("local[4]", 8, task_cpus=2) == 2
+    for master in ("local-cluster[2,1,1024]", "spark://127.0.0.1:7077", "yarn"):
+        assert local_task_slots(master, 8) == 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -71,6 +72,18 @@ class WorkerWarmUp:
         return self.worker_pids
 
 
+def local_task_slots(master: str, available_cores: int, task_cpus: int = 1) -> int:
+    """The task slots of a local master (local, local[N], local[*], local[N, F]: N threads, or available_cores,
+    the JVM's count, for *), each task taking task_cpus; 0 for any other master. A barrier job of more tasks than
+    there are slots is refused, and Spark retries its submission for minutes: its tasks are these slots, not the
+    session's default parallelism, which a setting may raise above them."""
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if m is None:
+        return 0
+    cores = 1 if m.group(1) is None else available_cores if m.group(1) == "*" else int(m.group(1))
+    return cores // max(1, task_cpus)
+
+
 def warm_up_job(spark: SparkSession, tasks: int, specs: tuple, barrier: bool = False) -> list:
     """A Spark job of `tasks` warm_up_batches tasks (barrier: all at once, in a barrier stage); their rows."""
     return spark.range(0, tasks, 1, tasks).mapInArrow(lambda batches: warm_up_batches(batches, specs), "pid long",
@@ -78,15 +91,17 @@ def warm_up_job(spark: SparkSession, tasks: int, specs: tuple, barrier: bool = F
 
 
 def start_worker_warm_up(spark: SparkSession, specs: tuple) -> WorkerWarmUp | None:
-    """Start the warm-up jobs (warm_up_batches in one task, then in one per core at once; job group WARM_UP_GROUP)
-    in a thread, for a local
-    session of two or more cores (None otherwise: on a cluster the task would warm one executor's worker of many,
-    and with one core it would take the read stage's only slot). specs: with_fingerprints' arguments after the text
-    column. A failure is only logged: the fingerprint stage starts its own workers and reports its own errors."""
+    """Start the warm-up jobs (warm_up_batches in one task, then in one per task slot at once, local_task_slots; job
+    group WARM_UP_GROUP) in a thread, for a local session of two or more cores (None otherwise: on a cluster the task
+    would warm one executor's worker of many, and with one core it would take the read stage's only slot). specs:
+    with_fingerprints' arguments after the text column. A failure is only logged: the fingerprint stage starts its
+    own workers and reports its own errors."""
     sc = spark.sparkContext
     if not sc.master.startswith("local") or sc.defaultParallelism < 2:
         return None
     specs = warm_up_specs(specs)
+    slots = local_task_slots(sc.master, sc._jvm.java.lang.Runtime.getRuntime().availableProcessors(),
+                             int(sc.getConf().get("spark.task.cpus", "1")))
 
     def warm_up() -> None:
         sc.setJobGroup(WARM_UP_GROUP, WARM_UP_DESCRIPTION)
@@ -96,7 +111,8 @@ def start_worker_warm_up(spark: SparkSession, specs: tuple) -> WorkerWarmUp | No
             # then every slot's worker, in one barrier job: its tasks run at once, so each takes a worker of its
             # own (the first one ready, the others new); it waits for slots the read stage leaves free, and its
             # new workers start while the fingerprint stage's first task (the input's split) holds one core
-            rows += warm_up_job(spark, sc.defaultParallelism, specs, barrier=True)
+            if slots >= 2:
+                rows += warm_up_job(spark, slots, specs, barrier=True)
         except Exception as exc:  # e.g. the session stopped by a failed run before the task ran
             log.debug("the Python workers' warm-up failed: %s", exc)
             return
