@@ -53,8 +53,9 @@ def test_the_warm_up_readies_a_worker_of_the_fingerprint_stage_s_pool(spark, tmp
     assert warm_up is not None  # the suite's session is local[2]
     pids = warm_up.join(300)
     cores = spark.sparkContext.defaultParallelism
-    # one worker per task slot, each a process of its own (the barrier job's tasks ran at once)
-    assert not warm_up.thread.is_alive() and len(pids) == cores, (pids, cores)
+    # a worker per task slot at least, each a process of its own (the barrier job's tasks ran at once; in this
+    # session other tests' idle workers may serve it besides the first job's)
+    assert not warm_up.thread.is_alive() and len(set(pids)) >= cores, (pids, cores)
     jobs = set(tracker.getJobIdsForGroup(WARM_UP_GROUP)) - before
     assert len(jobs) == 2 and all(tracker.getJobInfo(j).status == "SUCCEEDED" for j in jobs)
     sql_daemons = {row.daemon for row in spark.range(0, 2, 1, 2).mapInArrow(daemons_of_workers, "daemon long").collect()}
