@@ -183,17 +183,15 @@ def first_centres(multi: DataFrame, first_fixed: DataFrame | None, fixed_rows: i
     first_unit and first_fingerprint) join the first earlier cluster of their component (first_fixed: (comp,
     h_cluster, h_kept_date), pos 1; fixed_rows a bound on its rows, -1: not known) or, with none, the first unit.
     No signature, no Python worker and no second sort of the components: the windows already sorted them."""
-    h_type = dict(first_fixed.dtypes)["h_cluster"] if first_fixed is not None else dict(multi.dtypes)["unit_id"]
     if first_fixed is not None:
-        multi = multi.join(broadcast_if_small(first_fixed.select(
-            "comp", "h_cluster", "h_kept_date", F.lit(True).alias("to_fixed")), fixed_rows), "comp", "left")
+        multi = multi.join(broadcast_if_small(first_fixed.select("comp", "h_cluster", "h_kept_date"), fixed_rows),
+                           "comp", "left")
     else:
-        multi = multi.select("*", F.lit(None).cast(h_type).alias("h_cluster"),
-                             F.lit(None).cast("string").alias("h_kept_date"), F.lit(None).cast("boolean").alias("to_fixed"))
-    to_fixed = F.col("to_fixed").isNotNull()
-    return multi.select("fingerprint", "unit_id", F.when(~to_fixed, F.col("first_unit")).alias("kept_id"),
-                        F.col("h_cluster").cast(h_type).alias("h_cluster"), "h_kept_date",
-                        F.when(~to_fixed, F.col("first_fingerprint")).alias("kept_fingerprint"),
+        multi = multi.select("*", F.lit(None).cast(dict(multi.dtypes)["unit_id"]).alias("h_cluster"),
+                             F.lit(None).cast("string").alias("h_kept_date"))
+    to_unit = F.col("h_cluster").isNull()  # an earlier cluster always has an id (resolve_verified reads it so)
+    return multi.select("fingerprint", "unit_id", F.when(to_unit, F.col("first_unit")).alias("kept_id"),
+                        "h_cluster", "h_kept_date", F.when(to_unit, F.col("first_fingerprint")).alias("kept_fingerprint"),
                         F.lit(None).cast("double").alias("similarity"), F.lit(False).alias("by_containment"))
 
 
