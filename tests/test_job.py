@@ -122,7 +122,7 @@ def test_components_in_spark_rounds_give_the_same_output(spark, watched_sample_r
     again = run_job(spark, "--input", sample, "--output", other, "--arrow-batch-size", 20, "--related", RELATED_N,
                     "--driver-component-edges", 0)
     assert again["config"]["driver_component_edges"] == 0
-    timing = {"seconds", "total_seconds", "started_at", "output", "config", "candidates"}
+    timing = {"seconds", "total_seconds", "started_at", "output", "config", "candidates", "driver_jvm"}
     assert {k: v for k, v in again.items() if k not in timing} == {k: v for k, v in report.items() if k not in timing}
     assert {**again["candidates"], "component_rounds": 0} == {**report["candidates"], "component_rounds": 0}
     for part, key in (("clusters", "id"), ("kept", "id"), ("related", ["id", "rank"])):
@@ -149,7 +149,7 @@ def test_a_one_off_run_gives_the_same_output(spark, sample_run, sample, tmp_path
     assert {key: spark.conf.get(key, None) for key in INTERPRETED_SETTINGS} == before  # put back
     warmed = set(tracker.getJobIdsForGroup(WARM_UP_GROUP)) - warm_ups
     assert len(warmed) == 2 and all(tracker.getJobInfo(j).status == "SUCCEEDED" for j in warmed)
-    timing = {"seconds", "total_seconds", "started_at", "output", "config"}
+    timing = {"seconds", "total_seconds", "started_at", "output", "config", "driver_jvm"}
     assert {k: v for k, v in again.items() if k not in timing} == {k: v for k, v in report.items() if k not in timing}
     assert {**again["config"], "output": None} == {**report["config"], "output": None}
     for part, key in (("clusters", "id"), ("kept", "id"), ("related", ["id", "rank"])):
@@ -378,6 +378,24 @@ def test_plan_descriptions_are_capped_while_the_job_runs(watched_sample_run):
 
     lengths = watched_sample_run[3]
     assert lengths["capped"] <= pipeline.PLAN_STRING_CHARS < lengths["full"], lengths
+
+
+def test_the_report_says_what_the_driver_jvm_spent_compiling_and_collecting(spark, watched_sample_run):
+    """report.json's driver_jvm: the JVM's totals at the report (spark.jvm_figures), which only grow afterwards; a
+    JVM that has run a job has compiled and collected. jvm_figures_since gives what a later action added."""
+    from simhash_udf.spark.jvm_figures import jvm_figures, jvm_figures_since
+
+    spent = watched_sample_run[1]["driver_jvm"]
+    assert set(spent) == {"compile_seconds", "gc_seconds", "gc_collections", "heap_max_mb", "uptime_seconds"}
+    assert spent["compile_seconds"] > 0 and spent["gc_collections"] > 0 and spent["heap_max_mb"] > 0
+    before = jvm_figures(spark)
+    for key in ("compile_seconds", "gc_seconds", "gc_collections", "uptime_seconds"):
+        assert before[key] >= spent[key], key
+    assert before["heap_max_mb"] == spent["heap_max_mb"]
+    spark.range(200_000).selectExpr("id % 7 AS k").groupBy("k").count().collect()
+    added = jvm_figures_since(spark, before)
+    assert added["uptime_seconds"] > 0 and added["heap_max_mb"] == before["heap_max_mb"]
+    assert all(added[key] >= 0 for key in ("compile_seconds", "gc_seconds", "gc_collections"))
 
 
 def test_progress_is_logged_per_stage_with_counts(spark, watched_sample_run):

@@ -256,8 +256,10 @@ def cold_rows(path: str, work: str, megabytes: float, args) -> list[list]:
         def run() -> dict:
             r = run_job_process(os.path.join(work, f"cold{i}"), ["--input", path, *extra], code=code, submit=True)
             s = r["report"]["seconds"]
+            spent = r["report"].get("driver_jvm") or {}
             return {"wall": r["wall"], "read": s["read"], "fingerprint": s["fingerprint"],
-                    "cpu_workers": r.get("cpu_workers", math.nan), "cpu_jvm": r.get("cpu_jvm", math.nan)}
+                    "cpu_workers": r.get("cpu_workers", math.nan), "cpu_jvm": r.get("cpu_jvm", math.nan),
+                    "jit": spent.get("compile_seconds", math.nan), "gc": spent.get("gc_seconds", math.nan)}
         return run
 
     turns = take_turns({checkout_name(c): cold(c, i) for i, c in enumerate(codes)}, args.cold_runs)
@@ -268,7 +270,8 @@ def cold_rows(path: str, work: str, megabytes: float, args) -> list[list]:
         fp = sorted(r["fingerprint"] for r in results)
         rows.append([f"cold spark-submit, {name} (fingerprint s of {len(fp)} runs: "
                      f"{', '.join(f'{s:.1f}' for s in fp)}; wall {b['wall']:.0f} s; CPU s of the whole run: Python workers "
-                     f"{b['cpu_workers']:.1f}, JVM {b['cpu_jvm']:.1f})", b["read"], b["fingerprint"],
+                     f"{b['cpu_workers']:.1f}, JVM {b['cpu_jvm']:.1f}, of which JIT {b['jit']:.1f}; GC {b['gc']:.1f} s)",
+                     b["read"], b["fingerprint"],
                      megabytes / b["fingerprint"] / cores, megabytes / (b["read"] + b["fingerprint"]) / cores])
     return rows
 

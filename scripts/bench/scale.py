@@ -66,6 +66,7 @@ from simhash_udf.evaluation.benchmark import (
 from simhash_udf.evaluation.outputs import cluster_rows
 from simhash_udf.job.config import DedupConfig, load_config
 from simhash_udf.job.pipeline import run
+from simhash_udf.spark.jvm_figures import jvm_figures, jvm_figures_since
 
 MAX_REDRAWN = 6  # signature bins a planted copy redraws at most (5% of 128)
 
@@ -159,15 +160,16 @@ def measure_size(spark, n: int, work: str, args: argparse.Namespace, binary: str
     cfg = load_config([*job_argv(path, args), "--output", out])
     runs = []
     for _ in range(max(1, args.warm_runs)):
-        t0 = time.perf_counter()
+        t0, jvm_before = time.perf_counter(), jvm_figures(spark)
         with ProcessWatch() as watch:
             report = run(cfg, spark)
-        runs.append({"wall": time.perf_counter() - t0, "report": report, **watch.peak_mb})
+        runs.append({"wall": time.perf_counter() - t0, "report": report, **watch.peak_mb,
+                     "jvm_spent": jvm_figures_since(spark, jvm_before)})
     fastest = best(runs, key="wall")
     report, wall = fastest["report"], fastest["wall"]
     split, mixed = planted_groups_found(spark, path, out)
     c = report["candidates"]
-    r = {"n": n, "path": path, "wall": wall, "gen": gen, "seconds": report["seconds"],
+    r = {"n": n, "path": path, "wall": wall, "gen": gen, "seconds": report["seconds"], "jvm_spent": fastest["jvm_spent"],
          "rows": n and report["distinct_fingerprints"] * report["table_plan"]["tables"]
          + ((c.get("signature_bands") or {}).get("rows") or 0),
          "compared": c["pairs_compared"], "accepted": c["pairs_accepted"], "verified": c["pairs_verified"],
@@ -222,7 +224,8 @@ def compare_checkouts(others: list[str], path: str, n: int, work: str, args: arg
         rows.append({"code": name, "n": n, "job": r["job"], "wall": r["wall"], "stages": r["stages"],
                      "seconds": report["seconds"], "candidates": report["seconds"].get("candidates", 0.0),
                      "accepted": report["candidates"]["pairs_accepted"], "verified": report["candidates"]["pairs_verified"],
-                     "jvm_mb": r["peak_mb_jvm"], "py_mb": r["peak_mb_python"], "clusters": r["clusters"]})
+                     "jvm_mb": r["peak_mb_jvm"], "py_mb": r["peak_mb_python"], "clusters": r["clusters"],
+                     "jvm_spent": report.get("driver_jvm") or {}})
     mine = rows[-1]
     for r in rows:
         if not r.get("failed"):
@@ -312,6 +315,18 @@ def print_cold(tables: Tables, cold: list[dict], results: list[dict]) -> None:
                  [None, None, "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.2f}", "{:.0f}", "{:.0f}", "{:.0f}", "{:.0f}"],
                  title="Cold: a plain spark-submit jobs/dedup_job.py per run, a new JVM and new Python workers, no "
                        "warm-up (best by job s), beside this checkout's warm figure:")
+    tables.table(["N", "checkout", "cold JIT compile s", "cold GC s", "cold collections", "warm JIT compile s",
+                  "warm GC s", "warm collections"],
+                 [[r["n"], r["code"], *jvm_spent_columns(r.get("jvm_spent") or {}),
+                   *jvm_spent_columns(warm.get(r["n"], {}).get("jvm_spent") or {})] for r in cold],
+                 [None, None, "{:.1f}", "{:.1f}", None, "{:.1f}", "{:.1f}", None],
+                 title="The same runs' JVM: its JIT compilers' time (summed over their threads) and its garbage "
+                       "collections' (report.json's driver_jvm; warm: what the run added to its session's JVM):")
+
+
+def jvm_spent_columns(spent: dict) -> list:
+    """JIT compile s, GC s and collections of one run ("-" when not known: no such run, or an older report)."""
+    return [spent.get(k, "-") for k in ("compile_seconds", "gc_seconds", "gc_collections")]
 
 
 def warm_columns(cold: dict, warm: dict) -> list:

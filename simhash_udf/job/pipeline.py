@@ -26,6 +26,7 @@ from ..io.read import (
 )
 from ..io.write import OutputDir
 from ..spark.joins import without_ids
+from ..spark.jvm_figures import jvm_figures
 from ..spark.session import scoped_settings
 from ..spark.warm_workers import WorkerWarmUp, start_worker_warm_up
 from . import termination
@@ -34,7 +35,7 @@ from .plot_process import plots_aside
 from .report import dedup_report, empty_report, run_report
 from .report_html import PageData, collect_page_data, render_html
 from .report_plots import write_plots
-from .report_schema import InputFiles, Report, RunHistory
+from .report_schema import DriverJvm, InputFiles, Report, RunHistory
 from .stages import (
     Clustered,
     Fingerprinted,
@@ -92,6 +93,7 @@ def run(cfg: DedupConfig, spark: SparkSession, new_process: bool = False) -> dic
                                 history=history_report, seconds=timer.seconds, spark_version=spark.version,
                                 started=started)
             report.shuffle_partitions = partitions
+            report.driver_jvm = DriverJvm(**jvm_figures(spark))
             write_report_files(cfg, out, report, page, started, drawer)
         commit(cfg, out, history)
         return report.to_dict()

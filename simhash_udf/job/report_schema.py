@@ -428,6 +428,16 @@ class ExamplePair(Part):
 
 
 @dataclass(kw_only=True)
+class DriverJvm(Part):
+    compile_seconds: float = item("the JIT compilers' time since the JVM started, summed over their threads (CPU "
+                                  "that a warm process has spent already)")
+    gc_seconds: float = item("its garbage collections' time since it started, every collector's summed")
+    gc_collections: int = item("its garbage collections since it started")
+    heap_max_mb: int = item("its heap's limit, MB")
+    uptime_seconds: float = item("seconds since it started (the JVM's start is before total_seconds' clock)")
+
+
+@dataclass(kw_only=True)
 class Report(Part):
     """report.json; the Python API's report is the fields not marked job-only."""
 
@@ -458,6 +468,9 @@ class Report(Part):
     spark_version: str | None = item("Spark's version", optional=True, job_only=True)
     started_at: str | None = item("start of the run, UTC (YYYY-MM-DDTHH:MM:SSZ)", optional=True, job_only=True)
     total_seconds: float | None = item("seconds of the whole run, the pictures included", optional=True, job_only=True)
+    driver_jvm: DriverJvm | None = item("what the driver's JVM spent on compiling and collecting, read at the report "
+                                        "(in local mode the JVM of every task too; on a cluster the driver's alone)",
+                                        optional=True, job_only=True)
     shuffle_partitions: int | None = item("spark.sql.shuffle.partitions of the run (the API's: of its own actions)",
                                           optional=True)
     duplicates_to_kept: DuplicatesToKept | None = item("each duplicate against its kept page", optional=True,
