@@ -429,8 +429,8 @@ class ExamplePair(Part):
 
 @dataclass(kw_only=True)
 class DriverJvm(Part):
-    compile_seconds: float = item("the JIT compilers' time since the JVM started, summed over their threads (CPU "
-                                  "that a warm process has spent already)")
+    compile_seconds: float = item("the JIT compilers' time since the JVM started, summed over their threads (on few "
+                                  "cores it is taken from the tasks)")
     gc_seconds: float = item("its garbage collections' time since it started, every collector's summed")
     gc_collections: int = item("its garbage collections since it started")
     heap_max_mb: int = item("its heap's limit, MB")
