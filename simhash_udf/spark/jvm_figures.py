@@ -2,7 +2,7 @@
 from the JVM's own management beans (java.lang.management, read through the gateway; no agent, no log). In local
 mode that JVM runs every task too, so the figures are the whole run's; on a cluster they are the driver's alone.
 
-A cold run pays both where a warm process has paid them already: a new JVM compiles Spark's code and the run's
+A cold run pays more of both than a run in a warm process: a new JVM compiles Spark's code as well as the run's
 generated classes (its compiler threads take cores from the tasks on a small machine), and its heap starts small
 and grows by collections. report.json's driver_jvm and the cold benchmarks print them beside the stage times."""
 from __future__ import annotations
