@@ -52,12 +52,16 @@ def per_fingerprint(history: DataFrame, fps: DataFrame, n_fps: int) -> DataFrame
     page has none). Only the rows of these fingerprints and of their clusters' kept pages are grouped, not the
     whole history.
 
-    history: the rows of earlier runs (History.earlier), or rows already per fingerprint (h_cluster column:
-    the Python API and the tests give them so), which are only filtered."""
+    history: the rows of earlier runs (History.earlier), or rows already by cluster and fingerprint (h_cluster
+    column: the Python API and the tests give them so), of which the best per fingerprint is taken: a fingerprint
+    held by two earlier clusters would otherwise meet each of today's pages of it twice in the joins on the
+    fingerprint (resolve's exact-copy count, history_search.with_history_copies)."""
     fps = small(fps.select("fingerprint"), n_fps)
     rows = history.join(fps, "fingerprint", "left_semi")
     if "h_cluster" in history.columns:
-        return rows
+        given = F.min(F.struct("h_kept_date", "h_cluster", "signature", "kept_signature")).alias("b")
+        return rows.groupBy("fingerprint").agg(given).select(
+            "fingerprint", *(F.col(f"b.{c}").alias(c) for c in ("h_cluster", "h_kept_date", "signature", "kept_signature")))
     best = F.min(F.struct(F.col("kept_run_date"), F.col("cluster_id"), F.col("signature")))
     per_fp = rows.groupBy("fingerprint").agg(best.alias("b")).select(
         "fingerprint", F.col("b.cluster_id").alias("h_cluster"), F.col("b.kept_run_date").alias("h_kept_date"),
