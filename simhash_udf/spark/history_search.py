@@ -59,19 +59,21 @@ def per_fingerprint(history: DataFrame, fps: DataFrame, n_fps: int) -> DataFrame
     fps = small(fps.select("fingerprint"), n_fps)
     rows = history.join(fps, "fingerprint", "left_semi")
     if "h_cluster" in history.columns:
-        given = F.min(F.struct("h_kept_date", "h_cluster", "signature", "kept_signature")).alias("b")
-        return rows.groupBy("fingerprint").agg(given).select(
-            "fingerprint", *(F.col(f"b.{c}").alias(c) for c in ("h_cluster", "h_kept_date", "signature", "kept_signature")))
-    best = F.min(F.struct(F.col("kept_run_date"), F.col("cluster_id"), F.col("signature")))
-    per_fp = rows.groupBy("fingerprint").agg(best.alias("b")).select(
-        "fingerprint", F.col("b.cluster_id").alias("h_cluster"), F.col("b.kept_run_date").alias("h_kept_date"),
-        F.col("b.signature").alias("signature"),
-    )
+        return best_per_fingerprint(rows, {c: c for c in ("h_kept_date", "h_cluster", "signature", "kept_signature")})
+    per_fp = best_per_fingerprint(rows, {"kept_run_date": "h_kept_date", "cluster_id": "h_cluster", "signature": "signature"})
     # the kept pages of these clusters only (at most one cluster per fingerprint)
     clusters = small(per_fp.select(F.col("h_cluster").alias("id")).distinct(), n_fps)
     kept = (history.where(~F.col("is_duplicate")).join(clusters, "id", "left_semi")
             .groupBy(F.col("id").alias("h_cluster")).agg(F.min("signature").alias("kept_signature")))
     return per_fp.join(kept, "h_cluster", "left")
+
+
+def best_per_fingerprint(rows: DataFrame, columns: dict[str, str]) -> DataFrame:
+    """One row per fingerprint of rows: the smallest by `columns` (source column -> name), compared in their order,
+    renamed."""
+    best = F.min(F.struct(*columns)).alias("b")
+    return rows.groupBy("fingerprint").agg(best).select(
+        "fingerprint", *(F.col(f"b.{source}").alias(name) for source, name in columns.items()))
 
 
 def history_rows(history: DataFrame) -> DataFrame:
