@@ -295,6 +295,36 @@ def test_sessions_the_job_starts_have_dataframe_debugging_off_unless_the_user_se
         system.clearProperty(key) if suites is None else system.setProperty(key, suites)
 
 
+def test_a_small_local_run_does_not_compress_its_shuffles(monkeypatch, tmp_path):
+    """small_local_run_settings: spark.shuffle.compress off for a local master (spark-submit's, or SIMHASH_DEDUP_MASTER's
+    for a JVM the job starts) and a local input of at most SMALL_RUN_BYTES; nothing for a larger or non-local input or
+    for another master; and job_session_conf leaves the key to a user who sets it in spark-submit's configuration."""
+    from pyspark import SparkConf
+
+    from simhash_udf.spark import session
+
+    small, large = small_and_large_inputs(tmp_path)
+    off = {"spark.shuffle.compress": "false"}
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.delenv("SIMHASH_DEDUP_MASTER", raising=False)
+    decide = session.small_local_run_settings
+    assert decide(str(small)) == off and decide(f"file://{small}") == off
+    assert decide(str(large)) == {} and decide("hdfs://nn/crawl/2026-11-21") == {}
+    monkeypatch.setenv("SIMHASH_DEDUP_MASTER", "spark://127.0.0.1:7077")
+    assert decide(str(small)) == {}
+
+    def submitted(**conf):  # spark-submit's Python: its JVM's configuration decides
+        monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")
+        monkeypatch.setattr(session, "spark_submit_conf", lambda: SparkConf(loadDefaults=False).setAll(list(conf.items())))
+
+    submitted(**{"spark.master": "local[2]"})
+    assert decide(str(small)) == off and decide(str(large)) == {}
+    submitted(**{"spark.master": "yarn"})
+    assert decide(str(small)) == {}
+    submitted(**{"spark.master": "local[2]", "spark.shuffle.compress": "true"})
+    assert session.job_session_conf(None, decide(str(small))) == {}
+
+
 def test_spark_submits_jvm_keeps_the_users_settings_and_gets_the_short_run_compiler(tmp_path):
     """Under a real spark-submit (local[1]) on a small input, the job's session start leaves the user's --conf of a
     JOB_SESSION_SETTINGS key as given (job_session_conf adds nothing for it; old code: it added the job's value,
@@ -311,7 +341,8 @@ def test_spark_submits_jvm_keeps_the_users_settings_and_gets_the_short_run_compi
     output = proc.stdout + proc.stderr  # spark-submit merges its Python's stderr into its stdout
     assert proc.returncode == 0, output[-3000:]
     answer = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"session_settings_added"')]
-    assert answer == [{"session_settings_added": {}, "c2_excluded_everywhere": 1,
+    assert answer == [{"session_settings_added": {}, "small_run_settings_added": {"spark.shuffle.compress": "false"},
+                       "c2_excluded_everywhere": 1,
                        "c2_kept_for": ["org/apache/spark/unsafe/types/UTF8String.*"]}], output[-3000:]
     assert "compiles with the client compiler alone from now on" in output
 

@@ -297,10 +297,11 @@ def start_job_session(input_path: str) -> SparkSession:
     """get_spark for a run of the job on input_path, a small local input with the short-run JVM settings: a JVM it
     starts itself gets SHORT_RUN_JAVA_OPTIONS (small_run_conf); the JVM spark-submit started, running already, gets
     SHORT_RUN_COMPILER_DIRECTIVES (short_run_directives_wanted). Both logged. A JVM that refuses the directive
-    (another JVM than HotSpot) runs as it is. A session the job starts logs at JOB_LOG_SETTINGS' level and without
+    (another JVM than HotSpot) runs as it is. Its shuffles are not compressed (small_local_run_settings). A session the
+    job starts logs at JOB_LOG_SETTINGS' level and without
     the plan-truncation warnings (quiet_plan_truncation); a session already running (a caller's) is left as it is."""
     ours = SparkSession.getActiveSession() is None
-    conf = job_session_conf(prepare_job_jvm(input_path), JOB_LOG_SETTINGS)
+    conf = job_session_conf(prepare_job_jvm(input_path), {**JOB_LOG_SETTINGS, **small_local_run_settings(input_path)})
     if ours and under_spark_submit() and "spark.log.level" in conf:
         set_spark_log_level(SparkContext._gateway, conf["spark.log.level"])
     spark = get_spark(conf=conf)
@@ -368,6 +369,22 @@ JOB_SESSION_SETTINGS = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
 # per stage. spark.log.level is applied as the SparkContext starts, before its own start-up lines; a user who wants
 # Spark's INFO lines back passes --conf spark.log.level=INFO (or sets it in spark-defaults.conf).
 JOB_LOG_SETTINGS = {"spark.log.level": "WARN"}
+
+
+# A small local run's shuffle files are not compressed: in local mode they never cross a network, and a small input's
+# stay in the page cache, so compressing them is CPU spent for nothing (the fingerprint stage's shuffle of the pages'
+# text the most). A large run keeps Spark's compression: its shuffle files are written out, and a large run of stored
+# fingerprints was slower without it (docs/performance.md).
+SMALL_LOCAL_RUN_SETTINGS = {"spark.shuffle.compress": "false"}
+
+
+def small_local_run_settings(input_path: str) -> dict[str, str]:
+    """SMALL_LOCAL_RUN_SETTINGS for a run in local mode (spark-submit's master, or SIMHASH_DEDUP_MASTER's for a JVM the
+    job starts) on a local input of at most SMALL_RUN_BYTES; none otherwise. job_session_conf leaves a key the user
+    set to the user."""
+    master = (spark_submit_conf().get("spark.master", "") if under_spark_submit()
+              else os.environ.get("SIMHASH_DEDUP_MASTER", "local"))
+    return dict(SMALL_LOCAL_RUN_SETTINGS) if master.startswith("local") and small_local_input(input_path) else {}
 
 
 def job_session_conf(conf: dict[str, str] | None, settings: dict[str, str] = JOB_SESSION_SETTINGS) -> dict[str, str]:
