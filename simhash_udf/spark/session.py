@@ -298,8 +298,8 @@ def start_job_session(input_path: str) -> SparkSession:
     starts itself gets SHORT_RUN_JAVA_OPTIONS (small_run_conf); the JVM spark-submit started, running already, gets
     SHORT_RUN_COMPILER_DIRECTIVES (short_run_directives_wanted). Both logged. A JVM that refuses the directive
     (another JVM than HotSpot) runs as it is. Its shuffles are not compressed (small_local_run_settings). A session the
-    job starts logs at JOB_LOG_SETTINGS' level and without
-    the plan-truncation warnings (quiet_plan_truncation); a session already running (a caller's) is left as it is."""
+    job starts logs at JOB_LOG_SETTINGS' level and without the plan-truncation warnings (quiet_plan_truncation); a
+    session already running (a caller's) is left as it is."""
     ours = SparkSession.getActiveSession() is None
     conf = job_session_conf(prepare_job_jvm(input_path), {**JOB_LOG_SETTINGS, **small_local_run_settings(input_path)})
     if ours and under_spark_submit() and "spark.log.level" in conf:
