@@ -2,8 +2,8 @@
 session starts (session.prepare_job_jvm, the first half of start_job_session) for the input given, then prints one
 JSON object: the settings job_session_conf would add to the session (none for a key the user gave with --conf),
 those it would add for a small local run of that input (small_local_run_settings), and the compiler directives
-of this JVM that keep the optimising compiler (C2) off every method, and those that keep it for some. No SparkContext is
-started: the JVM and its configuration are spark-submit's own."""
+of this JVM that keep the optimising compiler (C2) off every method, and those that keep it for some. No
+SparkContext is started: the JVM and its configuration are spark-submit's own."""
 import json
 import logging
 import os

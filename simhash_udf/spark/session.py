@@ -79,7 +79,7 @@ def small_run_conf(input_path: str) -> dict[str, str]:
     the output."""
     if under_spark_submit() or SparkSession.getActiveSession() is not None:
         return {}
-    if not os.environ.get("SIMHASH_DEDUP_MASTER", "local").startswith("local"):
+    if not run_master().startswith("local"):
         return {}
     if "SIMHASH_DEDUP_JAVA_OPTIONS" in os.environ or _spark_defaults_name("spark.driver.extraJavaOptions"):
         return {}
@@ -379,12 +379,19 @@ SMALL_LOCAL_RUN_SETTINGS = {"spark.shuffle.compress": "false"}
 
 
 def small_local_run_settings(input_path: str) -> dict[str, str]:
-    """SMALL_LOCAL_RUN_SETTINGS for a run in local mode (spark-submit's master, or SIMHASH_DEDUP_MASTER's for a JVM the
-    job starts) on a local input of at most SMALL_RUN_BYTES; none otherwise. job_session_conf leaves a key the user
-    set to the user."""
-    master = (spark_submit_conf().get("spark.master", "") if under_spark_submit()
-              else os.environ.get("SIMHASH_DEDUP_MASTER", "local"))
-    return dict(SMALL_LOCAL_RUN_SETTINGS) if master.startswith("local") and small_local_input(input_path) else {}
+    """SMALL_LOCAL_RUN_SETTINGS for a run in local mode (run_master) on a local input of at most SMALL_RUN_BYTES; none
+    otherwise. job_session_conf leaves a key the user set to the user."""
+    return dict(SMALL_LOCAL_RUN_SETTINGS) if run_master().startswith("local") and small_local_input(input_path) else {}
+
+
+def run_master(master: str | None = None) -> str:
+    """The master of the session get_spark starts: `master` when given, else spark-submit's (its JVM's configuration)
+    under spark-submit, else SIMHASH_DEDUP_MASTER (local[*] when unset) for a JVM the job starts."""
+    if master:
+        return master
+    if under_spark_submit():
+        return spark_submit_conf().get("spark.master") or ""
+    return os.environ.get("SIMHASH_DEDUP_MASTER", "local[*]")
 
 
 def job_session_conf(conf: dict[str, str] | None, settings: dict[str, str] = JOB_SESSION_SETTINGS) -> dict[str, str]:
@@ -409,7 +416,7 @@ def get_spark(app_name: str = "simhash-dedup", master: str | None = None,
     if master or not under_spark_submit():
         # Local workers must run this interpreter (the one with our dependencies), not the system python.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        master = master or os.environ.get("SIMHASH_DEDUP_MASTER", "local[*]")
+        master = run_master(master)
         builder = builder.master(master).config("spark.ui.showConsoleProgress", "false")
         # Local mode runs everything in the driver JVM: Spark's default of 1g is too small past ~10^6 pages.
         builder = builder.config("spark.driver.memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()))
