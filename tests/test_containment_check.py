@@ -179,15 +179,23 @@ def before_the_check(spark, partitions: int, order: str = "id"):
 @pytest.mark.spark
 @pytest.mark.parametrize("partitions,where", [(1, "driver"), (3, "driver"), (3, "spark")])
 def test_pages_alone_join_the_first_cluster_whose_kept_page_holds_them_on_the_texts(spark, partitions, where,
-                                                                                     monkeypatch):
-    """The step on the driver (few proposals) and in Spark (many: here every side is taken as large) gives the
-    same clusters."""
+                                                                                     monkeypatch, caplog):
+    """The step on the driver (few proposals) and in Spark (here every side is taken as large, and the texts as
+    more than the driver takes) gives the same clusters."""
     from simhash_udf.core.signature import SignatureSpec, similarity
     from simhash_udf.spark import joins
-    from simhash_udf.spark.containment_check import JoinedOnTexts, joined_on_texts, lone_proposals, rows_to_compare
+    from simhash_udf.spark.containment_check import (
+        DRIVER_TEXT_BYTES,
+        JoinedOnTexts,
+        joined_on_texts,
+        lone_proposals,
+        rows_to_compare,
+    )
 
+    text_bytes = 0
     if where == "spark":
         monkeypatch.setattr(joins, "BROADCAST_MAX_ROWS", -1)  # joins.is_small: no side is small
+        text_bytes = DRIVER_TEXT_BYTES + 1  # containment_check.texts_on_driver: too much text for the driver
 
     spec = VerifySpec(0.8, min_containment=0.9)
     # the premises: the framed copies hold their article on the texts, the copy of a framed copy holds it, the
@@ -202,8 +210,10 @@ def test_pages_alone_join_the_first_cluster_whose_kept_page_holds_them_on_the_te
     got = sorted((r["id"], r["kept"], r["alone"]) for r in proposals.collect())
     assert got == [(2, 1, False), (2, 40, False), (7, 1, False), (21, 20, True), (22, 21, True)]
     assert (n_proposals, n_lone) == (5, 4)
-    out, joined = joined_on_texts(clusters.drop("by_containment", "rank", "short_text"), proposals, n_proposals,
-                                  n_lone, texts, spec, lambda df: df.cache())
+    with caplog.at_level("INFO", logger="simhash_dedup"):
+        out, joined = joined_on_texts(clusters.drop("by_containment", "rank", "short_text"), proposals, n_proposals,
+                                      n_lone, texts, spec, lambda df: df.cache(), text_bytes)
+    assert ("on the driver" if where == "driver" else "in Spark") in caplog.text
     assert joined == JoinedOnTexts(alone_compared=4, joined_on_texts=2)
     assert out.columns == ["id", "fingerprint", "cluster_id", "is_duplicate", "signature", "kept_fp", "similarity"]
     got = out.toPandas().set_index("id").sort_index()
@@ -229,7 +239,7 @@ def test_both_steps_on_the_driver_equal_the_steps_in_spark(spark, case, order, m
     cluster whose kept page holds them; in keep order by id and in a keep order of two fields that is not the ids'
     (the collected rows' ranks are dicts: their values, not their field names, order them)."""
     from simhash_udf.core.verified import lone_proposal_rows
-    from simhash_udf.spark import joins
+    from simhash_udf.spark import containment_check, joins
     from simhash_udf.spark.containment_check import (
         checked_containment,
         joined_on_texts,
@@ -252,6 +262,7 @@ def test_both_steps_on_the_driver_equal_the_steps_in_spark(spark, case, order, m
         got = [(p[0], p[1], p[4]) for p in lone_proposal_rows(table.to_pylist(), pairs.toPandas().itertuples(index=False))]
         assert got == [(2, 1, False), (2, 40, False), (7, 1, False), (21, 20, True), (22, 21, True)]
     monkeypatch.setattr(joins, "BROADCAST_MAX_ROWS", -1)
+    monkeypatch.setattr(containment_check, "DRIVER_TEXT_PROPOSALS", -1)  # texts_on_driver: too many proposals
     flagged, n_flagged = pages_to_check(rows)
     out, check = checked_containment(clusters, flagged, n_flagged, texts, spec, lambda df: df.cache())
     joined = None
@@ -263,3 +274,29 @@ def test_both_steps_on_the_driver_equal_the_steps_in_spark(spark, case, order, m
     assert on_driver[0].columns == out.columns
     pd.testing.assert_frame_equal(on_driver[0].toPandas().sort_values("id").reset_index(drop=True),
                                   out.toPandas().sort_values("id").reset_index(drop=True))
+
+
+def test_few_proposals_over_little_text_are_compared_on_the_driver(monkeypatch):
+    """texts_on_driver: within both bounds only, and never for a number not known (negative)."""
+    from simhash_udf.spark import containment_check
+    from simhash_udf.spark.containment_check import texts_on_driver
+
+    monkeypatch.setattr(containment_check, "DRIVER_TEXT_PROPOSALS", 10)
+    monkeypatch.setattr(containment_check, "DRIVER_TEXT_BYTES", 1000)
+    assert texts_on_driver(0, 0) and texts_on_driver(10, 1000)
+    assert not texts_on_driver(11, 0) and not texts_on_driver(10, 1001)
+    assert not texts_on_driver(-1, 0) and not texts_on_driver(5, -1)
+
+
+@pytest.mark.spark
+def test_texts_of_gives_the_texts_of_the_ids_and_their_utf8_bytes(spark):
+    """texts_of: the rows of the ids asked for (from several frames, repeated), and the UTF-8 bytes of their
+    texts (a Han character is 3; a null text none)."""
+    from simhash_udf.spark.containment_check import texts_of
+
+    texts = spark.createDataFrame([(1, "abc"), (2, "重复的"), (3, "never asked"), (4, None)], "id long, text string")
+    a = spark.createDataFrame([(1,), (2,)], "x long")
+    b = spark.createDataFrame([(2,), (4,)], "y long")
+    got, n_bytes = texts_of(texts, [a, b], 4, lambda df: df.cache())
+    assert sorted((r["id"], r["text"]) for r in got.collect()) == [(1, "abc"), (2, "重复的"), (4, None)]
+    assert n_bytes == 3 + 9

@@ -5,6 +5,7 @@ was joined through them: every duplicate points at its kept page)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 from functools import reduce
 from typing import Callable, Iterator
@@ -27,6 +28,8 @@ from ..core.verified import (
     verified_centres,
 )
 from .joins import broadcast_if_small, is_small
+
+log = logging.getLogger("simhash_dedup")
 
 
 @dataclass
@@ -196,8 +199,8 @@ def lone_proposals(rows: DataFrame, pairs: DataFrame,
 
 
 def joined_on_texts(clusters: DataFrame, proposals: DataFrame, n_proposals: int, n_lone: int, texts: DataFrame,
-                    spec: VerifySpec,
-                    persist: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, JoinedOnTexts]:
+                    spec: VerifySpec, persist: Callable[[DataFrame], DataFrame],
+                    text_bytes: int = 0) -> tuple[DataFrame, JoinedOnTexts]:
     """clusters: resolve's rows after the text check (id, fingerprint, cluster_id, is_duplicate, signature,
     kept_fp, similarity[, kept_run_date]); proposals, n_proposals, n_lone: lone_proposals'; texts: (id, text) of (at
     least) their pages.
@@ -211,12 +214,16 @@ def joined_on_texts(clusters: DataFrame, proposals: DataFrame, n_proposals: int,
     estimate misses a copy whose frame or comments add many words (its original estimated 0.3-0.6 inside it
     where its 5-grams are all there), and a copy whose original is a duplicate of another page has no kept page
     it verifies with; both were kept alone.
-    Few proposals (joins.is_small) are compared on the driver, with their texts collected (a handful of Spark
-    jobs less than the same work in Spark, seconds of a small run); many in a mapInArrow pass."""
+    Few proposals whose texts are small (texts_on_driver; text_bytes: the UTF-8 bytes of `texts`, texts_of's) are
+    compared on the driver, with their texts collected (a handful of Spark jobs less than the same work in Spark,
+    seconds of a small run); the others in a mapInArrow pass on the executors."""
     if not n_proposals:
         return clusters, JoinedOnTexts(0, 0)
     moved_schema = _moved_schema("_moved", proposals.schema["id"].dataType)
-    if is_small(n_proposals):
+    on_driver = texts_on_driver(n_proposals, text_bytes)
+    log.info("pages alone compared on their texts: %s proposals, %.1f MB of text, %s", f"{n_proposals:,}",
+             text_bytes / 1e6, "on the driver" if on_driver else "in Spark")
+    if on_driver:
         # through Arrow: Rows of long texts are pickled one by one
         rows = proposals.toArrow().to_pylist()
         wanted = {r["id"] for r in rows} | {r["kept"] for r in rows}
@@ -231,6 +238,19 @@ def joined_on_texts(clusters: DataFrame, proposals: DataFrame, n_proposals: int,
     if not n_moved:
         return clusters, result
     return _in_new_clusters(clusters, moved, n_moved, "_moved"), result
+
+
+# joined_on_texts compares the proposals on the driver up to these: the driver then holds every text it compares
+# as Python strings (and the JVM their Arrow batches on the way), and its one core does the executors' work. The
+# 120 MB page mix (docs/performance.md) has 60,728 proposals over 77.5 MB of text, faster on the driver.
+DRIVER_TEXT_PROPOSALS = 100_000
+DRIVER_TEXT_BYTES = 128 << 20
+
+
+def texts_on_driver(n_proposals: int, text_bytes: int) -> bool:
+    """Whether joined_on_texts compares n_proposals proposals, whose texts hold text_bytes UTF-8 bytes, on the
+    driver: both known (not negative) and at most DRIVER_TEXT_PROPOSALS and DRIVER_TEXT_BYTES."""
+    return 0 <= n_proposals <= DRIVER_TEXT_PROPOSALS and 0 <= text_bytes <= DRIVER_TEXT_BYTES
 
 
 def _moved_schema(name: str, id_type) -> StructType:
@@ -272,14 +292,14 @@ def _moved_in_spark(proposals: DataFrame, texts: DataFrame, spec: VerifySpec,
 
 
 def texts_of(texts: DataFrame, id_frames: list[DataFrame], n_ids: int,
-             persist: Callable[[DataFrame], DataFrame]) -> DataFrame:
+             persist: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, int]:
     """(id, text) of the ids in the one-column DataFrames id_frames (n_ids rows in all, at most), in one pass
-    over texts whose other rows are not shuffled (the ids broadcast when few), cached and counted (so that the
-    joins that read it twice do not each read the input)."""
+    over texts whose other rows are not shuffled (the ids broadcast when few), cached and filled (so that the
+    joins that read it twice do not each read the input); and their texts' UTF-8 bytes, summed in that pass."""
     ids = reduce(DataFrame.unionByName, [f.toDF("id") for f in id_frames]).distinct()
     needed = persist(texts.join(broadcast_if_small(ids, n_ids), "id", "left_semi"))
-    needed.count()
-    return needed
+    total = needed.agg(F.sum(F.octet_length("text")).alias("bytes")).first()["bytes"]
+    return needed, int(total or 0)
 
 
 # Fingerprints of a run up to which both text steps run on the driver (text_steps_on_driver): the rows they

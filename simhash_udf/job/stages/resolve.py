@@ -81,7 +81,7 @@ def checked_on_texts(clusters: DataFrame, sentence_pairs: DataFrame | None, n_se
     DRIVER_TEXT_FINGERPRINTS fingerprints does both on the driver (text_steps_on_driver: the same clusters).
     Without texts (stored fingerprints) nothing is compared, and only the columns of the check go."""
     spec, texts = ctx.specs.verify, ctx.texts
-    flagged, n_flagged, proposals, n_proposals, n_lone = None, 0, None, 0, 0
+    flagged, n_flagged, proposals, n_proposals, n_lone, text_bytes = None, 0, None, 0, 0, 0
     if texts is not None and 0 <= n_fingerprints <= DRIVER_TEXT_FINGERPRINTS:
         rows = rows_to_compare(clusters, sentence_pairs, n_sentence_pairs, lambda df: df).toArrow()
         pairs = sentence_pairs.select("src", "dst").toArrow() if sentence_pairs is not None else None
@@ -93,11 +93,11 @@ def checked_on_texts(clusters: DataFrame, sentence_pairs: DataFrame | None, n_se
             proposals, n_proposals, n_lone = lone_proposals(rows, sentence_pairs, ctx.checkpoint)
         ids = [flagged.select("id"), flagged.select("cluster_id")] if n_flagged else []
         ids += [proposals.select("id"), proposals.select("kept")] if n_proposals else []
-        texts = texts_of(texts, ids, 2 * (n_flagged + n_proposals), ctx.persist) if ids else None
+        texts, text_bytes = texts_of(texts, ids, 2 * (n_flagged + n_proposals), ctx.persist) if ids else (None, 0)
     clusters, check = checked_containment(clusters, flagged, n_flagged, texts, spec, ctx.persist)
     lone = JoinedOnTexts(0, 0)
     if n_proposals:
-        clusters, lone = joined_on_texts(clusters, proposals, n_proposals, n_lone, texts, spec, ctx.persist)
+        clusters, lone = joined_on_texts(clusters, proposals, n_proposals, n_lone, texts, spec, ctx.persist, text_bytes)
     return clusters, check, lone
 
 
