@@ -1,8 +1,8 @@
 """A spark-submit application for tests/test_api.py: does what the job's entry point does before its session starts
 for the input given (session.relaunch_if_faster: spark-submit run again with the large-run driver when
 relaunch_wanted), then, in whichever JVM it ends up with, prints one JSON object: whether it was relaunched, the
-JVM's largest heap and launch arguments, its configuration, this script's arguments and the bytes of the class
-archives it mapped. No SparkContext is started.
+JVM's largest heap, launch arguments and flags in effect (vmFlags), its configuration, this script's arguments and the
+bytes of the class archives it mapped. No SparkContext is started.
 `python submit_relaunch_check.py --own-jvm INPUT` (not under spark-submit): the JVM a `python -m` run of the job
 would start for INPUT (session.small_run_conf), its launch arguments and mapped archive bytes."""
 import json
@@ -49,4 +49,5 @@ print(json.dumps({"relaunched": RELAUNCHED_ENV in os.environ,
                   "max_heap_mb": jvm.java.lang.Runtime.getRuntime().maxMemory() // 2**20,
                   "jvm_arguments": jvm_arguments(jvm),
                   "conf": dict(conf.getAll()), "arguments": sys.argv[1:],
-                  "cds_mapped_bytes": cds_mapped_bytes(SparkContext._gateway)}))
+                  "cds_mapped_bytes": cds_mapped_bytes(SparkContext._gateway),
+                  "vm_flags": diagnostic_command(SparkContext._gateway, "vmFlags")}))

@@ -387,16 +387,39 @@ def test_a_large_local_input_relaunches_spark_submit_with_the_large_run_driver(m
                                                   ("spark.sql.shuffle.partitions", "8")])
     command = relaunch_command(given, ["/jobs/dedup_job.py", "--input", str(large)])
     assert command[0].endswith(os.path.join("bin", "spark-submit"))
-    assert command[1:] == ["--driver-memory", "3g", "--driver-java-options", LARGE_RUN_JAVA_OPTIONS,
+    assert command[1:] == ["--driver-memory", "3g", "--driver-java-options", session.large_run_java_options(),
                            "--conf", "spark.master=local[2]", "--conf", "spark.sql.shuffle.partitions=8",
                            "/jobs/dedup_job.py", "--input", str(large)]
+    assert command[4].startswith(LARGE_RUN_JAVA_OPTIONS)
+
+
+@pytest.mark.parametrize("setting, huge", [("always [madvise] never\n", True), ("[always] madvise never\n", True),
+                                           ("always madvise [never]\n", False), ("always madvise never\n", False),
+                                           (None, False)])
+def test_the_large_run_heap_asks_for_huge_pages_where_the_kernel_gives_them(tmp_path, setting, huge):
+    """session.large_run_java_options: the huge-pages option beside LARGE_RUN_JAVA_OPTIONS when the kernel's chosen
+    mode (in brackets) gives transparent huge pages to a process that asks; without the setting (not Linux, where the
+    JVM has no such option) or with "never", the large-run options alone."""
+    from simhash_udf.spark.session import (
+        HUGE_PAGES_OPTION,
+        LARGE_RUN_JAVA_OPTIONS,
+        large_run_java_options,
+        transparent_huge_pages,
+    )
+
+    path = tmp_path / "enabled"
+    if setting is not None:
+        path.write_text(setting)
+    assert transparent_huge_pages(str(path)) is huge
+    assert large_run_java_options(str(path)) == (f"{LARGE_RUN_JAVA_OPTIONS} {HUGE_PAGES_OPTION}" if huge
+                                                 else LARGE_RUN_JAVA_OPTIONS)
 
 
 def test_spark_submit_on_a_large_local_input_runs_again_with_the_large_run_driver(tmp_path):
     """Under a real spark-submit (local[1], Spark's default driver of 1g) on a local input over SMALL_RUN_BYTES, the
     entry point's relaunch (session.relaunch_if_faster) ends in a JVM with the large-run heap and JVM options,
     the user's --conf and the application's arguments as given, relaunched once."""
-    from simhash_udf.spark.session import LARGE_RUN_JAVA_OPTIONS
+    from simhash_udf.spark.session import HUGE_PAGES_OPTION, LARGE_RUN_JAVA_OPTIONS, transparent_huge_pages
 
     _, large = small_and_large_inputs(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("SIMHASH_DEDUP_JAVA_OPTIONS", "PYSPARK_SUBMIT_ARGS",
@@ -415,6 +438,10 @@ def test_spark_submit_on_a_large_local_input_runs_again_with_the_large_run_drive
     assert answer["max_heap_mb"] > 1536  # Spark's default driver: 1g
     assert "-Xmx2g" in answer["jvm_arguments"]
     assert all(option in answer["jvm_arguments"] for option in LARGE_RUN_JAVA_OPTIONS.split())
+    # the heap on huge pages where this kernel gives them, and the JVM kept the option (HotSpot turns it off when
+    # its own check of the kernel fails)
+    assert (HUGE_PAGES_OPTION in answer["jvm_arguments"]) is transparent_huge_pages()
+    assert (HUGE_PAGES_OPTION in answer["vm_flags"]) is transparent_huge_pages()
     assert answer["conf"]["spark.master"] == "local[1]" and answer["conf"]["spark.ui.enabled"] == "false"
     assert "running spark-submit again with --driver-memory 2g" in output
 

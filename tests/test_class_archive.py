@@ -13,10 +13,10 @@ from simhash_udf.spark import class_archive
 from simhash_udf.spark.class_archive import ARCHIVE_ENV, archive_options, usable_archive
 from simhash_udf.spark.session import (
     DEFAULT_DRIVER_BYTES,
-    LARGE_RUN_JAVA_OPTIONS,
     RELAUNCHED_ENV,
     SHORT_RUN_JAVA_OPTIONS,
     fits_default_driver,
+    large_run_java_options,
     small_relaunch_command,
     small_relaunch_wanted,
 )
@@ -163,7 +163,7 @@ def test_spark_submit_of_a_small_input_runs_again_in_a_jvm_that_maps_the_archive
     answer, output = check()
     assert answer["relaunched"] and answer["arguments"] == [str(small), "--an-argument"]
     assert f"-XX:SharedArchiveFile={archive}" in answer["jvm_arguments"]
-    large_only = set(LARGE_RUN_JAVA_OPTIONS.split()) - set(SHORT_RUN_JAVA_OPTIONS.split())
+    large_only = set(large_run_java_options().split()) - set(SHORT_RUN_JAVA_OPTIONS.split())  # huge pages too
     assert answer["max_heap_mb"] > 1536 and not large_only & set(answer["jvm_arguments"])
     assert set(SHORT_RUN_JAVA_OPTIONS.split()) <= set(answer["jvm_arguments"])  # the client compiler alone
     assert answer["cds_mapped_bytes"] > without["cds_mapped_bytes"] + os.path.getsize(archive) // 2

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -33,6 +34,29 @@ SMALL_RUN_BYTES = 128 * 2**20
 # pass them with --driver-java-options (and spark.executor.extraJavaOptions on a cluster); a local run started with
 # `python -m` takes them from SIMHASH_DEDUP_JAVA_OPTIONS.
 LARGE_RUN_JAVA_OPTIONS = "-XX:CompileThresholdScaling=3 -XX:+UseParallelGC"
+# And the heap on transparent huge pages where the kernel gives them to a process that asks (Linux, "madvise" or
+# "always"): a new JVM touches its heap's pages for the first time in its collections' pauses, each 4 KB page a fault the
+# kernel serves, and a large run's heap grows to gigabytes (on 2 cores cold 4M and 10M runs 4-8% faster; a small
+# run's small heap is slower on them, so not in SHORT_RUN_JAVA_OPTIONS: docs/performance.md).
+HUGE_PAGES_OPTION = "-XX:+UseTransparentHugePages"
+HUGE_PAGES_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+def transparent_huge_pages(setting: str = HUGE_PAGES_SETTING) -> bool:
+    """Whether the kernel gives transparent huge pages to a process that asks for them: its setting's chosen mode
+    (the word in brackets) is "always" or "madvise". False without the setting (not Linux: the JVM option does not
+    exist there) or when it cannot be read."""
+    try:
+        with open(setting) as fh:
+            chosen = re.search(r"\[(\w+)\]", fh.read())
+    except OSError:
+        return False
+    return chosen is not None and chosen.group(1) in ("always", "madvise")
+
+
+def large_run_java_options(setting: str = HUGE_PAGES_SETTING) -> str:
+    """LARGE_RUN_JAVA_OPTIONS, with HUGE_PAGES_OPTION where the kernel gives huge pages (transparent_huge_pages)."""
+    return f"{LARGE_RUN_JAVA_OPTIONS} {HUGE_PAGES_OPTION}" if transparent_huge_pages(setting) else LARGE_RUN_JAVA_OPTIONS
 
 
 def under_spark_submit() -> bool:
@@ -131,7 +155,7 @@ def short_run_directives_wanted(input_path: str, conf: SparkConf) -> bool:
 # gives --driver-memory. Local mode runs every task in that JVM: a large input's caches then go to disk and its
 # broadcasts crowd the heap, and the optimising compiler keeps compiling lukewarm generated code. For a local input
 # larger than SMALL_RUN_BYTES the job runs spark-submit again (relaunch_command) with what `python -m` gives its own
-# JVM: half of the RAM (SIMHASH_DEDUP_DRIVER_MEMORY chooses otherwise) and LARGE_RUN_JAVA_OPTIONS. Smaller inputs
+# JVM: half of the RAM (SIMHASH_DEDUP_DRIVER_MEMORY chooses otherwise) and large_run_java_options(). Smaller inputs
 # run on in the JVM they have (a second JVM's start would cost more than it saves; SHORT_RUN_COMPILER_DIRECTIVES).
 # The new spark-submit finds RELAUNCHED_ENV set and runs as it is.
 RELAUNCHED_ENV = "SIMHASH_DEDUP_RELAUNCHED"
@@ -165,12 +189,12 @@ def _may_relaunch(conf: SparkConf, user_settings: tuple[str, ...]) -> bool:
 
 def relaunch_command(conf: SparkConf, application: list[str], archive: str | None = None) -> list[str]:
     """spark-submit (of the Spark that runs this application) with the large-run driver (half of the RAM or
-    SIMHASH_DEDUP_DRIVER_MEMORY, LARGE_RUN_JAVA_OPTIONS, and the class archive's options when one is given), the
+    SIMHASH_DEDUP_DRIVER_MEMORY, large_run_java_options(), and the class archive's options when one is given), the
     JVM's configuration as it was given (every setting but the submit time, which the new launch sets again), then
     `application`: the script and its arguments."""
     return [os.path.join(class_archive.spark_home(), "bin", "spark-submit"),
             "--driver-memory", os.environ.get("SIMHASH_DEDUP_DRIVER_MEMORY", _half_of_ram()),
-            "--driver-java-options", class_archive.with_archive_options(LARGE_RUN_JAVA_OPTIONS, archive),
+            "--driver-java-options", class_archive.with_archive_options(large_run_java_options(), archive),
             *_given(conf), *application]
 
 
