@@ -36,7 +36,7 @@ SMALL_RUN_BYTES = 128 * 2**20
 LARGE_RUN_JAVA_OPTIONS = "-XX:CompileThresholdScaling=3 -XX:+UseParallelGC"
 # And the heap on transparent huge pages where the kernel gives them to a process that asks (Linux, "madvise" or
 # "always"): a new JVM touches its heap's pages for the first time in its collections' pauses, each 4 KB page a fault the
-# kernel serves, and a large run's heap grows to gigabytes (on 2 cores cold 4M runs 8% faster, 10M 4.5%; a small
+# kernel serves, and a large run's heap grows to gigabytes (on 2 cores cold 4M runs 8% faster, 10M 5-11%; a small
 # run's small heap is slower on them, so not in SHORT_RUN_JAVA_OPTIONS: docs/performance.md).
 HUGE_PAGES_OPTION = "-XX:+UseTransparentHugePages"
 HUGE_PAGES_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
