@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -36,8 +35,8 @@ SMALL_RUN_BYTES = 128 * 2**20
 LARGE_RUN_JAVA_OPTIONS = "-XX:CompileThresholdScaling=3 -XX:+UseParallelGC"
 # And the heap on transparent huge pages where the kernel gives them to a process that asks (Linux, "madvise" or
 # "always"): a new JVM touches its heap's pages for the first time in its collections' pauses, each 4 KB page a fault the
-# kernel serves, and a large run's heap grows to gigabytes (on 2 cores cold 4M runs 8% faster, 10M 5-11%; a small
-# run's small heap is slower on them, so not in SHORT_RUN_JAVA_OPTIONS: docs/performance.md).
+# kernel serves, and a large run's heap grows to gigabytes. A small run's small heap is slower on them, so they are not
+# in SHORT_RUN_JAVA_OPTIONS (docs/performance.md, "Settings the job chooses").
 HUGE_PAGES_OPTION = "-XX:+UseTransparentHugePages"
 HUGE_PAGES_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
 
@@ -48,10 +47,10 @@ def transparent_huge_pages(setting: str = HUGE_PAGES_SETTING) -> bool:
     exist there) or when it cannot be read."""
     try:
         with open(setting) as fh:
-            chosen = re.search(r"\[(\w+)\]", fh.read())
+            modes = fh.read()
     except OSError:
         return False
-    return chosen is not None and chosen.group(1) in ("always", "madvise")
+    return "[always]" in modes or "[madvise]" in modes
 
 
 def large_run_java_options(setting: str = HUGE_PAGES_SETTING) -> str:
